@@ -1,0 +1,5 @@
+"""``python -m pp1audit``: the same entry point as the console script."""
+
+from pp1audit.cli import main
+
+main()

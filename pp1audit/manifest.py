@@ -1,0 +1,217 @@
+"""Manifest: YAML → typed, validated models.
+
+Validation happens in two steps, both reporting ``file:line:column`` and the key
+path: the JSON Schema (shape, types, unknown keys, digest syntax), then the
+rules a schema cannot say (safe paths, line ranges, every citation verifiable).
+Models are frozen dataclasses; checks read only these, never the raw YAML.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pp1audit.errors import ManifestError, Pp1Error
+from pp1audit.paths import path_problem
+from pp1audit.spans import Span, parse_span
+from pp1audit.yamlpos import KeyPath, Loaded, keypath_str, load
+
+
+def text_lines(text: str) -> list[str]:
+    """Lines of a YAML block scalar: its final newline does not make an extra line."""
+    return text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Text or digest that identifies a span independently of its line numbers."""
+
+    exact: list[str] | None
+    prefix: list[str]
+    suffix: list[str]
+    sha256: str | None
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A claim's evidence: a span of a file, and how to find it again."""
+
+    id: str
+    span: Span
+    anchor: Anchor | None
+    claim: str | None
+    title: str | None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A validated manifest, with the bytes' digest and the YAML positions."""
+
+    path: str
+    sha256: str
+    raw: dict[str, Any]
+    loaded: Loaded
+    audit_id: str
+    audit_title: str | None
+    audit_date: str | None
+    package: str
+    version: str | None
+    files: dict[str, str]
+    citations: dict[str, Citation] = field(default_factory=dict)
+
+    def where(self, path: KeyPath) -> str:
+        """``file:line:column`` of a key path, for messages that point into the manifest."""
+        line, col = self.loaded.where(path)
+        return f"{self.path}:{line}:{col}"
+
+
+def _fail(loaded: Loaded, file: str, path: KeyPath, message: str, *, key: bool = False) -> ManifestError:
+    pos = loaded.key_positions.get(path) if key else None
+    line, col = pos or loaded.where(path)
+    return ManifestError(file, line, col, keypath_str(path), message)
+
+
+def _schema_check(loaded: Loaded, file: str) -> None:
+    """Validate against the JSON Schema; on failure, explain the best error precisely.
+
+    fastjsonschema (compiled, fast) decides valid / invalid on every run; only an
+    invalid manifest pays for jsonschema, whose errors carry exact key paths
+    (fastjsonschema's dotted names break on keys such as ``a/b.py``).
+    """
+    import fastjsonschema
+
+    from pp1audit.schema import SCHEMA, validator
+
+    try:
+        validator()(loaded.data)
+        return
+    except fastjsonschema.JsonSchemaValueException:
+        pass
+    import jsonschema
+
+    errors = jsonschema.Draft7Validator(SCHEMA).iter_errors(loaded.data)
+    best = jsonschema.exceptions.best_match(errors)
+    if best is None:  # pragma: no cover - the two validators disagree: a bug
+        raise _fail(loaded, file, (), "manifest does not match the schema")
+    path: KeyPath = tuple(best.absolute_path)
+    sub = best.schema if isinstance(best.schema, dict) else {}
+    node = _get(loaded.data, path)
+    if best.validator == "additionalProperties" and isinstance(node, dict):
+        known = set(sub.get("properties", {}))
+        extra = next((k for k in node if k not in known), None)
+        if extra is not None:
+            raise _fail(loaded, file, (*path, extra), f"unknown key '{extra}'", key=True)
+    if isinstance(node, dict) and isinstance(best.instance, str) and best.instance in node:
+        # A propertyNames failure: the offending thing is a key, not a value.
+        key = best.instance
+        message = (
+            path_problem(key)
+            or sub.get("x-message")
+            or f"'{key}' is not a valid name here"
+        )
+        raise _fail(loaded, file, (*path, key), message, key=True)
+    if best.validator == "required" and isinstance(node, dict):
+        missing = best.message.split("'")[1] if "'" in best.message else best.message
+        raise _fail(loaded, file, path, f"missing required key '{missing}'")
+    message = sub.get("x-message") or best.message
+    raise _fail(loaded, file, path, str(message))
+
+
+def _get(data: object, path: KeyPath) -> object:
+    for p in path:
+        if isinstance(data, dict):
+            data = data.get(p)
+        elif isinstance(data, list) and isinstance(p, int) and p < len(data):
+            data = data[p]
+        else:
+            return None
+    return data
+
+
+def _anchor(loaded: Loaded, file: str, base: KeyPath, raw: dict[str, Any] | None) -> Anchor | None:
+    if raw is None:
+        return None
+    exact = text_lines(raw["exact"]) if "exact" in raw else None
+    return Anchor(
+        exact=exact,
+        prefix=text_lines(raw.get("prefix", "")) if raw.get("prefix") else [],
+        suffix=text_lines(raw.get("suffix", "")) if raw.get("suffix") else [],
+        sha256=raw["sha256"].lower() if "sha256" in raw else None,
+    )
+
+
+def parse(text: str, file: str) -> Manifest:
+    """Parse and validate manifest text; ``ManifestError`` names the line and column."""
+    loaded = load(text, file)
+    if not isinstance(loaded.data, dict):
+        raise _fail(loaded, file, (), "the manifest must be a mapping")
+    _schema_check(loaded, file)
+    raw: dict[str, Any] = loaded.data
+
+    files: dict[str, str] = {}
+    for path, digest in (raw.get("files") or {}).items():
+        problem = path_problem(path)
+        if problem:
+            raise _fail(loaded, file, ("files", path), problem, key=True)
+        files[path] = digest.lower()
+
+    citations: dict[str, Citation] = {}
+    for cid, rec in (raw.get("citations") or {}).items():
+        try:
+            span = parse_span(rec["at"])
+        except ValueError as exc:
+            raise _fail(loaded, file, ("citations", cid, "at"), str(exc)) from None
+        problem = path_problem(span.path)
+        if problem:
+            raise _fail(loaded, file, ("citations", cid, "at"), problem)
+        anchor = _anchor(loaded, file, ("citations", cid, "anchor"), rec.get("anchor"))
+        if anchor is not None and anchor.exact is not None and len(anchor.exact) != span.length:
+            raise _fail(
+                loaded, file, ("citations", cid, "anchor", "exact"),
+                f"anchor text has {len(anchor.exact)} lines but the span {span} has {span.length}",
+            )
+        if anchor is None and span.path not in files:
+            raise _fail(
+                loaded, file, ("citations", cid),
+                f"citation cannot be verified: pin {span.path} under 'files' or give it an anchor",
+                key=True,
+            )
+        citations[cid] = Citation(cid, span, anchor, rec.get("claim"), rec.get("title"))
+
+    audit = raw.get("audit") or {}
+    target = raw["target"]
+    return Manifest(
+        path=file,
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        raw=raw,
+        loaded=loaded,
+        audit_id=audit.get("id", Path(file).stem),
+        audit_title=audit.get("title"),
+        audit_date=audit.get("date"),
+        package=target["package"],
+        version=target.get("version"),
+        files=files,
+        citations=citations,
+    )
+
+
+def load_manifest(path: Path, display: str | None = None) -> Manifest:
+    """Read and parse a manifest file; unreadable or non-UTF-8 files are one-line errors."""
+    name = display or str(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise Pp1Error(f"{name}: manifest not found") from None
+    except IsADirectoryError:
+        raise Pp1Error(f"{name}: is a directory, not a manifest") from None
+    except OSError as exc:
+        raise Pp1Error(f"{name}: cannot read manifest: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ManifestError(name, line, col, "", "not UTF-8 text") from None
+    return parse(text, name)

@@ -1,0 +1,233 @@
+"""Sources: one small interface over "a tree of files" (directory or wheel).
+
+Every check reads through a ``Source`` and so works on any of them. Logical paths
+are relative POSIX paths from the target root (site-packages, or the top of a
+wheel), exactly as a manifest writes them. A source refuses, with a
+``SourceError`` the checks turn into an ``error`` status, anything it must never
+open: a path escaping the root (symlinks resolved), FIFOs, sockets and devices.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zipfile
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+
+from pp1audit.errors import SourceError, TargetError
+from pp1audit.paths import path_problem
+
+BLOCK = 1 << 20
+"""Read size: large blocks keep syscalls few and let hashlib work on big buffers."""
+
+
+def _kind_of_mode(mode: int) -> str:
+    """Human name of a non-regular file type, for error messages."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "not a regular file"
+
+
+class Source(ABC):
+    """A read-only tree of files addressed by logical paths."""
+
+    kind: str
+    location: str
+
+    @abstractmethod
+    def read(self, path: str) -> bytes:
+        """The whole content of a regular file; ``SourceError`` for anything else."""
+
+    @abstractmethod
+    def exists(self, path: str) -> bool:
+        """True when ``path`` names an entry of any type (a FIFO exists too)."""
+
+    @abstractmethod
+    def iter_files(self, under: str = "") -> Iterator[str]:
+        """Logical paths of every non-directory entry below ``under``, sorted."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release OS resources (open zip files); sources are context managers too."""
+
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @staticmethod
+    def _check_path(path: str) -> None:
+        problem = path_problem(path)
+        if problem:
+            raise SourceError(path, problem)
+
+
+class DirectorySource(Source):
+    """A directory on disk: site-packages, or the package directory itself.
+
+    When the target is the package directory (``mount`` set to the package name),
+    logical paths still start with the package name, so one manifest fits both
+    ways of naming an installed package; nothing outside the package directory
+    can then be read.
+    """
+
+    kind = "directory"
+
+    def __init__(self, base: Path, mount: str | None = None) -> None:
+        self.base = os.path.realpath(base)
+        self.mount = mount
+        self.location = str(base)
+
+    def _real(self, path: str) -> str:
+        self._check_path(path)
+        rel = path
+        if self.mount is not None:
+            if path == self.mount:
+                rel = ""
+            elif path.startswith(self.mount + "/"):
+                rel = path[len(self.mount) + 1 :]
+            else:
+                raise SourceError(path, f"outside the package directory '{self.mount}'")
+        real = os.path.realpath(os.path.join(self.base, rel))
+        if real != self.base and not real.startswith(self.base + os.sep):
+            raise SourceError(path, "resolves outside the target root (symlink escape)")
+        return real
+
+    def read(self, path: str) -> bytes:
+        real = self._real(path)
+        try:
+            st = os.stat(real)
+        except FileNotFoundError:
+            raise SourceError(path, "missing from the target") from None
+        except OSError as exc:
+            raise SourceError(path, f"cannot stat: {exc.strerror}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise SourceError(path, f"is {_kind_of_mode(st.st_mode)}; not opened")
+        try:
+            # O_NONBLOCK: should the entry be swapped for a FIFO after the stat,
+            # the open still returns at once and the fstat below refuses it.
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise SourceError(path, f"cannot open: {exc.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise SourceError(path, f"is {_kind_of_mode(st.st_mode)}; not opened")
+            chunks = []
+            while True:
+                chunk = os.read(fd, BLOCK)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            return b"".join(chunks)
+        except OSError as exc:
+            raise SourceError(path, f"cannot read: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+
+    def exists(self, path: str) -> bool:
+        try:
+            return os.path.lexists(self._real(path))
+        except SourceError:
+            return False
+
+    def iter_files(self, under: str = "") -> Iterator[str]:
+        top = self.base
+        prefix = ""
+        if self.mount is not None:
+            prefix = self.mount + "/"
+        if under:
+            if self.mount is not None and (under == self.mount or under.startswith(prefix)):
+                sub = under[len(self.mount) :].lstrip("/")
+            else:
+                sub = under
+                if self.mount is not None:
+                    return
+            top = os.path.join(self.base, sub)
+            prefix = under.rstrip("/") + "/"
+        out: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames.sort()
+            rel = os.path.relpath(dirpath, top)
+            rel = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            # os.walk lists symlinked directories in dirnames without descending:
+            # report them as entries so nothing is silently hidden.
+            out.extend(prefix + rel + d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))
+            out.extend(prefix + rel + f for f in filenames)
+        yield from sorted(out)
+
+
+class WheelSource(Source):
+    """A ``.whl`` read in place with ``zipfile``: nothing is extracted to disk."""
+
+    kind = "wheel"
+
+    def __init__(self, path: Path) -> None:
+        self.location = str(path)
+        try:
+            self._zip = zipfile.ZipFile(path)
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise TargetError(f"{path}: not a readable wheel ({exc})") from None
+        self._infos = {i.filename: i for i in self._zip.infolist() if not i.is_dir()}
+
+    def info(self, path: str) -> zipfile.ZipInfo:
+        """The zip entry for ``path``; ``SourceError`` when absent or unsafe."""
+        self._check_path(path)
+        info = self._infos.get(path)
+        if info is None:
+            raise SourceError(path, "missing from the target")
+        mode = info.external_attr >> 16
+        if mode and stat.S_IFMT(mode) and not stat.S_ISREG(mode):
+            raise SourceError(path, f"is {_kind_of_mode(mode)} in the wheel; not opened")
+        return info
+
+    def read(self, path: str) -> bytes:
+        info = self.info(path)
+        try:
+            return self._zip.read(info)
+        except (OSError, zipfile.BadZipFile, ValueError) as exc:
+            raise SourceError(path, f"cannot read from the wheel: {exc}") from None
+
+    def exists(self, path: str) -> bool:
+        return path in self._infos
+
+    def iter_files(self, under: str = "") -> Iterator[str]:
+        prefix = under.rstrip("/") + "/" if under else ""
+        yield from sorted(n for n in self._infos if n.startswith(prefix))
+
+    def close(self) -> None:
+        self._zip.close()
+
+
+def open_target(target: Path, package: str) -> Source:
+    """Build the source for a target given on the command line.
+
+    Accepts site-packages (a directory holding ``package/``), the package
+    directory itself, or a ``.whl`` file.
+    """
+    if not os.path.lexists(target):
+        raise TargetError(f"{target}: no such file or directory")
+    if target.is_dir():
+        if (target / package).is_dir():
+            return DirectorySource(target)
+        if target.resolve().name == package or (target / "__init__.py").is_file():
+            return DirectorySource(target, mount=package)
+        raise TargetError(
+            f"{target}: no '{package}' package here; give site-packages, "
+            "the package directory or a .whl file"
+        )
+    if target.is_file():
+        if target.suffix == ".whl":
+            return WheelSource(target)
+        raise TargetError(f"{target}: not a directory or a .whl file")
+    raise TargetError(f"{target}: not a directory or a regular file")

@@ -1,0 +1,175 @@
+"""Line spans: parsing ``path:a-b``, splitting text into lines, and relocation.
+
+Audits cite code as ``file:start–end``. These helpers make that exact: 1-based
+inclusive lines; a CRLF file or one without a final newline numbers its lines
+as an editor does. Relocation finds a span's anchor text again after the file
+changed and never settles for a weak match: an exact line-aligned match first,
+then a whitespace-normalised one, each an explicit, reported outcome.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+_SPAN = re.compile(r"^(?P<path>[^:]+):(?P<a>\d+)(?:\s*[-–]\s*(?P<b>\d+))?$")
+
+
+@dataclass(frozen=True)
+class Span:
+    """A cited span: a path and 1-based inclusive line numbers."""
+
+    path: str
+    start: int
+    end: int
+
+    def __str__(self) -> str:
+        if self.start == self.end:
+            return f"{self.path}:{self.start}"
+        return f"{self.path}:{self.start}-{self.end}"
+
+    @property
+    def length(self) -> int:
+        """Number of lines in the span."""
+        return self.end - self.start + 1
+
+
+def parse_span(text: str) -> Span:
+    """Parse ``path:a-b``, ``path:a–b`` (en dash) or ``path:a``; ``ValueError`` if not."""
+    m = _SPAN.match(text.strip())
+    if not m:
+        raise ValueError(f"'{text}' is not 'path:start-end' or 'path:line'")
+    start = int(m["a"])
+    end = int(m["b"]) if m["b"] is not None else start
+    if start < 1:
+        raise ValueError(f"'{text}': lines are 1-based; line 0 does not exist")
+    if end < start:
+        raise ValueError(f"'{text}': the range is reversed ({start} > {end})")
+    return Span(m["path"], start, end)
+
+
+def decode_lines(data: bytes) -> list[str] | None:
+    """Split UTF-8 text into lines without their endings; None if not UTF-8 text.
+
+    A UTF-8 BOM is dropped; CRLF and lone CR end lines like LF; a missing final
+    newline does not add or lose a line. Text with NUL bytes counts as binary.
+    """
+    if b"\x00" in data:
+        return None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def normalize(lines: list[str]) -> list[str]:
+    """Whitespace-normalised lines: inner runs folded, ends stripped, blank lines dropped."""
+    out = []
+    for line in lines:
+        folded = " ".join(line.split())
+        if folded:
+            out.append(folded)
+    return out
+
+
+def span_sha256(lines: list[str]) -> str:
+    """Hash of a span's normalised text: survives re-indentation and blank-line edits."""
+    return hashlib.sha256("\n".join(normalize(lines)).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Match:
+    """Where an anchor was found: 1-based inclusive lines and how it matched."""
+
+    start: int
+    end: int
+    how: str  # "exact" or "normalized"
+    candidates: int
+    context: int  # how many of prefix/suffix also matched (0-2)
+
+
+def _find_exact(lines: list[str], needle: list[str]) -> list[int]:
+    """0-based starts where ``needle`` occurs line-aligned in ``lines``."""
+    n = len(needle)
+    if n == 0:
+        return []
+    first = needle[0]
+    return [
+        i
+        for i in range(len(lines) - n + 1)
+        if lines[i] == first and lines[i : i + n] == needle
+    ]
+
+
+def _context_score(lines: list[str], start: int, end: int, prefix: list[str], suffix: list[str]) -> int:
+    """How many of the anchor's context blocks (before/after) still surround a match."""
+    score = 0
+    if prefix and normalize(lines[max(0, start - len(prefix)) : start]) == normalize(prefix):
+        score += 1
+    if suffix and normalize(lines[end : end + len(suffix)]) == normalize(suffix):
+        score += 1
+    return score
+
+
+def _find_normalized(lines: list[str], digest: str, nonblank: int) -> list[tuple[int, int]]:
+    """0-based (start, end-exclusive) windows whose normalised text hashes to ``digest``.
+
+    Windows start and end on non-blank lines, so a match never swallows blank
+    lines at its edges, and each holds exactly ``nonblank`` non-blank lines.
+    """
+    idx = [i for i, line in enumerate(lines) if line.strip()]
+    out = []
+    for k in range(len(idx) - nonblank + 1):
+        s, e = idx[k], idx[k + nonblank - 1] + 1
+        if span_sha256(lines[s:e]) == digest:
+            out.append((s, e))
+    return out
+
+
+def relocate(
+    lines: list[str],
+    pinned: Span,
+    exact: list[str] | None,
+    prefix: list[str],
+    suffix: list[str],
+    digest: str | None,
+) -> Match | None:
+    """Find the anchored span in ``lines``; None when there is no credible match.
+
+    Exact line-aligned matches of the anchor text win over normalised ones; among
+    several, those whose context (prefix/suffix) still matches win, then the one
+    nearest the pinned start. ``candidates`` says how many equally good places
+    there were so that the caller can say so.
+    """
+    found: list[tuple[int, int]] = []
+    how = "exact"
+    if exact:
+        found = [(s, s + len(exact)) for s in _find_exact(lines, exact)]
+    if not found:
+        want = digest or (span_sha256(exact) if exact else None)
+        nonblank = len(normalize(exact)) if exact else None
+        if want is not None:
+            if nonblank is None:
+                # Digest-only anchor: try every window size near the pinned length.
+                for size in range(1, pinned.length + 1):
+                    found = _find_normalized(lines, want, size)
+                    if found:
+                        break
+            elif nonblank:
+                found = _find_normalized(lines, want, nonblank)
+            how = "normalized"
+    if not found:
+        return None
+    scored = [(_context_score(lines, s, e, prefix, suffix), s, e) for s, e in found]
+    best_score = max(sc for sc, _, _ in scored)
+    best = [(s, e) for sc, s, e in scored if sc == best_score]
+    s, e = min(best, key=lambda se: (abs(se[0] + 1 - pinned.start), se[0]))
+    return Match(s + 1, e, how, len(best), best_score)
