@@ -51,3 +51,10 @@ class SourceError(Pp1Error):
         self.path = path
         self.message = message
         super().__init__(f"{path}: {message}")
+
+
+class MissingFile(SourceError):
+    """The path names nothing in the source: a pin that no longer holds (``fail``)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, "missing from the target")

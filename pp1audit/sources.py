@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 
-from pp1audit.errors import SourceError, TargetError
+from pp1audit.errors import MissingFile, SourceError, TargetError
 from pp1audit.paths import path_problem
 
 BLOCK = 1 << 20
@@ -108,7 +108,7 @@ class DirectorySource(Source):
         try:
             st = os.stat(real)
         except FileNotFoundError:
-            raise SourceError(path, "missing from the target") from None
+            raise MissingFile(path) from None
         except OSError as exc:
             raise SourceError(path, f"cannot stat: {exc.strerror}") from None
         if not stat.S_ISREG(st.st_mode):
@@ -185,7 +185,7 @@ class WheelSource(Source):
         self._check_path(path)
         info = self._infos.get(path)
         if info is None:
-            raise SourceError(path, "missing from the target")
+            raise MissingFile(path)
         mode = info.external_attr >> 16
         if mode and stat.S_IFMT(mode) and not stat.S_ISREG(mode):
             raise SourceError(path, f"is {_kind_of_mode(mode)} in the wheel; not opened")

@@ -1,0 +1,47 @@
+"""The core run: a manifest and a source in, a ``Result`` out. Nothing printed.
+
+This is the one place that knows the order of checks (version, files,
+citations, then the kinds later sections add) so every front end (CLI,
+report, tests) gets identical results for identical inputs.
+"""
+
+from __future__ import annotations
+
+from pp1audit import __version__
+from pp1audit.checks.citations import check_citation
+from pp1audit.checks.files import check_file
+from pp1audit.checks.version import check_version
+from pp1audit.manifest import Manifest
+from pp1audit.result import Check, GatePolicy, Result, TargetInfo
+from pp1audit.sources import Source
+from pp1audit.store import FileStore
+
+
+def run_checks(manifest: Manifest, store: FileStore) -> list[Check]:
+    """Every check the manifest asks for, in manifest order, on one store."""
+    checks: list[Check] = []
+    if manifest.version is not None:
+        checks.append(check_version(manifest.package, manifest.version, store))
+    for path, digest in manifest.files.items():
+        checks.append(check_file(path, digest, store))
+    for citation in manifest.citations.values():
+        checks.append(check_citation(citation, manifest.files.get(citation.span.path), store))
+    return checks
+
+
+def audit(manifest: Manifest, source: Source, policy: GatePolicy | None = None) -> Result:
+    """Check ``source`` against ``manifest`` and return the whole result."""
+    store = FileStore(source)
+    checks = run_checks(manifest, store)
+    found_version = next((c.actual for c in checks if c.kind == "version"), None)
+    target = TargetInfo(
+        kind=source.kind, location=source.location, package=manifest.package, version=found_version
+    )
+    return Result(
+        manifest_path=manifest.path,
+        manifest_sha256=manifest.sha256,
+        target=target,
+        checks=tuple(checks),
+        policy=policy or GatePolicy(),
+        tool_version=__version__,
+    )

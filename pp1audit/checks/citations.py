@@ -1,0 +1,80 @@
+"""``citation``: a cited span still exists and still is the pinned content.
+
+Proof comes from the file's pinned digest (the whole file is unchanged, so are
+its lines) or from the citation's anchor. When the file changed, the anchor is
+looked for again (``spans.relocate``): found at the pinned lines is ``pass``,
+found elsewhere is ``drift`` with ``found_lines``, not found is ``fail``. A
+citation is never re-anchored silently.
+"""
+
+from __future__ import annotations
+
+from pp1audit.checks import source_problem
+from pp1audit.errors import SourceError
+from pp1audit.manifest import Anchor, Citation
+from pp1audit.result import Check, Status
+from pp1audit.spans import Span, relocate, span_sha256
+from pp1audit.store import FileStore
+
+
+def _anchor_holds(anchor: Anchor, current: list[str]) -> str | None:
+    """How the anchor matches the lines at the pinned place ("exact"/"normalized"), or None."""
+    if anchor.exact is not None and anchor.exact == current:
+        return "exact"
+    want = anchor.sha256 or (span_sha256(anchor.exact) if anchor.exact else None)
+    if want is not None and span_sha256(current) == want:
+        return "normalized"
+    return None
+
+
+def check_citation(
+    citation: Citation, pinned_sha256: str | None, store: FileStore, source: str | None = None
+) -> Check:
+    """Judge one citation against the file as the store read it."""
+    span = citation.span
+    pinned = (span.start, span.end)
+    base = {"id": citation.id, "kind": "citation", "path": span.path, "lines": pinned, "source": source}
+    try:
+        fd = store.get(span.path)
+        lines = fd.text_lines()
+    except SourceError as exc:
+        return source_problem(exc, id=citation.id, kind="citation", lines=pinned, source=source)
+    in_range = span.end <= len(lines)
+    current = lines[span.start - 1 : span.end] if in_range else []
+    excerpt = "\n".join(current) if in_range else None
+
+    if pinned_sha256 is not None and fd.sha256 == pinned_sha256:
+        if in_range:
+            return Check(**base, status=Status.PASS, found_lines=pinned, excerpt=excerpt,
+                         message=f"{span} unchanged (file matches its pinned SHA-256)")
+        return Check(**base, status=Status.FAIL,
+                     message=f"{span} is past the end of the pinned file ({len(lines)} lines)")
+
+    anchor = citation.anchor
+    if anchor is None:
+        return Check(**base, status=Status.FAIL, expected=pinned_sha256, actual=fd.sha256,
+                     message=f"{span.path} changed and the citation has no anchor to find "
+                     "its span again")
+    how = _anchor_holds(anchor, current) if in_range else None
+    if how is not None:
+        note = "" if how == "exact" else " (whitespace differs)"
+        return Check(**base, status=Status.PASS, found_lines=pinned, excerpt=excerpt,
+                     message=f"{span} still holds the anchored text{note}")
+    match = relocate(lines, span, anchor.exact, anchor.prefix, anchor.suffix, anchor.sha256)
+    if match is None:
+        return Check(**base, status=Status.FAIL,
+                     message=f"the anchored text of {span} is no longer in {span.path}")
+    found = (match.start, match.end)
+    moved = Span(span.path, match.start, match.end)
+    notes = []
+    if match.how == "normalized":
+        notes.append("whitespace differs")
+    if match.candidates > 1:
+        notes.append(f"{match.candidates} equally good places; the nearest to the pinned lines chosen")
+    suffix = f" ({'; '.join(notes)})" if notes else ""
+    shift = match.start - span.start
+    return Check(
+        **base, status=Status.DRIFT, found_lines=found,
+        excerpt="\n".join(lines[match.start - 1 : match.end]),
+        message=f"{span} moved to {moved.start}-{moved.end} ({shift:+d} lines){suffix}",
+    )

@@ -1,0 +1,124 @@
+"""Command line: argument parsing, wiring and exit codes — nothing else.
+
+Commands build a manifest and sources, call the pure core, hand the result to a
+formatter and map the verdict to an exit code (0 open, 1 closed, 2 nothing
+judged). ``main`` is the only place errors become messages: a user error is one
+line and exit 2; an unexpected exception is a bug, still one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from pp1audit import __version__
+from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, EXIT_USAGE, Pp1Error
+
+_DEFAULT_MANIFEST = "(the shipped PP1 manifest)"
+
+
+def _load_manifest(path: Path | None):  # type: ignore[no-untyped-def]
+    from pp1audit.manifest import load_manifest
+
+    if path is None:
+        from pp1audit.defaults import default_manifest_path
+
+        return load_manifest(default_manifest_path(), display="pp1audit:manifests/pp1.yaml")
+    return load_manifest(path)
+
+
+def _use_color(fmt_color: str | None) -> bool:
+    if fmt_color == "always":
+        return True
+    if fmt_color == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        from pp1audit.atomic import write_atomic
+
+        write_atomic(output, text)
+
+
+manifest_option = click.option(
+    "--manifest", "-m", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    help="Manifest YAML (default: the PP1 manifest shipped with pp1audit).",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="pp1audit")
+def cli() -> None:
+    """Executable source audits: pin an installed package's files, cited spans and
+    code invariants in a manifest, and gate on them."""
+
+
+@cli.command()
+@click.argument("target", type=click.Path(path_type=Path))
+@manifest_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write the result to FILE (atomically) instead of stdout.")
+@click.option("--allow-drift", is_flag=True, help="Cited spans found at other lines do not close the gate.")
+@click.option("--require-all", is_flag=True, help="Skipped checks close the gate.")
+@click.option("--verbose", "-v", is_flag=True, help="Text format: list passing checks too.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
+              help="Colour in text output (NO_COLOR is honoured in auto).")
+def check(
+    target: Path, manifest: Path | None, fmt: str, output: Path | None,
+    allow_drift: bool, require_all: bool, verbose: bool, color: str,
+) -> int:
+    """Check TARGET (site-packages, the package directory, or a .whl) against the manifest.
+
+    Exit 0 when everything pinned holds, 1 when the gate is closed, 2 when
+    nothing could be judged.
+    """
+    from pp1audit.audit import audit
+    from pp1audit.formats import get_formatter
+    from pp1audit.result import GatePolicy
+    from pp1audit.sources import open_target
+
+    m = _load_manifest(manifest)
+    with open_target(target, m.package) as source:
+        result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all))
+    use_color = output is None and fmt == "text" and _use_color(color)
+    _emit(get_formatter(fmt)(result, verbose=verbose, color=use_color), output)
+    return EXIT_OPEN if result.gate_open else EXIT_CLOSED
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the CLI and turn every outcome into an exit code."""
+    try:
+        code = cli.main(args=argv, prog_name="pp1audit", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelp as exc:  # pragma: no cover - depends on click version
+        click.echo(exc.format_message(), err=True)
+        code = EXIT_USAGE
+    except click.ClickException as exc:
+        exc.show()
+        code = EXIT_USAGE
+    except click.exceptions.Abort:
+        click.echo("pp1audit: aborted", err=True)
+        code = EXIT_USAGE
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except Pp1Error as exc:
+        click.echo(f"pp1audit: error: {exc}", err=True)
+        code = exc.exit_code
+    except BrokenPipeError:
+        code = EXIT_USAGE
+    except KeyboardInterrupt:
+        click.echo("pp1audit: interrupted", err=True)
+        code = EXIT_USAGE
+    except Exception as exc:  # a bug: still one line, never a traceback
+        click.echo(f"pp1audit: internal error: {type(exc).__name__}: {exc}", err=True)
+        code = EXIT_USAGE
+    sys.exit(code if isinstance(code, int) else EXIT_OPEN)

@@ -1,0 +1,50 @@
+"""``--format json``: exactly one object, ``pp1audit.result/1`` (contract, design.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pp1audit.result import Check, Result
+
+FORMAT_ID = "pp1audit.result/1"
+
+
+def check_dict(check: Check) -> dict[str, Any]:
+    """One check as the contract spells it: every key present, absent values null."""
+    return {
+        "id": check.id,
+        "kind": check.kind,
+        "status": check.status.value,
+        "path": check.path,
+        "lines": list(check.lines) if check.lines else None,
+        "found_lines": list(check.found_lines) if check.found_lines else None,
+        "expected": check.expected,
+        "actual": check.actual,
+        "message": check.message,
+        "source": check.source,
+    }
+
+
+def as_dict(result: Result) -> dict[str, Any]:
+    """The whole result as plain JSON-ready data."""
+    target = result.target
+    return {
+        "format": FORMAT_ID,
+        "tool": {"name": "pp1audit", "version": result.tool_version},
+        "manifest": {"path": result.manifest_path, "sha256": result.manifest_sha256},
+        "target": None if target is None else {
+            "kind": target.kind,
+            "location": target.location,
+            "package": target.package,
+            "version": target.version,
+        },
+        "verdict": result.verdict,
+        "counts": result.counts(),
+        "checks": [check_dict(c) for c in result.checks],
+    }
+
+
+def render(result: Result, verbose: bool = False, color: bool = False) -> str:
+    """Pretty-printed JSON with a final newline; ``verbose``/``color`` do not apply."""
+    return json.dumps(as_dict(result), indent=2, ensure_ascii=False) + "\n"

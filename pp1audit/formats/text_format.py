@@ -1,0 +1,90 @@
+"""``--format text``: a table for people, one line per check and a summary line.
+
+With colour (a terminal without ``NO_COLOR``) it is drawn by rich; otherwise it
+is plain aligned text, which keeps rich's import cost off the path of CI logs
+and pipes. Passing checks are listed only with ``verbose``.
+"""
+
+from __future__ import annotations
+
+from pp1audit.result import Check, Result, Status
+
+_STYLE = {
+    Status.PASS: "green",
+    Status.DRIFT: "yellow",
+    Status.FAIL: "bold red",
+    Status.SKIP: "cyan",
+    Status.ERROR: "bold magenta",
+}
+
+
+def _where(check: Check) -> str:
+    if check.path is None:
+        return ""
+    if check.lines is None:
+        return check.path
+    a, b = check.lines
+    where = f"{check.path}:{a}" if a == b else f"{check.path}:{a}-{b}"
+    if check.found_lines and check.found_lines != check.lines:
+        where += f" → {check.found_lines[0]}-{check.found_lines[1]}"
+    return where
+
+
+def _detail(check: Check) -> str:
+    text = check.message
+    if check.status in (Status.FAIL, Status.ERROR) and check.expected and check.actual:
+        text += f" (expected {check.expected}, found {check.actual})"
+    return text
+
+
+def summary(result: Result) -> str:
+    """``verdict: N pass, N drift, …`` — the closing line of every text report."""
+    counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())
+    gate = "open" if result.gate_open else "closed"
+    return f"{result.verdict.upper()} (gate {gate}): {counts}"
+
+
+def _rows(result: Result, verbose: bool) -> list[Check]:
+    return [c for c in result.checks if verbose or c.status is not Status.PASS]
+
+
+def render(result: Result, verbose: bool = False, color: bool = False) -> str:
+    """The report as text; rich markup only when ``color``."""
+    rows = _rows(result, verbose)
+    head = ""
+    if result.target is not None:
+        t = result.target
+        head = f"{result.manifest_path} against {t.kind} {t.location} ({t.package} {t.version})\n"
+    if color:
+        return head + _render_rich(result, rows)
+    widths = [max((len(x) for x in col), default=0) for col in (
+        [c.status.value for c in rows], [c.kind for c in rows], [c.id for c in rows],
+    )]
+    lines = [head.rstrip("\n")] if head else []
+    for c in rows:
+        cells = (c.status.value.ljust(widths[0]), c.kind.ljust(widths[1]), c.id.ljust(widths[2]))
+        tail = "  ".join(x for x in (_where(c), _detail(c)) if x)
+        lines.append("  ".join(cells) + "  " + tail)
+    lines.append(summary(result))
+    return "\n".join(lines) + "\n"
+
+
+def _render_rich(result: Result, rows: list[Check]) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for name in ("status", "kind", "id", "where", "detail"):
+        table.add_column(name, overflow="fold")
+    for c in rows:
+        table.add_row(
+            f"[{_STYLE[c.status]}]{c.status.value}[/]", c.kind, c.id, _where(c), _detail(c),
+            end_section=False,
+        )
+    console = Console(record=True, force_terminal=True, color_system="standard")
+    with console.capture() as cap:
+        if rows:
+            console.print(table)
+        style = "bold green" if result.gate_open else "bold red"
+        console.print(f"[{style}]{summary(result)}[/]")
+    return cap.get()

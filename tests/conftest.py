@@ -1,0 +1,125 @@
+"""Shared fixtures: the real vLLM wheel (downloaded with pip, cached) and its tree.
+
+The wheel is fetched once with ``pip download`` into a cache directory that
+survives between runs (``PP1AUDIT_TEST_CACHE``, default ``~/.cache/pp1audit-tests``);
+pip's own HTTP cache makes a repeated download cheap. The extracted tree is made
+once per session; tests that change files work on a hard-linked copy in which
+only the file they change is replaced, so the shared tree is never altered.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+CACHE = Path(os.environ.get("PP1AUDIT_TEST_CACHE", Path.home() / ".cache" / "pp1audit-tests"))
+REPO = Path(__file__).resolve().parent.parent
+
+
+def fetch_wheel(version: str) -> Path:
+    """The real vLLM wheel of ``version``, downloaded with pip on first use."""
+    dest = CACHE / "wheels"
+    dest.mkdir(parents=True, exist_ok=True)
+    found = sorted(dest.glob(f"vllm-{version}-*.whl"))
+    if found:
+        return found[0]
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+         "--quiet", f"vllm=={version}", "-d", str(dest)],
+        check=True,
+    )
+    found = sorted(dest.glob(f"vllm-{version}-*.whl"))
+    assert found, f"pip download produced no vllm {version} wheel"
+    return found[0]
+
+
+def extract_wheel(wheel: Path, dest: Path) -> Path:
+    """Extract a wheel as an installer lays it out (site-packages style) and return dest."""
+    marker = dest / ".complete"
+    if marker.exists():
+        return dest
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(dest)
+    marker.touch()
+    return dest
+
+
+@pytest.fixture(scope="session")
+def vllm_wheel() -> Path:
+    """Path of the real vLLM 0.31.0 wheel."""
+    return fetch_wheel("0.31.0")
+
+
+@pytest.fixture(scope="session")
+def vllm_tree(vllm_wheel: Path) -> Path:
+    """The 0.31.0 wheel extracted (site-packages layout); shared, never modified."""
+    return extract_wheel(vllm_wheel, CACHE / "trees" / vllm_wheel.stem)
+
+
+def linked_copy(src: Path, dst: Path) -> Path:
+    """Copy a tree with hard links: cheap, and safe as long as files are *replaced*."""
+    shutil.copytree(src, dst, copy_function=os.link, ignore=shutil.ignore_patterns(".complete"))
+    return dst
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Give ``path`` new content without touching the hard-linked original."""
+    path.unlink()
+    path.write_bytes(data)
+
+
+@pytest.fixture
+def tree_copy(vllm_tree: Path, tmp_path: Path) -> Path:
+    """A private copy of the real 0.31.0 tree; edit files with ``replace_file`` / ``edit``."""
+    return linked_copy(vllm_tree, tmp_path / "site")
+
+
+@pytest.fixture
+def edit() -> Callable[[Path, Callable[[str], str]], None]:
+    """Rewrite a text file of a linked copy through a function of its text."""
+
+    def _edit(path: Path, fn: Callable[[str], str]) -> None:
+        text = path.read_text(encoding="utf-8")
+        new = fn(text)
+        assert new != text, f"edit of {path} changed nothing"
+        replace_file(path, new.encode("utf-8"))
+
+    return _edit
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m pp1audit`` in a subprocess, as a user would, and capture output."""
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "pp1audit", *args], capture_output=True, text=True,
+        cwd=cwd, env=full_env, timeout=timeout, stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def make_files(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
+    """Build a small tree from a dict of relative path -> content (cog's make_files)."""
+
+    def _make(files: dict[str, str | bytes], root: Path | None = None) -> Path:
+        base = root or tmp_path / "tree"
+        for rel, content in files.items():
+            p = base / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                p.write_bytes(content)
+            else:
+                p.write_text(content, encoding="utf-8")
+        return base
+
+    return _make
