@@ -11,16 +11,20 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from pp1audit import __version__
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, EXIT_USAGE, Pp1Error
 
+if TYPE_CHECKING:
+    from pp1audit.manifest import Manifest
+
 _DEFAULT_MANIFEST = "(the shipped PP1 manifest)"
 
 
-def _load_manifest(path: Path | None):  # type: ignore[no-untyped-def]
+def _load_manifest(path: Path | None) -> Manifest:
     from pp1audit.manifest import load_manifest
 
     if path is None:
@@ -99,9 +103,6 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI and turn every outcome into an exit code."""
     try:
         code = cli.main(args=argv, prog_name="pp1audit", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelp as exc:  # pragma: no cover - depends on click version
-        click.echo(exc.format_message(), err=True)
-        code = EXIT_USAGE
     except click.ClickException as exc:
         exc.show()
         code = EXIT_USAGE

@@ -9,10 +9,10 @@ a direct rendering of these fields.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Outcome of one check (contract: see design.md)."""
 
     PASS = "pass"

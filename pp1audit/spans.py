@@ -109,12 +109,39 @@ def _find_exact(lines: list[str], needle: list[str]) -> list[int]:
     ]
 
 
-def _context_score(lines: list[str], start: int, end: int, prefix: list[str], suffix: list[str]) -> int:
-    """How many of the anchor's context blocks (before/after) still surround a match."""
+def _nonblank_before(lines: list[str], start: int, count: int) -> list[str]:
+    out: list[str] = []
+    i = start - 1
+    while i >= 0 and len(out) < count:
+        if lines[i].strip():
+            out.append(" ".join(lines[i].split()))
+        i -= 1
+    return out[::-1]
+
+
+def _nonblank_after(lines: list[str], end: int, count: int) -> list[str]:
+    out: list[str] = []
+    i = end
+    while i < len(lines) and len(out) < count:
+        if lines[i].strip():
+            out.append(" ".join(lines[i].split()))
+        i += 1
+    return out
+
+
+def _context_score(
+    lines: list[str], start: int, end: int, prefix: list[str], suffix: list[str]
+) -> int:
+    """How many of the anchor's context blocks (before/after) still surround a match.
+
+    Context is compared on non-blank, whitespace-folded lines, so blank lines
+    (which YAML block scalars tend to trim) never decide a match.
+    """
     score = 0
-    if prefix and normalize(lines[max(0, start - len(prefix)) : start]) == normalize(prefix):
+    want_prefix, want_suffix = normalize(prefix), normalize(suffix)
+    if want_prefix and _nonblank_before(lines, start, len(want_prefix)) == want_prefix:
         score += 1
-    if suffix and normalize(lines[end : end + len(suffix)]) == normalize(suffix):
+    if want_suffix and _nonblank_after(lines, end, len(want_suffix)) == want_suffix:
         score += 1
     return score
 

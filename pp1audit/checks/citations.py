@@ -9,6 +9,8 @@ citation is never re-anchored silently.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pp1audit.checks import source_problem
 from pp1audit.errors import SourceError
 from pp1audit.manifest import Anchor, Citation
@@ -33,7 +35,10 @@ def check_citation(
     """Judge one citation against the file as the store read it."""
     span = citation.span
     pinned = (span.start, span.end)
-    base = {"id": citation.id, "kind": "citation", "path": span.path, "lines": pinned, "source": source}
+    base = Check(
+        id=citation.id, kind="citation", status=Status.FAIL, message="", path=span.path,
+        lines=pinned, source=source,
+    )
     try:
         fd = store.get(span.path)
         lines = fd.text_lines()
@@ -45,24 +50,24 @@ def check_citation(
 
     if pinned_sha256 is not None and fd.sha256 == pinned_sha256:
         if in_range:
-            return Check(**base, status=Status.PASS, found_lines=pinned, excerpt=excerpt,
+            return replace(base, status=Status.PASS, found_lines=pinned, excerpt=excerpt,
                          message=f"{span} unchanged (file matches its pinned SHA-256)")
-        return Check(**base, status=Status.FAIL,
+        return replace(base, status=Status.FAIL,
                      message=f"{span} is past the end of the pinned file ({len(lines)} lines)")
 
     anchor = citation.anchor
     if anchor is None:
-        return Check(**base, status=Status.FAIL, expected=pinned_sha256, actual=fd.sha256,
+        return replace(base, status=Status.FAIL, expected=pinned_sha256, actual=fd.sha256,
                      message=f"{span.path} changed and the citation has no anchor to find "
                      "its span again")
     how = _anchor_holds(anchor, current) if in_range else None
     if how is not None:
         note = "" if how == "exact" else " (whitespace differs)"
-        return Check(**base, status=Status.PASS, found_lines=pinned, excerpt=excerpt,
+        return replace(base, status=Status.PASS, found_lines=pinned, excerpt=excerpt,
                      message=f"{span} still holds the anchored text{note}")
     match = relocate(lines, span, anchor.exact, anchor.prefix, anchor.suffix, anchor.sha256)
     if match is None:
-        return Check(**base, status=Status.FAIL,
+        return replace(base, status=Status.FAIL,
                      message=f"the anchored text of {span} is no longer in {span.path}")
     found = (match.start, match.end)
     moved = Span(span.path, match.start, match.end)
@@ -70,11 +75,13 @@ def check_citation(
     if match.how == "normalized":
         notes.append("whitespace differs")
     if match.candidates > 1:
-        notes.append(f"{match.candidates} equally good places; the nearest to the pinned lines chosen")
+        notes.append(
+            f"{match.candidates} equally good places; the nearest to the pinned lines chosen"
+        )
     suffix = f" ({'; '.join(notes)})" if notes else ""
     shift = match.start - span.start
-    return Check(
-        **base, status=Status.DRIFT, found_lines=found,
+    return replace(
+        base, status=Status.DRIFT, found_lines=found,
         excerpt="\n".join(lines[match.start - 1 : match.end]),
         message=f"{span} moved to {moved.start}-{moved.end} ({shift:+d} lines){suffix}",
     )
