@@ -24,33 +24,52 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def fetch_wheel(version: str) -> Path:
-    """The real vLLM wheel of ``version``, downloaded with pip on first use."""
+    """The real vLLM wheel of ``version``, downloaded with pip on first use.
+
+    pip downloads into a private temporary folder and the wheel is renamed into
+    the cache only when complete, under a lock, so concurrent test runs never
+    see a partial file.
+    """
+    import fcntl
+    import tempfile
+
     dest = CACHE / "wheels"
     dest.mkdir(parents=True, exist_ok=True)
-    found = sorted(dest.glob(f"vllm-{version}-*.whl"))
-    if found:
-        return found[0]
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-         "--quiet", f"vllm=={version}", "-d", str(dest)],
-        check=True,
-    )
-    found = sorted(dest.glob(f"vllm-{version}-*.whl"))
-    assert found, f"pip download produced no vllm {version} wheel"
-    return found[0]
+    with open(dest / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = sorted(dest.glob(f"vllm-{version}-*.whl"))
+        if found:
+            return found[0]
+        with tempfile.TemporaryDirectory(dir=dest) as tmp:
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                 "--quiet", f"vllm=={version}", "-d", tmp],
+                check=True,
+            )
+            got = sorted(Path(tmp).glob(f"vllm-{version}-*.whl"))
+            assert got, f"pip download produced no vllm {version} wheel"
+            os.replace(got[0], dest / got[0].name)
+        return dest / got[0].name
 
 
 def extract_wheel(wheel: Path, dest: Path) -> Path:
-    """Extract a wheel as an installer lays it out (site-packages style) and return dest."""
-    marker = dest / ".complete"
-    if marker.exists():
-        return dest
+    """Extract a wheel as an installer lays it out (site-packages style) and return dest.
+
+    Extraction goes to a temporary sibling renamed into place when complete, so
+    an interrupted or concurrent run never uses a half-extracted tree.
+    """
+    import tempfile
+
     if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".extract-"))
     with zipfile.ZipFile(wheel) as zf:
-        zf.extractall(dest)
-    marker.touch()
+        zf.extractall(tmp)
+    try:
+        os.rename(tmp, dest)
+    except OSError:  # another run finished first
+        shutil.rmtree(tmp)
     return dest
 
 
@@ -68,7 +87,7 @@ def vllm_tree(vllm_wheel: Path) -> Path:
 
 def linked_copy(src: Path, dst: Path) -> Path:
     """Copy a tree with hard links: cheap, and safe as long as files are *replaced*."""
-    shutil.copytree(src, dst, copy_function=os.link, ignore=shutil.ignore_patterns(".complete"))
+    shutil.copytree(src, dst, copy_function=os.link)
     return dst
 
 
