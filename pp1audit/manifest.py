@@ -15,6 +15,7 @@ from typing import Any
 
 from pp1audit.errors import ManifestError, Pp1Error
 from pp1audit.paths import path_problem
+from pp1audit.provenance import TARGET, Provenance, parse_provenance
 from pp1audit.spans import Span, parse_span
 from pp1audit.yamlpos import KeyPath, Loaded, keypath_str, load
 
@@ -43,6 +44,8 @@ class Citation:
     anchor: Anchor | None
     claim: str | None
     title: str | None
+    source: str | None = None
+    """A named git source or remote pin the cited file lives in; None: the target."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class Manifest:
     version: str | None
     files: dict[str, str]
     citations: dict[str, Citation] = field(default_factory=dict)
+    provenance: Provenance = field(default_factory=Provenance)
+    """Named git sources, remote pins and donors (see ``pp1audit.provenance``)."""
 
     def where(self, path: KeyPath) -> str:
         """``file:line:column`` of a key path, for messages that point into the manifest."""
@@ -157,8 +162,14 @@ def parse(text: str, file: str) -> Manifest:
             raise _fail(loaded, file, ("files", path), problem, key=True)
         files[path] = digest.lower()
 
+    provenance = parse_provenance(loaded, file, raw)
     citations: dict[str, Citation] = {}
     for cid, rec in (raw.get("citations") or {}).items():
+        cited_in = rec.get("source", TARGET)
+        if provenance.kind_of(cited_in) is None:
+            raise _fail(loaded, file, ("citations", cid, "source"),
+                        f"no source '{cited_in}' under 'sources', 'remotes' or 'donors'")
+        pins = files if cited_in == TARGET else provenance.pins(cited_in)
         try:
             span = parse_span(rec["at"])
         except ValueError as exc:
@@ -172,13 +183,16 @@ def parse(text: str, file: str) -> Manifest:
                 loaded, file, ("citations", cid, "anchor", "exact"),
                 f"anchor text has {len(anchor.exact)} lines but the span {span} has {span.length}",
             )
-        if anchor is None and span.path not in files:
+        if anchor is None and span.path not in pins:
             raise _fail(
                 loaded, file, ("citations", cid),
                 f"citation cannot be verified: pin {span.path} under 'files' or give it an anchor",
                 key=True,
             )
-        citations[cid] = Citation(cid, span, anchor, rec.get("claim"), rec.get("title"))
+        citations[cid] = Citation(
+            cid, span, anchor, rec.get("claim"), rec.get("title"),
+            source=None if cited_in == TARGET else cited_in,
+        )
 
     audit = raw.get("audit") or {}
     target = raw["target"]
@@ -194,6 +208,7 @@ def parse(text: str, file: str) -> Manifest:
         version=target.get("version"),
         files=files,
         citations=citations,
+        provenance=provenance,
     )
 
 

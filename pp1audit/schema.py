@@ -51,6 +51,156 @@ CITATION: dict[str, Any] = {
         "anchor": ANCHOR,
         "claim": {"type": "string", "description": "What the audit says this span shows."},
         "title": {"type": "string"},
+        "source": {
+            "type": "string",
+            "pattern": _ID,
+            "description": "Where the cited file lives: 'target' (the default), a git source "
+            "under 'sources' (read from its pinned commit), or a pin under 'remotes'/'donors'.",
+        },
+    },
+}
+
+# --- provenance beyond the tree: git sources, remote pins, donor patches -------------
+
+COMMIT: dict[str, Any] = {
+    "type": "string",
+    "pattern": _HEX40,
+    "x-message": "not a full commit id: 40 hexadecimal characters expected",
+}
+
+GIT_REF: dict[str, Any] = {
+    "type": "object",
+    "description": "A ref recorded at audit time: where it pointed, and whether it may move.",
+    "additionalProperties": False,
+    "required": ["commit"],
+    "properties": {
+        "commit": {**COMMIT, "description": "The commit the ref pointed at when recorded."},
+        "moving": {
+            "type": "boolean",
+            "description": "true: the ref is expected to move (a move is reported, not failed); "
+            "false (default): the ref is fixed and a move is a failure.",
+        },
+    },
+}
+
+GIT_CONTENT: dict[str, Any] = {
+    "type": "object",
+    "description": "What a commit contains (under 'contains') or must not contain (under "
+    "'lacks'): a file 'path', a file's bytes ('sha256'), or a remote/donor pin's bytes "
+    "('donor'). 'contains' with a path: that file exists (with those bytes when given); "
+    "without: some file has those bytes. 'lacks': no file at the path and no file "
+    "anywhere with those bytes.",
+    "additionalProperties": False,
+    "properties": {
+        "commit": {**COMMIT, "description": "Commit to look in (default: the source's pinned commit)."},
+        "path": {"type": "string", "pattern": _PATH, "description": "A path in the commit's tree."},
+        "sha256": {**HEX64, "description": "The file's bytes, by SHA-256."},
+        "donor": {
+            "type": "string",
+            "pattern": _ID,
+            "description": "A pin under 'donors' or 'remotes': its pinned bytes (same as its sha256).",
+        },
+        "claim": {"type": "string", "description": "What the audit says this shows."},
+    },
+    "anyOf": [{"required": ["path"]}, {"required": ["sha256"]}, {"required": ["donor"]}],
+    "x-message": "say what to look for: 'path', 'sha256' or 'donor'",
+}
+
+GIT_SOURCE: dict[str, Any] = {
+    "type": "object",
+    "description": "A git repository named by the audit. At run time `--repo NAME=PATH` points "
+    "at a local clone; files are read from the pinned commit's blobs, never the work tree.",
+    "additionalProperties": False,
+    "required": ["kind", "commit"],
+    "properties": {
+        "kind": {"const": "git", "description": "The only kind of named source: a git repository."},
+        "commit": {**COMMIT, "description": "Pinned commit: citations in this source are read here."},
+        "url": {"type": "string", "description": "Where the repository is published (never fetched)."},
+        "title": {"type": "string"},
+        "files": {
+            "type": "object",
+            "description": "SHA-256 pins of files at the pinned commit: path -> hex digest.",
+            "propertyNames": {"pattern": _PATH},
+            "additionalProperties": HEX64,
+        },
+        "refs": {
+            "type": "object",
+            "description": "Refs recorded at audit time: branch or tag name -> {commit, moving}.",
+            "propertyNames": {"pattern": "^[A-Za-z0-9][A-Za-z0-9._/-]*$"},
+            "additionalProperties": GIT_REF,
+        },
+        "contains": {
+            "type": "object",
+            "description": "id -> what a commit of this repository must contain.",
+            "propertyNames": {"pattern": _ID},
+            "additionalProperties": GIT_CONTENT,
+        },
+        "lacks": {
+            "type": "object",
+            "description": "id -> what a commit of this repository must not contain "
+            "(e.g. a historical commit that must not be cited for a patch).",
+            "propertyNames": {"pattern": _ID},
+            "additionalProperties": GIT_CONTENT,
+        },
+    },
+}
+
+_REMOTE_PROPS: dict[str, Any] = {
+    "url": {
+        "type": "string",
+        "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://",
+        "x-message": "not an http(s) URL",
+        "description": "The pinned file's address, as the audit cites it.",
+    },
+    "download": {
+        "type": "string",
+        "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://",
+        "x-message": "not an http(s) URL",
+        "description": "The address actually downloaded (default: url), e.g. the raw form of a "
+        "web page's URL. https only (plain http only for loopback addresses).",
+    },
+    "sha256": {**HEX64, "description": "SHA-256 of the file's bytes; checked before it is cached."},
+    "commit": {**COMMIT, "description": "The upstream commit the URL pins (for the report)."},
+    "path": {
+        "type": "string",
+        "pattern": _PATH,
+        "description": "Logical path citations use for this file (default: the URL's last segment).",
+    },
+    "title": {"type": "string"},
+}
+
+REMOTE: dict[str, Any] = {
+    "type": "object",
+    "description": "A file pinned by URL and SHA-256, fetched by `pp1audit fetch` into a "
+    "content-addressed cache; `check` reads only the cache.",
+    "additionalProperties": False,
+    "required": ["url", "sha256"],
+    "properties": _REMOTE_PROPS,
+}
+
+DONOR: dict[str, Any] = {
+    "type": "object",
+    "description": "A donor patch pinned by URL and SHA-256; its hunks are looked for in a tree.",
+    "additionalProperties": False,
+    "required": ["url", "sha256"],
+    "properties": {
+        **_REMOTE_PROPS,
+        "expect": {
+            "enum": ["applied", "not-applied"],
+            "description": "What the audit states: every hunk applied, or none applied. "
+            "Absent: the hunk status is reported as information.",
+        },
+        "applies_to": {
+            "type": "string",
+            "pattern": _ID,
+            "description": "Tree the hunks are looked for in: 'target' (default) or a git source.",
+        },
+        "strip": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Leading path components removed from the patch's paths (default 1, "
+            "as `patch -p1`: a/vllm/x.py -> vllm/x.py).",
+        },
     },
 }
 
@@ -92,6 +242,24 @@ SCHEMA: dict[str, Any] = {
             "type": "object",
             "propertyNames": {"pattern": _ID},
             "additionalProperties": CITATION,
+        },
+        "sources": {
+            "type": "object",
+            "description": "Named git sources: name -> pinned commit, refs, contains/lacks.",
+            "propertyNames": {"pattern": _ID},
+            "additionalProperties": GIT_SOURCE,
+        },
+        "remotes": {
+            "type": "object",
+            "description": "Other pinned remote files (e.g. an upstream file at a commit).",
+            "propertyNames": {"pattern": _ID},
+            "additionalProperties": REMOTE,
+        },
+        "donors": {
+            "type": "object",
+            "description": "Donor patches: pinned remote files whose hunks are checked in a tree.",
+            "propertyNames": {"pattern": _ID},
+            "additionalProperties": DONOR,
         },
     },
 }
