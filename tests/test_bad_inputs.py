@@ -1,0 +1,195 @@
+"""Bad inputs: one line naming the file (and line:column for manifests), exit 2 or
+an ``error`` check, within 5 s, and no output file left behind."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+H = "a" * 64
+GOOD = "pp1audit: 1\ntarget:\n  package: pkg\n"
+
+
+def manifest_errors() -> list[tuple[str, str, str]]:
+    """(name, manifest text, expected "line:column: message" fragment)."""
+    return [
+        ("duplicate key", GOOD + "files:\n  pkg/a.py: " + H + "\n  pkg/a.py: " + H + "\n",
+         ":6:3: duplicate key 'pkg/a.py'"),
+        ("unknown key", GOOD + "filez: {}\n", ":4:1: unknown key 'filez'"),
+        ("unknown nested key", GOOD + "citations:\n  c:\n    at: pkg/a.py:1\n    ancor: {}\n",
+         ":7:5: unknown key 'ancor'"),
+        ("short digest", GOOD + "files:\n  pkg/a.py: abc\n", ":5:13: not a SHA-256 digest"),
+        ("reversed range", GOOD + "files:\n  pkg/a.py: " + H + "\ncitations:\n  c:\n    at: pkg/a.py:9-3\n",
+         ":8:9: 'pkg/a.py:9-3': the range is reversed"),
+        ("zero line", GOOD + "files:\n  pkg/a.py: " + H + "\ncitations:\n  c:\n    at: pkg/a.py:0-3\n",
+         ":8:9: 'pkg/a.py:0-3': lines are 1-based"),
+        ("absolute path", GOOD + "files:\n  /etc/passwd: " + H + "\n", ":5:3: absolute path"),
+        ("dotdot path", GOOD + "files:\n  pkg/../../x: " + H + "\n", ":5:3: path contains '..'"),
+        ("dotdot citation", GOOD + "citations:\n  c:\n    at: ../x.py:1\n    anchor: {exact: x}\n",
+         ":6:9: path contains '..'"),
+        ("unverifiable citation", GOOD + "citations:\n  c:\n    at: pkg/a.py:1-2\n",
+         ":5:3: citation cannot be verified"),
+        ("anchor length", GOOD + "citations:\n  c:\n    at: pkg/a.py:1-2\n    anchor: {exact: x}\n",
+         "anchor text has 1 lines but the span pkg/a.py:1-2 has 2"),
+        ("bad yaml", GOOD + "files: [\n", ":5:1: invalid YAML"),
+        ("python tag", GOOD + "x: !!python/object/apply:os.system ['true']\n", ":4:4: unsupported YAML tag"),
+        ("wrong format version", "pp1audit: 7\ntarget: {package: pkg}\n", ":1:11: 1 was expected"),
+        ("not a mapping", "- 1\n- 2\n", ":1:1: the manifest must be a mapping"),
+        ("empty", "", ":1:1: the manifest is empty"),
+    ]
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), manifest_errors(), ids=[e[0] for e in manifest_errors()])
+def test_invalid_manifest_is_exit_2_with_line_and_column(
+    tmp_path: Path, make_files: Callable[..., Path], name: str, text: str, expected: str
+) -> None:
+    tree = make_files({"pkg/__init__.py": "", "pkg/a.py": "x = 1\n"})
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(text)
+    out = tmp_path / "out.json"
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", "-o", str(out), timeout=5)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert str(manifest) in lines[0]
+    assert expected in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name != "tree"] == ["bad.yaml"]
+
+
+def test_non_utf8_manifest(tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree = make_files({"pkg/__init__.py": ""})
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_bytes(GOOD.encode() + b"audit: {id: x, title: \xff}\n")
+    proc = run_cli("check", str(tree), "-m", str(manifest), timeout=5)
+    assert proc.returncode == 2
+    assert f"{manifest}:4:23: not UTF-8 text" in proc.stderr
+
+
+@pytest.mark.parametrize("target", ["missing-dir", "file.txt", "no-package"])
+def test_unusable_target_is_exit_2(tmp_path: Path, make_files: Callable[..., Path], target: str) -> None:
+    make_files({"file.txt": "hello", "no-package/other/__init__.py": ""}, root=tmp_path)
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(GOOD)
+    proc = run_cli("check", str(tmp_path / target), "-m", str(manifest), timeout=5)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert str(tmp_path / target) in proc.stderr
+
+
+def test_corrupt_wheel_is_exit_2(tmp_path: Path) -> None:
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"PK\x03\x04 not really a zip")
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(GOOD)
+    proc = run_cli("check", str(wheel), "-m", str(manifest), timeout=5)
+    assert proc.returncode == 2
+    assert f"{wheel}: not a readable wheel" in proc.stderr
+
+
+def test_missing_manifest_and_bad_option(tmp_path: Path) -> None:
+    proc = run_cli("check", str(tmp_path), "-m", str(tmp_path / "nope.yaml"), timeout=5)
+    assert proc.returncode == 2
+    assert f"{tmp_path / 'nope.yaml'}: manifest not found" in proc.stderr
+    proc = run_cli("check", "--format", "xml", str(tmp_path), timeout=5)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+
+
+def _tree_manifest(tmp_path: Path, files: dict[str, str], cites: dict[str, str]) -> Path:
+    text = GOOD + "files:\n" + "".join(f"  {p}: {d}\n" for p, d in files.items())
+    if cites:
+        text += "citations:\n" + "".join(f"  {c}:\n    at: {at}\n" for c, at in cites.items())
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(text)
+    return manifest
+
+
+def _checks(proc_stdout: str) -> dict[str, dict]:
+    return {c["id"]: c for c in json.loads(proc_stdout)["checks"]}
+
+
+def test_bad_files_in_tree_are_error_checks_not_crashes(
+    tmp_path: Path, make_files: Callable[..., Path]
+) -> None:
+    secret = tmp_path / "secret.py"
+    secret.write_text("password = 1\n")
+    tree = make_files({
+        "pkg/__init__.py": "",
+        "pkg/good.py": "a = 1\nb = 2\n",
+        "pkg/latin1.py": "x = 'caf\xe9'\n".encode("latin-1"),
+        "pkg/blob.bin": b"\x00\x01\x02binary",
+    })
+    os.mkfifo(tree / "pkg" / "fifo.py")
+    os.symlink(secret, tree / "pkg" / "escape.py")
+    os.symlink("loop.py", tree / "pkg" / "loop.py")
+    (tree / "pkg" / "adir.py").mkdir()
+    digest = hashlib.sha256(b"a = 1\nb = 2\n").hexdigest()
+    names = ["good", "latin1", "blob", "fifo", "escape", "loop", "adir", "gone"]
+    files = {f"pkg/{n}.{'bin' if n == 'blob' else 'py'}": digest for n in names}
+    cites = {f"cite-{n}": f"{p}:1" for n, p in zip(names, files, strict=True)}
+    manifest = _tree_manifest(tmp_path, files, cites)
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", timeout=5)
+    assert proc.returncode == 1, proc.stderr
+    checks = _checks(proc.stdout)
+    assert checks["file:pkg/good.py"]["status"] == "pass"
+    assert checks["cite-good"]["status"] == "pass"
+    assert checks["file:pkg/latin1.py"]["status"] == "fail"  # bytes hash fine; they differ
+    assert checks["cite-latin1"]["status"] == "error"
+    assert "not UTF-8 text" in checks["cite-latin1"]["message"]
+    assert checks["cite-blob"]["status"] == "error"
+    for kind in ("file:", "cite-"):
+        sep = "pkg/" if kind == "file:" else ""
+        fifo = checks[f"{kind}{sep}fifo.py" if kind == "file:" else "cite-fifo"]
+        assert fifo["status"] == "error" and "is a FIFO; not opened" in fifo["message"]
+    assert "outside the target root" in checks["file:pkg/escape.py"]["message"]
+    assert checks["file:pkg/escape.py"]["status"] == "error"
+    assert checks["file:pkg/loop.py"]["status"] == "error"
+    assert "is a directory" in checks["file:pkg/adir.py"]["message"]
+    assert checks["file:pkg/gone.py"]["status"] == "fail"
+    assert "missing from the target" in checks["file:pkg/gone.py"]["message"]
+    for check in checks.values():
+        assert "\n" not in check["message"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file_is_error_check(tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree = make_files({"pkg/__init__.py": "", "pkg/a.py": "a = 1\n"})
+    (tree / "pkg" / "a.py").chmod(0)
+    manifest = _tree_manifest(tmp_path, {"pkg/a.py": H}, {})
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", timeout=5)
+    assert proc.returncode == 1
+    assert _checks(proc.stdout)["file:pkg/a.py"]["status"] == "error"
+
+
+def test_package_dir_target_cannot_read_outside_it(tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree = make_files({"pkg/__init__.py": "", "other/x.py": "x = 1\n"})
+    manifest = _tree_manifest(tmp_path, {"other/x.py": H}, {})
+    proc = run_cli("check", str(tree / "pkg"), "-m", str(manifest), "--format", "json", timeout=5)
+    assert proc.returncode == 1
+    check = _checks(proc.stdout)["file:other/x.py"]
+    assert check["status"] == "error" and "outside the package directory" in check["message"]
+
+
+def test_wheel_with_symlink_entry_is_not_read(tmp_path: Path) -> None:
+    import stat
+    import zipfile
+
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("pkg/__init__.py", "")
+        link = zipfile.ZipInfo("pkg/link.py")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zf.writestr(link, "/etc/passwd")
+    manifest = _tree_manifest(tmp_path, {"pkg/link.py": H}, {})
+    proc = run_cli("check", str(wheel), "-m", str(manifest), "--format", "json", timeout=5)
+    check = _checks(proc.stdout)["file:pkg/link.py"]
+    assert check["status"] == "error" and "symbolic link" in check["message"]

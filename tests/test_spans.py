@@ -1,0 +1,72 @@
+"""Span parsing, line splitting and relocation rules (design.md, "Span rules")."""
+
+from __future__ import annotations
+
+import pytest
+
+from pp1audit.spans import Span, decode_lines, parse_span, relocate, span_sha256
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("a/b.py:3-7", Span("a/b.py", 3, 7)),
+        ("a/b.py:3–7", Span("a/b.py", 3, 7)),
+        ("a/b.py:3 – 7", Span("a/b.py", 3, 7)),
+        ("a/b.py:12", Span("a/b.py", 12, 12)),
+    ],
+)
+def test_parse_span_forms(text: str, span: Span) -> None:
+    assert parse_span(text) == span
+
+
+@pytest.mark.parametrize("text", ["a.py", "a.py:x", "a.py:0", "a.py:5-4", "a.py:1-"])
+def test_parse_span_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_span(text)
+
+
+def test_line_endings_bom_and_final_newline_do_not_shift_lines() -> None:
+    lf = decode_lines(b"one\ntwo\nthree\n")
+    assert lf == ["one", "two", "three"]
+    assert decode_lines(b"one\r\ntwo\r\nthree\r\n") == lf
+    assert decode_lines(b"one\ntwo\nthree") == lf
+    assert decode_lines(b"\xef\xbb\xbfone\ntwo\nthree\n") == lf
+    assert decode_lines(b"one\rtwo\rthree") == lf
+    assert decode_lines(b"a\n\nb\n") == ["a", "", "b"]
+    assert decode_lines(b"") == []
+
+
+def test_binary_and_non_utf8_are_not_text() -> None:
+    assert decode_lines(b"caf\xe9\n") is None
+    assert decode_lines(b"a\x00b\n") is None
+
+
+FILE = ["def f():", "    x = 1", "    return x", "", "def g():", "    x = 1", "    return x", ""]
+
+
+def test_relocate_prefers_context_then_nearest() -> None:
+    exact = ["    x = 1", "    return x"]
+    # Both bodies match; context (the def line) decides.
+    m = relocate(FILE, Span("f.py", 2, 3), exact, ["def g():"], [], None)
+    assert m is not None and (m.start, m.end, m.candidates) == (6, 7, 1)
+    # No context: two equally good places, the nearest to the pinned lines wins.
+    m = relocate(FILE, Span("f.py", 5, 6), exact, [], [], None)
+    assert m is not None and (m.start, m.end, m.candidates) == (6, 7, 2)
+    m = relocate(FILE, Span("f.py", 1, 2), exact, [], [], None)
+    assert m is not None and (m.start, m.candidates) == (2, 2)
+
+
+def test_relocate_normalized_and_digest_only() -> None:
+    lines = ["a", "   foo(  1,", "", "       2)", "b"]
+    m = relocate(lines, Span("f.py", 1, 2), ["foo( 1,", "2)"], [], [], None)
+    assert m is not None and (m.start, m.end, m.how) == (2, 4, "normalized")
+    digest = span_sha256(["foo(1,", "2)"])
+    assert relocate(lines, Span("f.py", 1, 3), None, [], [], digest) is None
+    digest = span_sha256(["foo(  1,", "2)"])
+    m = relocate(lines, Span("f.py", 1, 3), None, [], [], digest)
+    assert m is not None and (m.start, m.end) == (2, 4)
+
+
+def test_relocate_never_matches_a_partial_span() -> None:
+    assert relocate(FILE, Span("f.py", 1, 3), ["def f():", "    x = 2"], [], [], None) is None
