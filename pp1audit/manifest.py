@@ -46,6 +46,8 @@ class Citation:
     title: str | None
     source: str | None = None
     """A named git source or remote pin the cited file lives in; None: the target."""
+    unresolved: str | None = None
+    """Why ``pin`` could not carry this citation (a human must decide); it always fails."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,7 @@ def parse(text: str, file: str) -> Manifest:
         citations[cid] = Citation(
             cid, span, anchor, rec.get("claim"), rec.get("title"),
             source=None if cited_in == TARGET else cited_in,
+            unresolved=rec.get("unresolved"),
         )
 
     audit = raw.get("audit") or {}

@@ -49,6 +49,13 @@ CITATION: dict[str, Any] = {
             "description": "path:start-end (1-based, inclusive; an en dash works too) or path:line.",
         },
         "anchor": ANCHOR,
+        "unresolved": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Set by `pp1audit pin --allow-unresolved`: why the citation could not "
+            "be carried to the new tree. A marked citation always fails `check` until a human "
+            "fixes its span and removes this key.",
+        },
         "claim": {"type": "string", "description": "What the audit says this span shows."},
         "title": {"type": "string"},
         "source": {

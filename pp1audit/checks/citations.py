@@ -39,6 +39,10 @@ def check_citation(
         id=citation.id, kind="citation", status=Status.FAIL, message="", path=span.path,
         lines=pinned, source=source,
     )
+    if citation.unresolved is not None:
+        # Marked by ``pin --allow-unresolved``: its span is not known to hold, so it
+        # can never pass, whatever the file now contains.
+        return replace(base, message=f"marked unresolved by pin: {citation.unresolved}")
     try:
         fd = store.get(span.path)
         lines = fd.text_lines()
