@@ -99,6 +99,17 @@ def check(
     return EXIT_OPEN if result.gate_open else EXIT_CLOSED
 
 
+@cli.command()
+def schema() -> int:
+    """Print the JSON Schema of the manifest format (for editors and CI validators)."""
+    import json
+
+    from pp1audit.schema import SCHEMA
+
+    sys.stdout.write(json.dumps(SCHEMA, indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OPEN
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI and turn every outcome into an exit code."""
     try:

@@ -58,7 +58,8 @@ _PLAIN_TAGS = {
 def load(text: str, file: str) -> Loaded:
     """Parse one YAML document safely; ``ManifestError`` with line:column on any problem."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        # libyaml's parser when present: same safe node tree and marks, far faster.
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)

@@ -1,0 +1,35 @@
+"""The manifest JSON Schema: published, used by the loader, and its compiled form current."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import REPO, run_cli
+
+from pp1audit import _schema_validator
+from pp1audit.schema import SCHEMA, schema_sha256
+
+
+def test_generated_validator_matches_schema() -> None:
+    # If this fails: run `python -m pp1audit.schema` and commit the result.
+    assert _schema_validator.SCHEMA_SHA256 == schema_sha256()
+
+
+def test_schema_command_prints_the_schema_and_manifests_validate() -> None:
+    import jsonschema
+    import yaml
+
+    proc = run_cli("schema")
+    assert proc.returncode == 0
+    printed = json.loads(proc.stdout)
+    assert printed == json.loads(json.dumps(SCHEMA))
+    jsonschema.Draft7Validator.check_schema(printed)
+    manifests = sorted((REPO / "manifests").rglob("*.yaml"))
+    assert manifests
+    for path in manifests:
+        data = yaml.safe_load(path.read_text())
+        if isinstance(data.get("audit", {}).get("date"), object):
+            data.setdefault("audit", {})
+            if "date" in data["audit"]:
+                data["audit"]["date"] = str(data["audit"]["date"])
+        jsonschema.Draft7Validator(printed).validate(data)
