@@ -10,8 +10,10 @@ from __future__ import annotations
 from pp1audit import __version__
 from pp1audit.checks.citations import check_citation
 from pp1audit.checks.files import check_file
+from pp1audit.checks.invariants import anchored_citation, check_invariant
 from pp1audit.checks.version import check_version
-from pp1audit.manifest import Manifest
+from pp1audit.manifest import Citation, Manifest
+from pp1audit.matcher import Engine
 from pp1audit.result import Check, GatePolicy, Result, TargetInfo
 from pp1audit.sources import Source
 from pp1audit.store import FileStore
@@ -24,8 +26,18 @@ def run_checks(manifest: Manifest, store: FileStore) -> list[Check]:
         checks.append(check_version(manifest.package, manifest.version, store))
     for path, digest in manifest.files.items():
         checks.append(check_file(path, digest, store))
+    # One engine per run: each Python file parsed once, each invariant evaluated
+    # once, whether a citation anchors on it, an invariant check judges it, or both.
+    engine = Engine(store)
+
+    def by_invariant(citation: Citation, base: Check) -> Check:
+        return anchored_citation(citation, base, engine, manifest.invariants)
+
     for citation in manifest.citations.values():
-        checks.append(check_citation(citation, manifest.files.get(citation.span.path), store))
+        checks.append(check_citation(citation, manifest.files.get(citation.span.path), store,
+                                     invariant_anchor=by_invariant))
+    for invariant in manifest.invariants.values():
+        checks.append(check_invariant(invariant, engine))
     return checks
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from pp1audit.errors import ManifestError, Pp1Error
 from pp1audit.paths import path_problem
 from pp1audit.provenance import TARGET, Provenance, parse_provenance
+from pp1audit.rules import Invariant, RuleError, parse_invariant
 from pp1audit.spans import Span, parse_span
 from pp1audit.yamlpos import KeyPath, Loaded, keypath_str, load
 
@@ -33,6 +34,8 @@ class Anchor:
     prefix: list[str]
     suffix: list[str]
     sha256: str | None
+    invariant: str | None = None
+    """An invariant id: the span is where that rule matches (``checks.citations``)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class Manifest:
     citations: dict[str, Citation] = field(default_factory=dict)
     provenance: Provenance = field(default_factory=Provenance)
     """Named git sources, remote pins and donors (see ``pp1audit.provenance``)."""
+    invariants: dict[str, Invariant] = field(default_factory=dict)
+    """Structural rules on the target's Python files (see ``pp1audit.rules``)."""
 
     def where(self, path: KeyPath) -> str:
         """``file:line:column`` of a key path, for messages that point into the manifest."""
@@ -146,7 +151,39 @@ def _anchor(loaded: Loaded, file: str, base: KeyPath, raw: dict[str, Any] | None
         prefix=text_lines(raw.get("prefix", "")) if raw.get("prefix") else [],
         suffix=text_lines(raw.get("suffix", "")) if raw.get("suffix") else [],
         sha256=raw["sha256"].lower() if "sha256" in raw else None,
+        invariant=raw.get("invariant"),
     )
+
+
+def _invariants(loaded: Loaded, file: str, raw: dict[str, Any]) -> dict[str, Invariant]:
+    """Parse ``invariants``; a rule error points at its key (``rules.RuleError``)."""
+    out: dict[str, Invariant] = {}
+    for iid, rec in (raw.get("invariants") or {}).items():
+        try:
+            out[iid] = parse_invariant(iid, rec)
+        except RuleError as exc:
+            raise _fail(loaded, file, ("invariants", iid, *exc.keypath), exc.message) from None
+    return out
+
+
+def _invariant_anchor(
+    loaded: Loaded, file: str, cid: str, anchor: Anchor, rec: dict[str, Any],
+    invariants: dict[str, Invariant], span: Span,
+) -> None:
+    """An invariant anchor names a rule on the cited file and stands alone."""
+    at: KeyPath = ("citations", cid, "anchor", "invariant")
+    inv = invariants.get(anchor.invariant or "")
+    if inv is None:
+        raise _fail(loaded, file, at, f"no invariant '{anchor.invariant}' under 'invariants'")
+    if inv.file != span.path:
+        raise _fail(loaded, file, at, f"invariant '{inv.id}' is on {inv.file}, "
+                    f"not on the cited file {span.path}")
+    if rec.get("source", TARGET) != TARGET:
+        raise _fail(loaded, file, at, "invariants are checked on the target only")
+    extra = [k for k in ("exact", "sha256", "prefix", "suffix") if k in rec["anchor"]]
+    if extra:
+        raise _fail(loaded, file, ("citations", cid, "anchor", extra[0]),
+                    f"an invariant anchor stands alone: remove '{extra[0]}'", key=True)
 
 
 def parse(text: str, file: str) -> Manifest:
@@ -165,6 +202,7 @@ def parse(text: str, file: str) -> Manifest:
         files[path] = digest.lower()
 
     provenance = parse_provenance(loaded, file, raw)
+    invariants = _invariants(loaded, file, raw)
     citations: dict[str, Citation] = {}
     for cid, rec in (raw.get("citations") or {}).items():
         cited_in = rec.get("source", TARGET)
@@ -185,6 +223,8 @@ def parse(text: str, file: str) -> Manifest:
                 loaded, file, ("citations", cid, "anchor", "exact"),
                 f"anchor text has {len(anchor.exact)} lines but the span {span} has {span.length}",
             )
+        if anchor is not None and anchor.invariant is not None:
+            _invariant_anchor(loaded, file, cid, anchor, rec, invariants, span)
         if anchor is None and span.path not in pins:
             raise _fail(
                 loaded, file, ("citations", cid),
@@ -212,6 +252,7 @@ def parse(text: str, file: str) -> Manifest:
         files=files,
         citations=citations,
         provenance=provenance,
+        invariants=invariants,
     )
 
 

@@ -32,9 +32,15 @@ ANCHOR: dict[str, Any] = {
         "prefix": {"type": "string", "description": "A few lines just before the span."},
         "suffix": {"type": "string", "description": "A few lines just after the span."},
         "sha256": {**HEX64, "description": "SHA-256 of the span's whitespace-normalised text."},
+        "invariant": {
+            "type": "string",
+            "pattern": _ID,
+            "description": "An invariant id: the span is where that rule matches (alone, "
+            "without exact/sha256).",
+        },
     },
-    "anyOf": [{"required": ["exact"]}, {"required": ["sha256"]}],
-    "x-message": "an anchor needs 'exact' text or a 'sha256' of the span",
+    "anyOf": [{"required": ["exact"]}, {"required": ["sha256"]}, {"required": ["invariant"]}],
+    "x-message": "an anchor needs 'exact' text, a 'sha256' of the span or an 'invariant'",
 }
 
 CITATION: dict[str, Any] = {
@@ -64,6 +70,82 @@ CITATION: dict[str, Any] = {
             "description": "Where the cited file lives: 'target' (the default), a git source "
             "under 'sources' (read from its pinned commit), or a pin under 'remotes'/'donors'.",
         },
+    },
+}
+
+# --- invariants: structural rules on Python source (see pp1audit/rules.py) ------------
+
+PATTERN: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "x-message": "a pattern is Python code with $X / $$$XS metavariables",
+    "description": "An ast-grep pattern: Python code; $X matches one node, $$$XS zero or more.",
+}
+
+CONSTRAINT: dict[str, Any] = {
+    "type": "object",
+    "description": "A condition on what a metavariable captured.",
+    "additionalProperties": False,
+    "properties": {
+        "has": {**PATTERN, "description": "One captured node is this (e.g. one of $$$ARGS)."},
+        "contains": {**PATTERN, "description": "One captured node is or contains this."},
+        "is": {**PATTERN, "description": "The single captured node ($X) is this."},
+        "regex": {"type": "string", "description": "The captured text contains a match."},
+        "not": {"type": "object", "description": "A constraint that must not hold."},
+    },
+    "minProperties": 1,
+}
+
+
+def _rule_schema(depth: int) -> dict[str, Any]:
+    """A (sub)rule: a pattern, or {pattern, where, relations}; nested ``depth`` levels."""
+    props: dict[str, Any] = {
+        "pattern": PATTERN,
+        "where": {
+            "type": "object",
+            "description": "Metavariable name (ARGS or $$$ARGS) -> constraint.",
+            "propertyNames": {"pattern": "^(\\$|\\$\\$\\$)?[A-Z][A-Z0-9_]*$"},
+            "additionalProperties": CONSTRAINT,
+        },
+        "guarded_by": {**PATTERN, "description": "The match is in the body of an if/elif "
+                       "whose condition is this (or an 'and' with this among its terms)."},
+    }
+    sub: dict[str, Any] = _rule_schema(depth - 1) if depth > 0 else {"type": ["string", "object"]}
+    for key, text in (
+        ("inside", "An enclosing node (any depth, within the scope) matches this rule."),
+        ("has", "A node within the match (any depth) matches this rule."),
+        ("follows", "A match of this rule ends before the match, in the same function."),
+        ("precedes", "A match of this rule starts after the match, in the same function."),
+        ("not", "Nothing in the match's function matches this rule."),
+    ):
+        props[key] = {"description": text, "anyOf": [PATTERN, sub]}
+    return {
+        "type": ["string", "object"],
+        "additionalProperties": False,
+        "required": ["pattern"],
+        "properties": props,
+    }
+
+
+_RULE = _rule_schema(3)
+
+INVARIANT: dict[str, Any] = {
+    "type": "object",
+    "description": "A structural claim on one Python file: the pattern must match (in the "
+    "scope 'in'), satisfy 'where' and every relation; 'every' quantifies over another pattern.",
+    "additionalProperties": False,
+    "required": ["file", "pattern"],
+    "properties": {
+        **_RULE["properties"],
+        "file": {"type": "string", "pattern": _PATH, "description": "The .py file (target path)."},
+        "in": {
+            "type": "string",
+            "description": "Enclosing class/function as a dotted name (GPUModelRunner.sample).",
+        },
+        "every": {"description": "Every match of this rule's pattern in the scope satisfies its "
+                  "relations (and there is at least one).", "anyOf": [PATTERN, _RULE]},
+        "claim": {"type": "string", "description": "What the audit says this shows."},
+        "title": {"type": "string"},
     },
 }
 
@@ -267,6 +349,12 @@ SCHEMA: dict[str, Any] = {
             "description": "Donor patches: pinned remote files whose hunks are checked in a tree.",
             "propertyNames": {"pattern": _ID},
             "additionalProperties": DONOR,
+        },
+        "invariants": {
+            "type": "object",
+            "description": "Structural invariants: id -> rule on a Python file of the target.",
+            "propertyNames": {"pattern": _ID},
+            "additionalProperties": INVARIANT,
         },
     },
 }

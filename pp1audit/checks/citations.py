@@ -9,6 +9,7 @@ citation is never re-anchored silently.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from pp1audit.checks import source_problem
@@ -29,8 +30,13 @@ def _anchor_holds(anchor: Anchor, current: list[str]) -> str | None:
     return None
 
 
+InvariantAnchor = Callable[[Citation, Check], Check]
+"""Judges a citation anchored on an invariant (``checks.invariants.anchored_citation``)."""
+
+
 def check_citation(
-    citation: Citation, pinned_sha256: str | None, store: FileStore, source: str | None = None
+    citation: Citation, pinned_sha256: str | None, store: FileStore, source: str | None = None,
+    invariant_anchor: InvariantAnchor | None = None,
 ) -> Check:
     """Judge one citation against the file as the store read it."""
     span = citation.span
@@ -60,6 +66,11 @@ def check_citation(
                      message=f"{span} is past the end of the pinned file ({len(lines)} lines)")
 
     anchor = citation.anchor
+    if anchor is not None and anchor.invariant is not None:
+        if invariant_anchor is None:
+            return replace(base, status=Status.ERROR,
+                           message=f"anchor invariant '{anchor.invariant}' was not evaluated")
+        return invariant_anchor(citation, base)
     if anchor is None:
         return replace(base, status=Status.FAIL, expected=pinned_sha256, actual=fd.sha256,
                      message=f"{span.path} changed and the citation has no anchor to find "

@@ -1,0 +1,270 @@
+"""Invariant rules: the model an auditor writes in ``invariants:`` and its static checks.
+
+A hash says "this file did not change"; an invariant says "this claim still
+holds". Rules are written in ast-grep's vocabulary (code-like patterns with
+``$X`` / ``$$$XS`` metavariables, relations ``inside`` / ``has`` / ``follows`` /
+``precedes`` / ``not``) so that an auditor can read them as code. This module only
+*models* and *validates* rules: everything that can be found wrong without the
+audited file (a pattern that is not Python, a constraint on a metavariable the
+pattern does not capture, a scope that is not a dotted name) is reported at load
+time as a ``RuleError`` that the manifest loader turns into ``file:line:column``.
+Matching lives in ``pp1audit.matcher``.
+
+Record shape (one invariant)::
+
+    file: vllm/v1/worker/gpu/model_runner.py   # path in the target
+    in: GPUModelRunner.sample                   # enclosing class/function (optional)
+    pattern: self.rejection_sampler($$$ARGS)    # what must be there
+    where: {ARGS: {has: self.speculator.draft_logits}}
+    follows: $X.apply_grammar_bitmask($$$)      # earlier in the same function
+    precedes: <rule>                            # later in the same function
+    inside: <rule>                              # an enclosing node matches
+    has: <rule>                                 # a node within the match matches
+    guarded_by: <condition pattern>             # match is in the body of `if <cond>:`
+    not: <rule>                                 # nothing in the same function matches
+    every: <rule>                               # every match of its pattern in scope
+                                                #   satisfies its relations (and >= 1 exists)
+    claim: "..."                                # prose for the report
+
+where ``<rule>`` is a pattern string or a mapping with ``pattern`` and any of
+``where`` / ``inside`` / ``has`` / ``guarded_by`` / ``follows`` / ``precedes``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pp1audit.paths import path_problem
+
+SCOPE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+"""``in:``: dotted names of classes/functions, from the module down."""
+
+METAVAR_RE = re.compile(r"(\$\$\$|\$)([A-Z_][A-Z0-9_]*)?")
+"""ast-grep metavariables: ``$NAME`` (one node), ``$$$NAME`` (zero or more), ``$_``."""
+
+RELATIONS = ("inside", "has", "guarded_by", "follows", "precedes", "not")
+"""Relations of a (sub)rule, in the order they are evaluated and reported."""
+
+
+class RuleError(Exception):
+    """A rule problem found at load time; ``keypath`` is relative to the invariant."""
+
+    def __init__(self, keypath: tuple[str | int, ...], message: str) -> None:
+        self.keypath = keypath
+        self.message = message
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A validated ast-grep pattern and the metavariables it captures."""
+
+    text: str
+    single: frozenset[str]
+    """Names captured by ``$NAME`` (one node each); ``_``-names never capture."""
+    multi: frozenset[str]
+    """Names captured by ``$$$NAME`` (a sequence of nodes)."""
+
+    @property
+    def short(self) -> str:
+        """The pattern on one line, for messages."""
+        return " ".join(self.text.split())
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A condition on what a metavariable captured (ast-grep's ``constraints``)."""
+
+    has: Pattern | None = None
+    """One captured node *is* this (for ``$$$ARGS``: one of the arguments)."""
+    contains: Pattern | None = None
+    """One captured node is or contains this at any depth."""
+    is_: Pattern | None = None
+    """The single captured node is this (``$X`` only)."""
+    regex: str | None = None
+    """The captured text contains a match of this regular expression."""
+    not_: Constraint | None = None
+    """This constraint must not hold."""
+
+    def describe(self) -> str:
+        """Short prose for messages: ``has `x```."""
+        parts = []
+        if self.has is not None:
+            parts.append(f"has `{self.has.short}`")
+        if self.contains is not None:
+            parts.append(f"contains `{self.contains.short}`")
+        if self.is_ is not None:
+            parts.append(f"is `{self.is_.short}`")
+        if self.regex is not None:
+            parts.append(f"matches /{self.regex}/")
+        if self.not_ is not None:
+            parts.append(f"not ({self.not_.describe()})")
+        return " and ".join(parts)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A pattern with constraints and relations; the unit the matcher evaluates."""
+
+    pattern: Pattern
+    where: dict[str, Constraint] = field(default_factory=dict)
+    inside: Rule | None = None
+    has: Rule | None = None
+    guarded_by: Pattern | None = None
+    follows: Rule | None = None
+    precedes: Rule | None = None
+    not_: Rule | None = None
+
+
+@dataclass(frozen=True)
+class Invariant:
+    """One claim about code structure, checked as kind ``invariant``."""
+
+    id: str
+    file: str
+    scope: str | None
+    rule: Rule
+    every: Rule | None
+    claim: str | None
+    title: str | None
+
+    @property
+    def where_text(self) -> str:
+        """``GPUModelRunner.sample`` or the file, for messages."""
+        return self.scope or self.file
+
+
+def _placeholder(m: re.Match[str]) -> str:
+    name = m.group(2) or "_"
+    return f"__pp1_{'m' if m.group(1) == '$$$' else 's'}_{name}"
+
+
+def metavariables(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(single, multi) capturing metavariable names of a pattern text."""
+    single: set[str] = set()
+    multi: set[str] = set()
+    for m in METAVAR_RE.finditer(text):
+        name = m.group(2)
+        if not name or name.startswith("_"):
+            continue
+        (multi if m.group(1) == "$$$" else single).add(name)
+    return frozenset(single), frozenset(multi)
+
+
+def _agrep_problem(text: str) -> str | None:
+    """ast-grep's own verdict on a pattern (e.g. several statements), or None."""
+    from ast_grep_py import SgRoot
+
+    try:
+        SgRoot("", "python").root().find(pattern=text)
+    except (RuntimeError, ValueError) as exc:
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        # ast-grep's error is "cannot get matcher / Caused by: 0: … 2: <reason> /
+        # Stack backtrace: …": keep the innermost cause, drop the backtrace.
+        causes = [ln.split(":", 1)[1].strip() for ln in lines if re.match(r"^\d+:\s", ln)]
+        causes = [c for c in causes if c]
+        return causes[-1] if causes else (lines[0] if lines else "not a valid pattern")
+    return None
+
+
+def parse_pattern(value: object, keypath: tuple[str | int, ...]) -> Pattern:
+    """Validate a pattern: Python syntax once metavariables are named, then ast-grep."""
+    if not isinstance(value, str) or not value.strip():
+        raise RuleError(keypath, "a pattern must be non-empty Python code")
+    text = value.strip()
+    python = METAVAR_RE.sub(_placeholder, text)
+    try:
+        ast.parse(python)
+    except SyntaxError as exc:
+        col = f" (column {exc.offset})" if exc.offset else ""
+        raise RuleError(keypath, f"invalid pattern `{' '.join(text.split())}`: "
+                        f"not Python code: {exc.msg}{col}") from None
+    problem = _agrep_problem(text)
+    if problem:
+        raise RuleError(keypath, f"invalid pattern `{' '.join(text.split())}`: {problem}")
+    single, multi = metavariables(text)
+    both = single & multi
+    if both:
+        name = sorted(both)[0]
+        raise RuleError(keypath, f"metavariable {name} is used both as ${name} and $$${name}")
+    return Pattern(text, single, multi)
+
+
+def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool) -> Constraint:
+    if not isinstance(raw, dict):  # the schema says so too; kept for direct callers
+        raise RuleError(keypath, "a constraint is a mapping (has / contains / is / regex / not)")
+    regex = raw.get("regex")
+    if regex is not None:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise RuleError((*keypath, "regex"), f"invalid regular expression: {exc}") from None
+    if "is" in raw and multi:
+        raise RuleError((*keypath, "is"), "'is' needs a single-node metavariable ($X); "
+                        "use 'has' for a $$$ list")
+    return Constraint(
+        has=parse_pattern(raw["has"], (*keypath, "has")) if "has" in raw else None,
+        contains=parse_pattern(raw["contains"], (*keypath, "contains")) if "contains" in raw else None,
+        is_=parse_pattern(raw["is"], (*keypath, "is")) if "is" in raw else None,
+        regex=regex,
+        not_=_constraint(raw["not"], (*keypath, "not"), multi) if "not" in raw else None,
+    )
+
+
+def _where(raw: Any, pattern: Pattern, keypath: tuple[str | int, ...]) -> dict[str, Constraint]:
+    out: dict[str, Constraint] = {}
+    for key, value in (raw or {}).items():
+        name = key.lstrip("$")
+        if name not in pattern.single and name not in pattern.multi:
+            captured = sorted([f"${n}" for n in pattern.single] + [f"$$${n}" for n in pattern.multi])
+            said = ", ".join(captured) if captured else "nothing"
+            raise RuleError((*keypath, key), f"'{key}' is not a metavariable of the pattern "
+                            f"`{pattern.short}` (it captures {said})")
+        out[name] = _constraint(value, (*keypath, key), name in pattern.multi)
+    return out
+
+
+def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
+    """A pattern string, or a mapping with ``pattern`` and optional relations."""
+    if isinstance(raw, str):
+        return Rule(parse_pattern(raw, keypath))
+    if not isinstance(raw, dict) or "pattern" not in raw:
+        raise RuleError(keypath, "a rule is a pattern, or a mapping with a 'pattern'")
+    pattern = parse_pattern(raw["pattern"], (*keypath, "pattern"))
+
+    def sub(key: str) -> Rule | None:
+        return parse_rule(raw[key], (*keypath, key)) if key in raw else None
+
+    guard = raw.get("guarded_by")
+    return Rule(
+        pattern=pattern,
+        where=_where(raw.get("where"), pattern, (*keypath, "where")),
+        inside=sub("inside"),
+        has=sub("has"),
+        guarded_by=parse_pattern(guard, (*keypath, "guarded_by")) if guard is not None else None,
+        follows=sub("follows"),
+        precedes=sub("precedes"),
+        not_=sub("not"),
+    )
+
+
+def parse_invariant(iid: str, raw: dict[str, Any]) -> Invariant:
+    """Build one invariant from its (schema-valid) record; ``RuleError`` on a bad rule."""
+    problem = path_problem(raw["file"])
+    if problem:
+        raise RuleError(("file",), problem)
+    if not raw["file"].endswith(".py"):
+        raise RuleError(("file",), "invariants are rules on Python source: name a .py file")
+    scope = raw.get("in")
+    if scope is not None and not SCOPE_RE.match(scope):
+        raise RuleError(("in",), f"'{scope}' is not a dotted name of classes/functions "
+                        "(write e.g. GPUModelRunner.sample)")
+    rule = parse_rule(raw, ())
+    every = parse_rule(raw["every"], ("every",)) if "every" in raw else None
+    return Invariant(
+        id=iid, file=raw["file"], scope=scope, rule=rule, every=every,
+        claim=raw.get("claim"), title=raw.get("title"),
+    )
