@@ -72,6 +72,10 @@ class Manifest:
     """Named git sources, remote pins and donors (see ``pp1audit.provenance``)."""
     invariants: dict[str, Invariant] = field(default_factory=dict)
     """Structural rules on the target's Python files (see ``pp1audit.rules``)."""
+    record: bool = False
+    """``target.record``: verify the distribution against RECORD (``pp1audit.checks.record``)."""
+    tree_sha256: str | None = None
+    """``target.tree_sha256``: the pinned tree digest (``pp1audit.treedigest``)."""
 
     def where(self, path: KeyPath) -> str:
         """``file:line:column`` of a key path, for messages that point into the manifest."""
@@ -162,7 +166,8 @@ def _invariants(loaded: Loaded, file: str, raw: dict[str, Any]) -> dict[str, Inv
         try:
             out[iid] = parse_invariant(iid, rec)
         except RuleError as exc:
-            raise _fail(loaded, file, ("invariants", iid, *exc.keypath), exc.message) from None
+            raise _fail(loaded, file, ("invariants", iid, *exc.keypath), exc.message,
+                        key=exc.key) from None
     return out
 
 
@@ -218,14 +223,11 @@ def parse(text: str, file: str) -> Manifest:
         if problem:
             raise _fail(loaded, file, ("citations", cid, "at"), problem)
         anchor = _anchor(loaded, file, ("citations", cid, "anchor"), rec.get("anchor"))
-        if anchor is not None and anchor.exact is not None and len(anchor.exact) != span.length:
-            raise _fail(
-                loaded, file, ("citations", cid, "anchor", "exact"),
-                f"anchor text has {len(anchor.exact)} lines but the span {span} has {span.length}",
-            )
         if anchor is not None and anchor.invariant is not None:
             _invariant_anchor(loaded, file, cid, anchor, rec, invariants, span)
-        if anchor is None and span.path not in pins:
+        # A git source's pinned commit fixes its files' content (git addresses blobs
+        # by hash), so its citations are verifiable without a digest or an anchor.
+        if anchor is None and span.path not in pins and provenance.kind_of(cited_in) != "git":
             raise _fail(
                 loaded, file, ("citations", cid),
                 f"citation cannot be verified: pin {span.path} under 'files' or give it an anchor",
@@ -236,6 +238,11 @@ def parse(text: str, file: str) -> Manifest:
             source=None if cited_in == TARGET else cited_in,
             unresolved=rec.get("unresolved"),
         )
+
+    from pp1audit.report import validate as validate_report
+
+    for keypath, message in validate_report(raw):
+        raise _fail(loaded, file, keypath, message)
 
     audit = raw.get("audit") or {}
     target = raw["target"]
@@ -253,6 +260,8 @@ def parse(text: str, file: str) -> Manifest:
         citations=citations,
         provenance=provenance,
         invariants=invariants,
+        record=bool(target.get("record", False)),
+        tree_sha256=target["tree_sha256"].lower() if "tree_sha256" in target else None,
     )
 
 

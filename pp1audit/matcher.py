@@ -257,8 +257,11 @@ class _Eval:
 
 def _conjuncts(cond: SgNode) -> list[SgNode]:
     """``a and (b and c)`` → [a, b, c]; any other condition is its own single term."""
-    while cond.kind() == "parenthesized_expression" and len(cond.named_children()) == 1:
-        cond = cond.named_children()[0]
+    while cond.kind() == "parenthesized_expression":
+        inner = [c for c in cond.named_children() if c.kind() != "comment"]
+        if len(inner) != 1:
+            break
+        cond = inner[0]
     op = cond.field("operator")
     if cond.kind() == "boolean_operator" and op is not None and op.text() == "and":
         left, right = cond.field("left"), cond.field("right")

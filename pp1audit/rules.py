@@ -48,13 +48,18 @@ METAVAR_RE = re.compile(r"(\$\$\$|\$)([A-Z_][A-Z0-9_]*)?")
 RELATIONS = ("inside", "has", "guarded_by", "follows", "precedes", "not")
 """Relations of a (sub)rule, in the order they are evaluated and reported."""
 
+RULE_KEYS = ("pattern", "where", *RELATIONS)
+"""Keys of a nested rule mapping (the invariant itself adds file/in/every/claim/title)."""
+
 
 class RuleError(Exception):
     """A rule problem found at load time; ``keypath`` is relative to the invariant."""
 
-    def __init__(self, keypath: tuple[str | int, ...], message: str) -> None:
+    def __init__(self, keypath: tuple[str | int, ...], message: str, *, key: bool = False) -> None:
         self.keypath = keypath
         self.message = message
+        self.key = key
+        """True when the problem is the key itself (point at the key, not its value)."""
         super().__init__(message)
 
 
@@ -233,6 +238,11 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
         return Rule(parse_pattern(raw, keypath))
     if not isinstance(raw, dict) or "pattern" not in raw:
         raise RuleError(keypath, "a rule is a pattern, or a mapping with a 'pattern'")
+    if keypath:  # a nested rule: the schema leaves its keys to us
+        for key in raw:
+            if key not in RULE_KEYS:
+                raise RuleError((*keypath, key), f"unknown key '{key}' (a rule has "
+                                f"{', '.join(RULE_KEYS)})", key=True)
     pattern = parse_pattern(raw["pattern"], (*keypath, "pattern"))
 
     def sub(key: str) -> Rule | None:

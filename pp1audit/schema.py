@@ -97,37 +97,32 @@ CONSTRAINT: dict[str, Any] = {
 }
 
 
-def _rule_schema(depth: int) -> dict[str, Any]:
-    """A (sub)rule: a pattern, or {pattern, where, relations}; nested ``depth`` levels."""
-    props: dict[str, Any] = {
-        "pattern": PATTERN,
-        "where": {
-            "type": "object",
-            "description": "Metavariable name (ARGS or $$$ARGS) -> constraint.",
-            "propertyNames": {"pattern": "^(\\$|\\$\\$\\$)?[A-Z][A-Z0-9_]*$"},
-            "additionalProperties": CONSTRAINT,
-        },
-        "guarded_by": {**PATTERN, "description": "The match is in the body of an if/elif "
-                       "whose condition is this (or an 'and' with this among its terms)."},
-    }
-    sub: dict[str, Any] = _rule_schema(depth - 1) if depth > 0 else {"type": ["string", "object"]}
-    for key, text in (
-        ("inside", "An enclosing node (any depth, within the scope) matches this rule."),
-        ("has", "A node within the match (any depth) matches this rule."),
-        ("follows", "A match of this rule ends before the match, in the same function."),
-        ("precedes", "A match of this rule starts after the match, in the same function."),
-        ("not", "Nothing in the match's function matches this rule."),
-    ):
-        props[key] = {"description": text, "anyOf": [PATTERN, sub]}
-    return {
-        "type": ["string", "object"],
-        "additionalProperties": False,
-        "required": ["pattern"],
-        "properties": props,
-    }
+_RELATION_VALUE: dict[str, Any] = {
+    "type": ["string", "object"],
+    "x-message": "a relation is a pattern, or a rule mapping with a 'pattern'",
+}
+"""A nested rule's own keys are checked by ``rules.parse_rule`` (with line:column):
+spelling the recursion out here would make the generated validator huge."""
 
-
-_RULE = _rule_schema(3)
+_RULE_PROPERTIES: dict[str, Any] = {
+    "pattern": PATTERN,
+    "where": {
+        "type": "object",
+        "description": "Metavariable name (ARGS or $$$ARGS) -> constraint.",
+        "propertyNames": {"pattern": "^(\\$|\\$\\$\\$)?[A-Z][A-Z0-9_]*$"},
+        "additionalProperties": CONSTRAINT,
+    },
+    "guarded_by": {**PATTERN, "description": "The match is in the body of an if/elif "
+                   "whose condition is this (or an 'and' with this among its terms)."},
+    "inside": {**_RELATION_VALUE,
+               "description": "An enclosing node (any depth, within the scope) matches this rule."},
+    "has": {**_RELATION_VALUE, "description": "A node within the match (any depth) matches this rule."},
+    "follows": {**_RELATION_VALUE,
+                "description": "A match of this rule ends before the match, in the same function."},
+    "precedes": {**_RELATION_VALUE,
+                 "description": "A match of this rule starts after the match, in the same function."},
+    "not": {**_RELATION_VALUE, "description": "Nothing in the match's function matches this rule."},
+}
 
 INVARIANT: dict[str, Any] = {
     "type": "object",
@@ -136,14 +131,14 @@ INVARIANT: dict[str, Any] = {
     "additionalProperties": False,
     "required": ["file", "pattern"],
     "properties": {
-        **_RULE["properties"],
+        **_RULE_PROPERTIES,
         "file": {"type": "string", "pattern": _PATH, "description": "The .py file (target path)."},
         "in": {
             "type": "string",
             "description": "Enclosing class/function as a dotted name (GPUModelRunner.sample).",
         },
-        "every": {"description": "Every match of this rule's pattern in the scope satisfies its "
-                  "relations (and there is at least one).", "anyOf": [PATTERN, _RULE]},
+        "every": {**_RELATION_VALUE, "description": "Every match of this rule's pattern in the "
+                  "scope satisfies its relations (and there is at least one)."},
         "claim": {"type": "string", "description": "What the audit says this shows."},
         "title": {"type": "string"},
     },
@@ -293,6 +288,68 @@ DONOR: dict[str, Any] = {
     },
 }
 
+# --- the audit's prose, rendered by `pp1audit report` (see pp1audit/report.py) --------
+
+_EVIDENCE: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Ids of the checks this block rests on (citations, invariants, "
+    "'file:PATH', 'version', sources, donors); measured results are printed under it.",
+}
+
+REPORT: dict[str, Any] = {
+    "type": "object",
+    "description": "The audit's prose. Text may use [[=key.path]], [[cite:ID]], "
+    "[[cite:ID|tail/of/path.py]] and [[lines:ID]]: rendered from the pins, never typed twice.",
+    "additionalProperties": False,
+    "properties": {
+        "title": {"type": "string"},
+        "sections": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "heading": {"type": "string"},
+                    "blocks": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {
+                                "text": {"type": "string", "description": "A paragraph."},
+                                "bullet": {"type": "string", "description": "A list item."},
+                                "table": {"enum": ["files"], "description": "The pinned files."},
+                                "prefix": {"type": "string", "description": "table: paths under this."},
+                                "header": {"type": "array", "items": {"type": "string"}},
+                                "evidence": _EVIDENCE,
+                            },
+                            "oneOf": [
+                                {"required": ["text"]}, {"required": ["bullet"]}, {"required": ["table"]},
+                            ],
+                            "x-message": "a block is exactly one of 'text', 'bullet' or 'table'",
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+REFERENCE: dict[str, Any] = {
+    "type": "object",
+    "description": "A reference the audit cites but does not pin by digest (papers, upstream "
+    "files resolved by commit): recorded for the report, not checked.",
+    "additionalProperties": False,
+    "required": ["url"],
+    "properties": {
+        "title": {"type": "string"},
+        "url": {"type": "string"},
+        "commit": COMMIT,
+        "note": {"type": "string"},
+    },
+}
+
 SCHEMA: dict[str, Any] = {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "$id": SCHEMA_ID,
@@ -319,6 +376,16 @@ SCHEMA: dict[str, Any] = {
             "properties": {
                 "package": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
                 "version": {"type": "string", "minLength": 1},
+                "record": {
+                    "type": "boolean",
+                    "description": "Verify the whole distribution against its *.dist-info/RECORD, "
+                    "bytecode and import shadowing (as `check --record`).",
+                },
+                "tree_sha256": {
+                    **HEX64,
+                    "description": "Tree digest of every file under the package directory "
+                    "(see pp1audit/treedigest.py for the exact byte format).",
+                },
             },
         },
         "files": {
@@ -350,6 +417,12 @@ SCHEMA: dict[str, Any] = {
             "propertyNames": {"pattern": _ID},
             "additionalProperties": DONOR,
         },
+        "references": {
+            "type": "object",
+            "propertyNames": {"pattern": _ID},
+            "additionalProperties": REFERENCE,
+        },
+        "report": REPORT,
         "invariants": {
             "type": "object",
             "description": "Structural invariants: id -> rule on a Python file of the target.",
