@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pp1audit import __version__
+from pp1audit.cli_upgrade import COMMANDS as UPGRADE_COMMANDS
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, EXIT_USAGE, Pp1Error
 
 if TYPE_CHECKING:
@@ -134,3 +135,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"pp1audit: internal error: {type(exc).__name__}: {exc}", err=True)
         code = EXIT_USAGE
     sys.exit(code if isinstance(code, int) else EXIT_OPEN)
+for _command in UPGRADE_COMMANDS:  # init, pin, show, diff (pp1audit/cli_upgrade.py)
+    cli.add_command(_command)
+
+

@@ -80,6 +80,12 @@ def vllm_wheel() -> Path:
 
 
 @pytest.fixture(scope="session")
+def vllm_wheel_030() -> Path:
+    """Path of the real vLLM 0.30.0 wheel: the release before 0.31.0 (upgrade / rollback)."""
+    return fetch_wheel("0.30.0")
+
+
+@pytest.fixture(scope="session")
 def vllm_tree(vllm_wheel: Path) -> Path:
     """The 0.31.0 wheel extracted (site-packages layout); shared, never modified."""
     return extract_wheel(vllm_wheel, CACHE / "trees" / vllm_wheel.stem)

@@ -1,0 +1,384 @@
+"""``git`` / ``donor`` / remote ``file`` checks, and citations read from named sources.
+
+Evidence outside the target: a repository at a pinned commit (``--repo NAME=PATH``),
+refs recorded at audit time, "commit X contains / lacks Y" rules, remote files
+pinned by URL and SHA-256 (read from the content-addressed cache), and donor
+patches whose hunks are looked for in a tree.
+
+The statuses follow the contract: an input that was not given (no ``--repo``, a
+pin never fetched) is ``skip`` and says how to provide it; a commit the clone
+lacks is ``fail`` and says to fetch it; a moving ref that moved is ``pass`` with
+the move in the message; a fixed ref that moved is ``fail``.
+
+``ProvenanceRun`` opens clones and cache entries lazily and only once per run;
+nothing is printed and nothing is written (except by ``fetch``, which the CLI
+asks for explicitly).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pp1audit.checks.citations import check_citation
+from pp1audit.errors import Pp1Error
+from pp1audit.manifest import Citation, Manifest
+from pp1audit.provenance import TARGET, ContentRule, GitSourceSpec, RefPin, RemotePin
+from pp1audit.result import Check, Status
+from pp1audit.runconfig import ProvenanceOptions
+from pp1audit.store import FileStore
+
+if TYPE_CHECKING:
+    from pp1audit.gitsource import Clone, GitSource
+    from pp1audit.remote import Cache
+
+
+def short(sha: str) -> str:
+    """The 12-character abbreviation used in messages."""
+    return sha[:12]
+
+
+@dataclass(frozen=True)
+class _Unavailable:
+    """Why a named source cannot be read: a ready-made status and message."""
+
+    status: Status
+    message: str
+
+
+class ProvenanceRun:
+    """Provenance checks of one manifest for one run (clones and cache opened lazily)."""
+
+    def __init__(self, manifest: Manifest, options: ProvenanceOptions | None = None,
+                 target: FileStore | None = None) -> None:
+        self.manifest = manifest
+        self.prov = manifest.provenance
+        self.options = options or ProvenanceOptions()
+        self.target = target
+        unknown = sorted(set(self.options.repos) - set(self.prov.sources))
+        if unknown:
+            known = ", ".join(sorted(self.prov.sources)) or "none"
+            raise Pp1Error(
+                f"--repo {unknown[0]}: the manifest has no git source '{unknown[0]}' "
+                f"(its sources: {known})"
+            )
+        self._clones: dict[str, Clone] = {}
+        self._stores: dict[tuple[str, str], FileStore | _Unavailable] = {}
+        self._remote: dict[str, FileStore | _Unavailable] = {}
+        self._fetch_errors: dict[str, Exception] = {}
+        self._cache: Cache | None = None
+
+    # -- opening things -------------------------------------------------------
+
+    def open_clones(self) -> None:
+        """Open every clone given; a path that is not a git repository is exit 2."""
+        for name in self.options.repos:
+            self.clone(name)
+
+    def clone(self, name: str) -> Clone | None:
+        """The clone given for a source, or None when ``--repo`` did not name it."""
+        path = self.options.repos.get(name)
+        if path is None:
+            return None
+        if name not in self._clones:
+            from pp1audit.gitsource import Clone
+
+            self._clones[name] = Clone(name, path)
+        return self._clones[name]
+
+    def git_store(self, name: str, commit: str | None = None) -> FileStore | _Unavailable:
+        """A store over ``commit`` (default: the pinned one) of source ``name``."""
+        spec = self.prov.sources[name]
+        sha = commit or spec.commit
+        key = (name, sha)
+        if key not in self._stores:
+            clone = self.clone(name)
+            hit: FileStore | _Unavailable
+            if clone is None:
+                hit = _Unavailable(Status.SKIP, self._not_given(name))
+            else:
+                source = clone.source(sha)
+                hit = (FileStore(source) if source is not None
+                       else _Unavailable(Status.FAIL, self._missing_commit(clone, sha)))
+            self._stores[key] = hit
+        return self._stores[key]
+
+    def cache(self) -> Cache:
+        """The content-addressed cache of remote pins."""
+        if self._cache is None:
+            from pp1audit.remote import Cache, default_cache_dir
+
+            self._cache = Cache(self.options.cache_dir or default_cache_dir())
+        return self._cache
+
+    def remote_store(self, pin_id: str) -> FileStore | _Unavailable:
+        """A one-file store over a pin's verified cached bytes, or why there is none."""
+        if pin_id not in self._remote:
+            from pp1audit.remote import FetchError, RemoteSource
+
+            pin = self.prov.remotes[pin_id]
+            hit: FileStore | _Unavailable
+            failed = self._fetch_errors.get(pin_id)
+            try:
+                data = self.cache().lookup(pin.sha256)
+            except FetchError as exc:
+                data, failed = None, exc
+            if data is not None:
+                hit = FileStore(RemoteSource(pin.path, data, pin.download))
+            elif failed is not None:
+                hit = _Unavailable(self._fetch_status(failed), str(failed))
+            else:
+                hit = _Unavailable(Status.SKIP, f"{pin.download} is not in the cache "
+                                   f"({self.cache().root}); run pp1audit fetch")
+            self._remote[pin_id] = hit
+        return self._remote[pin_id]
+
+    @staticmethod
+    def _fetch_status(exc: Exception) -> Status:
+        from pp1audit.remote import DigestMismatch
+
+        return Status.FAIL if isinstance(exc, DigestMismatch) else Status.ERROR
+
+    def fetch_all(self) -> list[tuple[RemotePin, str, Exception | None]]:
+        """Download every remote pin not yet cached: ``(pin, message, error or None)``.
+
+        Failures are remembered so that the checks of those pins report them.
+        """
+        from pp1audit.remote import FetchError, download
+
+        out: list[tuple[RemotePin, str, Exception | None]] = []
+        for pin in self.prov.remotes.values():
+            try:
+                got = download(pin.download, pin.sha256, self.cache(), self.options.policy)
+            except FetchError as exc:
+                self._fetch_errors[pin.id] = exc
+                self._remote.pop(pin.id, None)
+                out.append((pin, str(exc), exc))
+                continue
+            if got.already_cached:
+                msg = "already cached"
+            else:
+                via = f" via {got.redirects} redirect(s) from {got.final_url}" if got.redirects else ""
+                msg = f"fetched {got.size} bytes{via}; SHA-256 verified"
+            out.append((pin, msg, None))
+        return out
+
+    def close(self) -> None:
+        """Stop git helper processes."""
+        for clone in self._clones.values():
+            clone.close()
+
+    @staticmethod
+    def _not_given(name: str) -> str:
+        return f"git source '{name}' not given; pass --repo {name}=PATH (or set it in pp1audit.toml)"
+
+    @staticmethod
+    def _missing_commit(clone: Clone, sha: str) -> str:
+        return (f"commit {short(sha)} is not in {clone.path}; fetch it "
+                f"(git -C {clone.path} fetch origin {sha})")
+
+    # -- checks ---------------------------------------------------------------
+
+    def citation(self, citation: Citation) -> Check:
+        """A citation whose file lives in a named git source or a remote pin."""
+        name = citation.source or TARGET
+        store = self.git_store(name) if name in self.prov.sources else self.remote_store(name)
+        if isinstance(store, _Unavailable):
+            span = citation.span
+            return Check(id=citation.id, kind="citation", status=store.status, path=span.path,
+                         lines=(span.start, span.end), source=name, message=store.message)
+        pinned = self.prov.pins(name).get(citation.span.path)
+        return check_citation(citation, pinned, store, source=name)
+
+    def checks(self) -> list[Check]:
+        """Every provenance check the manifest asks for, in manifest order."""
+        out: list[Check] = []
+        for spec in self.prov.sources.values():
+            out.append(self.commit_check(spec))
+            out.extend(self.file_pin(spec, path, digest) for path, digest in spec.files.items())
+            out.extend(self.ref_check(spec, ref) for ref in spec.refs)
+            out.extend(self.content_check(spec, rule) for rule in spec.rules)
+        for pin in self.prov.remotes.values():
+            out.append(self.pin_check(pin))
+            if pin.donor:
+                out.extend(self.donor_checks(pin))
+        return out
+
+    def commit_check(self, spec: GitSourceSpec) -> Check:
+        """The pinned commit is in the clone."""
+        cid = f"{spec.name}:commit"
+        store = self.git_store(spec.name)
+        base: dict[str, Any] = {"id": cid, "kind": "git", "source": spec.name,
+                                "expected": spec.commit}
+        if isinstance(store, _Unavailable):
+            return Check(**base, status=store.status, message=store.message)
+        return Check(**base, status=Status.PASS, actual=spec.commit,
+                     message=f"pinned commit {short(spec.commit)} is in the clone")
+
+    def file_pin(self, spec: GitSourceSpec, path: str, digest: str) -> Check:
+        """A SHA-256 pin of a file at the source's pinned commit."""
+        from pp1audit.checks.files import check_file
+
+        store = self.git_store(spec.name)
+        if isinstance(store, _Unavailable):
+            return Check(id=f"file:{spec.name}:{path}", kind="file", status=store.status,
+                         path=path, expected=digest, source=spec.name, message=store.message)
+        return replace(check_file(path, digest, store, source=spec.name),
+                       id=f"file:{spec.name}:{path}")
+
+    def ref_check(self, spec: GitSourceSpec, ref: RefPin) -> Check:
+        """Where a recorded ref points now, judged by whether it may move."""
+        label = "moving" if ref.moving else "fixed"
+        base: dict[str, Any] = {"id": f"{spec.name}:ref:{ref.name}", "kind": "git",
+                                "source": spec.name, "expected": ref.commit}
+        clone = self.clone(spec.name)
+        if clone is None:
+            return Check(**base, status=Status.SKIP, message=self._not_given(spec.name))
+        found = clone.resolve_ref(ref.name)
+        if found is None:
+            status = Status.SKIP if ref.moving else Status.FAIL
+            return Check(**base, status=status,
+                         message=f"{label} ref '{ref.name}' is not in {clone.path}")
+        full, now = found
+        if now == ref.commit:
+            return Check(**base, status=Status.PASS, actual=now,
+                         message=f"{full} still at the recorded {short(now)}")
+        if clone.is_ancestor(ref.commit, now):
+            n = clone.count_between(ref.commit, now)
+            how = f"{n} commit(s) ahead of" if n is not None else "ahead of"
+        elif clone.commit(ref.commit) is None:
+            how = "moved from (not in this clone)"
+        else:
+            how = "moved away from (not a descendant of)"
+        text = f"{full} now at {short(now)}, {how} the recorded {short(ref.commit)}"
+        if ref.moving:
+            return Check(**base, status=Status.PASS, actual=now,
+                         message=f"{text} (moving ref: information)")
+        return Check(**base, status=Status.FAIL, actual=now, message=f"fixed ref moved: {text}")
+
+    def content_check(self, spec: GitSourceSpec, rule: ContentRule) -> Check:
+        """``contains`` / ``lacks``: a path or bytes in a commit's tree."""
+        base: dict[str, Any] = {"id": f"{spec.name}:{rule.id}", "kind": "git", "source": spec.name,
+                                "path": rule.path, "expected": rule.sha256}
+        store = self.git_store(spec.name, rule.commit)
+        if isinstance(store, _Unavailable):
+            return Check(**base, status=store.status, message=store.message)
+        source: GitSource = store.source  # type: ignore[assignment]
+        at = f"commit {short(rule.commit)}"
+        what = (f"{rule.donor}'s bytes" if rule.donor
+                else f"a file with SHA-256 {short(rule.sha256)}" if rule.sha256 else None)
+        data = None
+        if rule.donor is not None:
+            cached = self.remote_store(rule.donor)
+            if isinstance(cached, FileStore):
+                pin = self.prov.remotes[rule.donor]
+                data = cached.get(pin.path).data
+        problems: list[str] = []
+        facts: list[str] = []
+        if rule.path is not None:
+            present = source.exists(rule.path)
+            if rule.present and not present:
+                problems.append(f"{rule.path} is not in {at}")
+            elif rule.present and rule.sha256 is not None:
+                actual = store.get(rule.path).sha256 if present else None
+                if actual != rule.sha256:
+                    base["actual"] = actual
+                    problems.append(f"{rule.path} in {at} is not {what}")
+                else:
+                    facts.append(f"{rule.path} in {at} has {what}")
+            elif rule.present:
+                facts.append(f"{rule.path} is in {at}")
+            elif present:
+                problems.append(f"{rule.path} is in {at}")
+            else:
+                facts.append(f"{rule.path} is not in {at}")
+        if rule.sha256 is not None and not (rule.present and rule.path is not None):
+            found = source.find_bytes(rule.sha256, data)
+            if rule.present and not found:
+                problems.append(f"no file in {at} has {what}")
+            elif rule.present:
+                facts.append(f"{at} has {what} at {', '.join(found)}")
+            elif found:
+                problems.append(f"{at} has {what} at {', '.join(found)}")
+            else:
+                facts.append(f"no file in {at} has {what}")
+        verb = "must contain" if rule.present else "must not contain"
+        if problems:
+            return Check(**base, status=Status.FAIL, message=f"{verb}: " + "; ".join(problems))
+        return Check(**base, status=Status.PASS, message="; ".join(facts))
+
+    def pin_check(self, pin: RemotePin) -> Check:
+        """The cached copy of a remote pin exists and still has its digest."""
+        kind = "donor" if pin.donor else "file"
+        store = self.remote_store(pin.id)
+        base: dict[str, Any] = {"id": pin.id, "kind": kind, "source": pin.id, "path": pin.path,
+                                "expected": pin.sha256}
+        if isinstance(store, _Unavailable):
+            return Check(**base, status=store.status, message=store.message)
+        at = f" (pins commit {short(pin.commit)})" if pin.commit else ""
+        return Check(**base, status=Status.PASS, actual=pin.sha256,
+                     message=f"cached copy of {pin.download} matches its SHA-256{at}")
+
+    def donor_checks(self, pin: RemotePin) -> list[Check]:
+        """The donor patch's hunks in the tree it applies to: a summary and one check per hunk."""
+        from pp1audit.patches import APPLIED, NOT_APPLIED, PatchError, patch_status, tally
+
+        cid = f"{pin.id}:hunks"
+        where = "the target" if pin.applies_to == TARGET else (
+            f"{pin.applies_to}@{short(self.prov.sources[pin.applies_to].commit)}")
+        base: dict[str, Any] = {"id": cid, "kind": "donor", "source": pin.applies_to,
+                                "expected": pin.expect}
+        patch = self.remote_store(pin.id)
+        if isinstance(patch, _Unavailable):
+            status = Status.SKIP if patch.status is Status.SKIP else Status.ERROR
+            return [Check(**base, status=status,
+                          message=f"hunks not checked: {patch.message}")]
+        tree = self.target if pin.applies_to == TARGET else self.git_store(pin.applies_to)
+        if tree is None:
+            return [Check(**base, status=Status.SKIP, message="no target tree to look in")]
+        if isinstance(tree, _Unavailable):
+            return [Check(**base, status=tree.status, message=tree.message)]
+        try:
+            statuses = patch_status(patch.get(pin.path).data, tree, pin.strip)
+        except PatchError as exc:
+            return [Check(**base, status=Status.ERROR, message=f"{pin.id}: {exc}")]
+        counts = tally(statuses)
+        total = len(statuses)
+        actual = ", ".join(f"{v} {k}" for k, v in counts.items())
+        want = {"applied": APPLIED, "not-applied": NOT_APPLIED}.get(pin.expect or "")
+        off = [s for s in statuses if want is not None and s.status != want]
+        if want is None:
+            status, message = Status.PASS, f"{total} hunk(s) in {where}: {actual} (information)"
+        elif not off:
+            status = Status.PASS
+            message = f"{pin.id} is {want} in {where}: all {total} hunk(s) {want}"
+        else:
+            status = Status.FAIL
+            listed = "; ".join(f"{s.label} {s.status}" for s in off[:5])
+            more = f"; and {len(off) - 5} more" if len(off) > 5 else ""
+            message = (f"{pin.id} is not {want} in {where}: {len(off)} of {total} hunk(s) "
+                       f"are not: {listed}{more}")
+        out = [Check(**base, status=status, actual=actual, message=message)]
+        for s in statuses:
+            ok = want is None or s.status == want
+            out.append(Check(
+                id=f"{pin.id}:{s.label}", kind="donor",
+                status=Status.PASS if ok else Status.FAIL, path=s.hunk.path,
+                found_lines=s.lines, expected=pin.expect, actual=s.status, source=pin.applies_to,
+                message=f"hunk {s.hunk.header}: {s.status}: {s.reason}",
+            ))
+        return out
+
+
+def fetch_manifest(manifest: Manifest, options: ProvenanceOptions) -> list[tuple[str, bool, str]]:
+    """``pp1audit fetch``: download every remote pin; ``(id, ok, message)`` per pin."""
+    run = ProvenanceRun(manifest, options)
+    return [(pin.id, err is None, msg) for pin, msg, err in run.fetch_all()]
+
+
+def cache_dir_of(options: ProvenanceOptions) -> Path:
+    """The cache directory a run with these options uses."""
+    from pp1audit.remote import default_cache_dir
+
+    return options.cache_dir or default_cache_dir()

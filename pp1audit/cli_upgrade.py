@@ -1,0 +1,236 @@
+"""Command line of the upgrade workflow: ``init``, ``pin``, ``show`` and ``diff``.
+
+Kept apart from ``cli.py`` (which registers these commands) so that the check
+path stays small. Like every command, these only parse options, call the pure
+core (``pp1audit.init``, ``pin``, ``show``, ``treediff``), print what it returns
+and map the outcome to an exit code: 0 done / nothing differs, 1 something a
+human must look at, 2 bad input and nothing written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, Pp1Error
+
+if TYPE_CHECKING:
+    from pp1audit.manifest import Manifest
+
+_manifest_option = click.option(
+    "--manifest", "-m", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    help="Manifest YAML (default: the PP1 manifest shipped with pp1audit).",
+)
+_color_option = click.option(
+    "--color", type=click.Choice(["auto", "always", "never"]), default="auto",
+    help="Colour (NO_COLOR is honoured in auto).",
+)
+
+
+def _manifest_path(path: Path | None) -> tuple[Path, str]:
+    if path is not None:
+        return path, str(path)
+    from pp1audit.defaults import default_manifest_path
+
+    return default_manifest_path(), "pp1audit:manifests/pp1.yaml"
+
+
+def _load(path: Path | None) -> Manifest:
+    from pp1audit.manifest import load_manifest
+
+    real, display = _manifest_path(path)
+    return load_manifest(real, display=display)
+
+
+def _color(choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _note(text: str) -> None:
+    click.echo(f"pp1audit: {text}", err=True)
+
+
+@click.command()
+@click.argument("target", type=click.Path(path_type=Path))
+@click.option("--package", "-p", required=True, help="Package directory name under the target root.")
+@click.option("--cite", "cites", multiple=True, required=True, metavar="[ID=]PATH:A-B",
+              help="A span to cite (repeatable); ID defaults to <prefix><file>-<A>-<B>.")
+@click.option("--id-prefix", default="", help="Prefix for generated citation ids.")
+@click.option("--audit-id", default=None, help="audit.id (default: the output file's name).")
+@click.option("--title", default=None, help="audit.title.")
+@click.option("--context", type=click.IntRange(0, 20), default=2, show_default=True,
+              help="Context lines quoted before and after each span (anchor prefix/suffix).")
+@click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write the manifest to FILE (atomically) instead of stdout.")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+def init(
+    target: Path, package: str, cites: tuple[str, ...], id_prefix: str, audit_id: str | None,
+    title: str | None, context: int, output: Path | None, force: bool,
+) -> int:
+    """Write a new manifest measured from TARGET: version, the SHA-256 of every
+    cited file, and each citation with a text anchor quoted from the tree.
+
+    The manifest passes `pp1audit check` on TARGET by construction.
+    """
+    import re
+
+    from pp1audit import init as init_mod
+    from pp1audit.sources import open_target
+
+    if output is not None and output.exists() and not force:
+        raise Pp1Error(f"{output}: exists; give --force to overwrite it")
+    requests = [init_mod.parse_cite(c) for c in cites]
+    if audit_id is None:
+        stem = output.stem.lower() if output is not None else "audit"
+        audit_id = re.sub(r"[^a-z0-9._-]+", "-", stem).strip("-._") or "audit"
+    with open_target(target, package) as source:
+        result = init_mod.build(source, package, requests, id_prefix=id_prefix,
+                                audit_id=audit_id, title=title, context=context)
+    for note in result.notes:
+        _note(note)
+    if output is None:
+        _out(result.text)
+    else:
+        from pp1audit.atomic import write_atomic
+
+        write_atomic(output, result.text)
+        _note(f"wrote {output}: {len(result.citations)} citations, {len(result.files)} files, "
+              f"version {result.version or '(none)'}")
+    return EXIT_OPEN
+
+
+@click.command()
+@click.argument("target", type=click.Path(path_type=Path))
+@_manifest_option
+@click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write the re-pinned manifest to FILE.")
+@click.option("--in-place", is_flag=True, help="Rewrite the manifest itself.")
+@click.option("--allow-unresolved", is_flag=True,
+              help="Write even with unresolved items, marked `unresolved:` for a human "
+              "(a marked citation always fails check).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Review output: table and manifest diff, or JSON.")
+def pin(
+    target: Path, manifest: Path | None, output: Path | None, in_place: bool,
+    allow_unresolved: bool, fmt: str,
+) -> int:
+    """Carry the manifest to TARGET: new version and digests, every citation moved to
+    where the checks find it now and its anchor re-quoted; invariants re-checked.
+
+    Prints a review table and the manifest's diff. Without -o or --in-place
+    nothing is written. Exit 0 when every pin was carried; 1 when some are
+    unresolved (not written unless --allow-unresolved, then written marked).
+    """
+    import json
+
+    from pp1audit import pin as pin_mod
+    from pp1audit.sources import open_target
+
+    if output is not None and in_place:
+        raise click.UsageError("give -o FILE or --in-place, not both")
+    path, display = _manifest_path(manifest)
+    m = _load(manifest)
+    text = path.read_bytes().decode("utf-8-sig")
+    with open_target(target, m.package) as source:
+        plan = pin_mod.plan(m, text, source)
+    dest = path if in_place else output
+    if fmt == "json":
+        _out(json.dumps(pin_mod.as_dict(plan), indent=2, ensure_ascii=False) + "\n")
+    else:
+        diff = pin_mod.manifest_diff(plan, str(dest) if dest is not None else None)
+        _out(pin_mod.render_review(plan) + ("\n" + diff if diff else ""))
+    unresolved = plan.unresolved
+    if dest is None:
+        _note("review only: give -o FILE or --in-place to write")
+    elif unresolved and not allow_unresolved:
+        _note(f"not written: {len(unresolved)} unresolved "
+              "(fix them, or give --allow-unresolved to write them marked)")
+    else:
+        from pp1audit.atomic import write_atomic
+
+        write_atomic(dest, plan.new_text)
+        marked = f", {len(unresolved)} marked unresolved" if unresolved else ""
+        _note(f"wrote {dest if dest is not None else display}{marked}")
+    return EXIT_CLOSED if unresolved else EXIT_OPEN
+
+
+@click.command()
+@click.argument("target", type=click.Path(path_type=Path))
+@click.argument("spec", metavar="(CITATION-ID | PATH:A-B)")
+@_manifest_option
+@click.option("--package", "-p", default=None,
+              help="Package name (default: the manifest's target.package).")
+@click.option("--context", "-C", type=click.IntRange(0, 200), default=3, show_default=True,
+              help="Lines of context around the span.")
+@_color_option
+def show(
+    target: Path, spec: str, manifest: Path | None, package: str | None, context: int, color: str,
+) -> int:
+    """Show a citation (or any span) of TARGET with line numbers, context and status.
+
+    A citation is shown where it is found now. Exit 0 when the citation passes
+    (or a plain span was shown), 1 when its check would close the gate.
+    """
+    from pp1audit import show as show_mod
+    from pp1audit.result import GatePolicy
+    from pp1audit.sources import open_target
+
+    m: Manifest | None = None
+    real, _ = _manifest_path(manifest)
+    if manifest is not None or real.exists() or ":" not in spec:
+        m = _load(manifest)
+    pkg = package or (m.package if m is not None else None)
+    if pkg is None:
+        raise click.UsageError("give --package (no manifest to take it from)")
+    with open_target(target, pkg) as source:
+        shown = show_mod.prepare(spec, m, source)
+    _out(show_mod.render(shown, context=context, color=_color(color)))
+    policy = GatePolicy()
+    closed = ":" not in spec and any(policy.closes(c.status) for c in shown.checks)
+    return EXIT_CLOSED if closed else EXIT_OPEN
+
+
+@click.command("diff")
+@click.argument("old", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@_manifest_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--verbose", "-v", is_flag=True, help="Text format: list unchanged items too.")
+def diff_cmd(old: Path, new: Path, manifest: Path | None, fmt: str, verbose: bool) -> int:
+    """What changed between trees OLD and NEW (directories or wheels, read in place)
+    in every file the manifest pins and every span it cites: unchanged, moved,
+    changed (with a diff of the span) or gone.
+
+    Exit 0 when nothing cited or pinned differs, 1 when something does.
+    """
+    import json
+
+    from pp1audit import treediff
+    from pp1audit.sources import open_target
+
+    m = _load(manifest)
+    with open_target(old, m.package) as a, open_target(new, m.package) as b:
+        td = treediff.compare(m, a, b)
+    if fmt == "json":
+        _out(json.dumps(treediff.as_dict(td), indent=2, ensure_ascii=False) + "\n")
+    else:
+        _out(treediff.render_text(td, verbose=verbose))
+    return EXIT_OPEN if td.same else EXIT_CLOSED
+
+
+COMMANDS = (init, pin, show, diff_cmd)
+"""Registered on the ``pp1audit`` group by ``cli.py``."""

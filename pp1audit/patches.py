@@ -1,0 +1,187 @@
+"""Is a patch in a tree? Hunk by hunk: ``applied``, ``not applied`` or ``conflict``.
+
+An audit says things like "donor patch 0055 is not applied in this image". That
+is checkable without running ``patch``: each hunk has a *before* block (context
+and removed lines) and an *after* block (context and added lines). In a tree
+where the hunk is applied the after block is present; where it is not, the
+before block is; where neither is, the region was edited some other way — a
+conflict a human must look at. The patch is parsed with ``unidiff`` (a real
+unified-diff parser, git extended headers included), never by hand.
+
+Matching ignores line endings and trailing whitespace; when a block occurs more
+than once the occurrence nearest the hunk's own line numbers is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pp1audit.errors import MissingFile, SourceError
+from pp1audit.store import FileStore
+
+APPLIED = "applied"
+NOT_APPLIED = "not applied"
+CONFLICT = "conflict"
+DEV_NULL = "/dev/null"
+
+
+class PatchError(Exception):
+    """The bytes are not a usable unified diff; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk, reduced to what status needs: where it is, and its two sides."""
+
+    path: str
+    """File the hunk changes, after stripping (the new name for a rename)."""
+    old_path: str | None
+    """Original name when it differs (rename), or None."""
+    index: int
+    """1-based position of the hunk within its file."""
+    header: str
+    source_start: int
+    target_start: int
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    new_file: bool
+    deleted_file: bool
+
+
+@dataclass(frozen=True)
+class HunkStatus:
+    """The verdict for one hunk in one tree, with where its text was found."""
+
+    hunk: Hunk
+    status: str
+    lines: tuple[int, int] | None
+    reason: str
+
+    @property
+    def label(self) -> str:
+        """``path#index`` — how messages name a hunk."""
+        return f"{self.hunk.path}#{self.hunk.index}"
+
+
+def _strip(name: str, strip: int) -> str | None:
+    if name == DEV_NULL:
+        return None
+    parts = name.split("/")
+    if strip >= len(parts):
+        raise PatchError(f"cannot strip {strip} components from '{name}'")
+    return "/".join(parts[strip:])
+
+
+def parse_patch(data: bytes, strip: int = 1) -> list[Hunk]:
+    """Every hunk of a unified diff (git format-patch mail text is fine)."""
+    from unidiff.errors import UnidiffParseError
+    from unidiff.patch import PatchSet
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PatchError(f"patch is not UTF-8 text (byte {exc.start})") from None
+    try:
+        patchset: Any = PatchSet(text)
+    except UnidiffParseError as exc:
+        raise PatchError(f"not a unified diff: {exc}") from None
+    hunks: list[Hunk] = []
+    for pfile in patchset:
+        source = _strip(pfile.source_file, strip) if pfile.source_file else None
+        target = _strip(pfile.target_file, strip) if pfile.target_file else None
+        path = target or source
+        if path is None:
+            raise PatchError("a file diff names /dev/null on both sides")
+        if pfile.is_binary_file:
+            raise PatchError(f"{path}: binary diffs cannot be checked")
+        for index, h in enumerate(pfile, start=1):
+            before = tuple(ln.value.rstrip("\r\n") for ln in h if ln.is_context or ln.is_removed)
+            after = tuple(ln.value.rstrip("\r\n") for ln in h if ln.is_context or ln.is_added)
+            hunks.append(Hunk(
+                path=path, old_path=source if source and source != path else None, index=index,
+                header=f"@@ -{h.source_start},{h.source_length} +{h.target_start},{h.target_length} @@",
+                source_start=h.source_start, target_start=h.target_start,
+                before=before, after=after,
+                new_file=bool(pfile.is_added_file), deleted_file=bool(pfile.is_removed_file),
+            ))
+    if not hunks:
+        raise PatchError("no hunks found: not a unified diff")
+    return hunks
+
+
+def _find(lines: list[str], block: tuple[str, ...]) -> list[int]:
+    """0-based starts of ``block`` in ``lines`` (trailing whitespace ignored)."""
+    if not block:
+        return []
+    want = [b.rstrip() for b in block]
+    have = [ln.rstrip() for ln in lines]
+    n = len(want)
+    first = want[0]
+    return [i for i in range(len(have) - n + 1) if have[i] == first and have[i : i + n] == want]
+
+
+def _nearest(starts: list[int], hint: int) -> int:
+    return min(starts, key=lambda s: (abs(s + 1 - hint), s))
+
+
+def _read(store: FileStore, path: str) -> list[str] | None:
+    """The file's lines, None when missing; ``SourceError`` for unreadable or binary files."""
+    try:
+        return store.get(path).text_lines()
+    except MissingFile:
+        return None
+
+
+def hunk_status(hunk: Hunk, store: FileStore) -> HunkStatus:
+    """Judge one hunk against the tree behind ``store``."""
+    try:
+        lines = _read(store, hunk.path)
+        if lines is None and hunk.old_path is not None:
+            lines = _read(store, hunk.old_path)
+    except SourceError as exc:
+        return HunkStatus(hunk, CONFLICT, None, f"{exc.path}: {exc.message}")
+    if lines is None:
+        if hunk.deleted_file:
+            return HunkStatus(hunk, APPLIED, None, f"{hunk.path} is deleted, as the patch does")
+        if hunk.new_file:
+            return HunkStatus(hunk, NOT_APPLIED, None, f"{hunk.path}, which the patch adds, is absent")
+        return HunkStatus(hunk, CONFLICT, None, f"{hunk.path} is missing from the tree")
+    if hunk.new_file and not hunk.before:
+        if _find(lines, hunk.after):
+            return HunkStatus(hunk, APPLIED, (1, len(hunk.after)), "the added file is present")
+        return HunkStatus(hunk, CONFLICT, None, "a file the patch adds exists with other content")
+    after = _find(lines, hunk.after)
+    before = _find(lines, hunk.before)
+    if after and before:
+        a, b = _nearest(after, hunk.target_start), _nearest(before, hunk.source_start)
+        if abs(a + 1 - hunk.target_start) <= abs(b + 1 - hunk.source_start):
+            before = []
+        else:
+            after = []
+        note = " (both versions occur; the one nearest the hunk's lines counts)"
+    else:
+        note = ""
+    if after:
+        start = _nearest(after, hunk.target_start)
+        return HunkStatus(hunk, APPLIED, (start + 1, start + len(hunk.after)),
+                          f"patched lines found at {start + 1}-{start + len(hunk.after)}{note}")
+    if before:
+        start = _nearest(before, hunk.source_start)
+        return HunkStatus(hunk, NOT_APPLIED, (start + 1, start + len(hunk.before)),
+                          f"original lines found at {start + 1}-{start + len(hunk.before)}{note}")
+    return HunkStatus(hunk, CONFLICT, None,
+                      "neither the original nor the patched lines are there (edited otherwise)")
+
+
+def patch_status(data: bytes, store: FileStore, strip: int = 1) -> list[HunkStatus]:
+    """Every hunk of the patch judged against one tree; ``PatchError`` if unparsable."""
+    return [hunk_status(h, store) for h in parse_patch(data, strip)]
+
+
+def tally(statuses: list[HunkStatus]) -> dict[str, int]:
+    """Counts per status, all three present."""
+    out = {APPLIED: 0, NOT_APPLIED: 0, CONFLICT: 0}
+    for s in statuses:
+        out[s.status] += 1
+    return out

@@ -1,0 +1,412 @@
+"""``pp1audit pin``: carry a manifest to a new tree, as a reviewable change.
+
+AIDE/Tripwire's *update* step for an audit: when the image moves (a new
+release, or a rollback), the pins are re-measured on the new tree and written
+back into the same manifest, so the audit's prose, ids, comments and key order
+stay as their authors wrote them (ruamel round trip, ``pp1audit.yamlrt``).
+
+Where a citation is now comes from the core alone: ``audit`` is run on the new
+tree and each citation check's ``found_lines`` (whatever anchored it: text or
+an invariant) becomes its new ``at``; the anchor text is then re-quoted from
+those lines. Nothing is guessed. A citation the checks cannot find, or find in
+several equally good places, is **unresolved**: the lesson of text-annotation
+tools is that a confident wrong re-anchor is worse than none. Unresolved items
+are marked in the manifest (``unresolved: "reason"``), which makes ``check``
+fail them until a human decides.
+
+``plan`` is pure: it returns the new text and a review list; the CLI prints and
+writes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pp1audit.anchortext import block, context_size
+from pp1audit.errors import Pp1Error, SourceError
+from pp1audit.manifest import Citation, Manifest
+from pp1audit.result import Check, Status
+from pp1audit.sources import Source
+from pp1audit.spans import relocate, span_sha256
+from pp1audit.store import FileStore
+
+UNCHANGED = "unchanged"
+MOVED = "moved"
+CHANGED = "changed"
+UNRESOLVED = "unresolved"
+NOT_CARRIED = "not carried"
+
+MARK = "pp1audit pin: UNRESOLVED"
+"""Comment put on pins that have no ``unresolved`` key (version, files) when marked."""
+
+_SEP = re.compile(r"^[^:]+:\d+(?P<sep>\s*[-–]\s*)\d+$")
+
+
+@dataclass(frozen=True)
+class PinItem:
+    """One row of the review table: what happened to one pin."""
+
+    kind: str
+    id: str
+    outcome: str
+    old: str | None = None
+    new: str | None = None
+    detail: str = ""
+    path: str | None = None
+    old_lines: tuple[int, int] | None = None
+    new_lines: tuple[int, int] | None = None
+
+    @property
+    def label(self) -> str:
+        """The outcome as the table shows it (a file's change is a hash change)."""
+        if self.outcome == CHANGED and self.kind == "file":
+            return "hash changed"
+        return self.outcome
+
+
+@dataclass(frozen=True)
+class PinPlan:
+    """A pin computed but not written: the new text and the review of every pin."""
+
+    manifest_path: str
+    target_kind: str
+    target_location: str
+    old_text: str
+    new_text: str
+    items: tuple[PinItem, ...]
+
+    @property
+    def unresolved(self) -> list[PinItem]:
+        """Items a human must decide; a plan with any is written only when allowed."""
+        return [i for i in self.items if i.outcome == UNRESOLVED]
+
+    @property
+    def moved(self) -> list[PinItem]:
+        """Citations found at other lines (and carried there)."""
+        return [i for i in self.items if i.outcome == MOVED]
+
+    def counts(self) -> dict[str, int]:
+        """Items per outcome, every outcome present."""
+        out = dict.fromkeys((UNCHANGED, MOVED, CHANGED, UNRESOLVED, NOT_CARRIED), 0)
+        for item in self.items:
+            out[item.outcome] += 1
+        return out
+
+
+def _lines_str(lines: tuple[int, int]) -> str:
+    a, b = lines
+    return f"{a}" if a == b else f"{a}–{b}"
+
+
+def format_at(old_at: str, path: str, start: int, end: int) -> str:
+    """``path:start-end`` written with the separator the author used (``-`` or ``–``)."""
+    if start == end:
+        return f"{path}:{start}"
+    m = _SEP.match(old_at)
+    return f"{path}:{start}{m['sep'] if m else '-'}{end}"
+
+
+def _eol_mark(mapping: Any, key: str, reason: str) -> None:
+    mapping.yaml_add_eol_comment(f"{MARK}: {reason}", key)
+
+
+def _invariant_marks_allowed() -> bool:
+    """True when the schema lets an invariant record carry an ``unresolved`` key."""
+    from pp1audit.schema import SCHEMA
+
+    inv = SCHEMA.get("properties", {}).get("invariants", {})
+    rec = inv.get("additionalProperties", {}) if isinstance(inv, dict) else {}
+    return isinstance(rec, dict) and "unresolved" in rec.get("properties", {})
+
+
+def _insert_after(mapping: Any, after: str, key: str, value: Any) -> None:
+    keys = list(mapping.keys())
+    pos = keys.index(after) + 1 if after in keys else len(keys)
+    mapping.insert(pos, key, value)
+
+
+class _Planner:
+    """Holds one pin run's state: the checks, the store and the document being edited."""
+
+    def __init__(self, manifest: Manifest, text: str, source: Source) -> None:
+        from pp1audit.audit import audit
+        from pp1audit.yamlrt import load_document
+
+        self.manifest = manifest
+        self.source = source
+        self.store = FileStore(source)
+        self.result = audit(manifest, source)
+        self.doc = load_document(text)
+        self.items: list[PinItem] = []
+
+    def checks(self, kind: str) -> dict[str, Check]:
+        return {c.id: c for c in self.result.checks if c.kind == kind and c.source is None}
+
+    # -- version --------------------------------------------------------------
+    def version(self) -> None:
+        m = self.manifest
+        if m.version is None:
+            return
+        check = next((c for c in self.result.checks if c.kind == "version"), None)
+        target = self.doc.data["target"]
+        if check is None:  # pragma: no cover - the core always checks a pinned version
+            return
+        if check.status is Status.PASS:
+            self.items.append(PinItem("version", "version", UNCHANGED, m.version, m.version))
+        elif check.actual:
+            from pp1audit.yamlrt import set_scalar
+
+            set_scalar(target, "version", check.actual)
+            self.items.append(PinItem("version", "version", CHANGED, m.version, check.actual,
+                                      path=check.path))
+        else:
+            _eol_mark(target, "version", check.message)
+            self.items.append(PinItem("version", "version", UNRESOLVED, m.version, None,
+                                      check.message, path=check.path))
+
+    # -- files ------------------------------------------------------------------
+    def files(self) -> None:
+        from pp1audit.yamlrt import set_scalar
+
+        fmap = self.doc.data.get("files")
+        for path, digest in self.manifest.files.items():
+            try:
+                new = self.store.get(path).sha256
+            except SourceError as exc:
+                reason = f"{exc.message}; the old digest is kept"
+                _eol_mark(fmap, path, reason)
+                self.items.append(PinItem("file", path, UNRESOLVED, digest, None, reason, path=path))
+                continue
+            if new == digest:
+                self.items.append(PinItem("file", path, UNCHANGED, digest, new, path=path))
+            else:
+                set_scalar(fmap, path, new)
+                self.items.append(PinItem("file", path, CHANGED, digest, new, path=path))
+
+    # -- citations --------------------------------------------------------------
+    def citations(self) -> None:
+        checks = self.checks("citation")
+        cmap = self.doc.data.get("citations")
+        for cid, cit in self.manifest.citations.items():
+            rec = cmap[cid]
+            check = checks.get(cid)
+            if cit.source is not None or check is None:
+                self.items.append(PinItem(
+                    "citation", cid, NOT_CARRIED, str(cit.span), str(cit.span),
+                    f"read from source '{cit.source}', not the target" if cit.source
+                    else "no check ran for it", path=cit.span.path))
+                continue
+            reason = self._citation_problem(cit, check)
+            if reason is not None:
+                self._unresolved_citation(cit, rec, reason)
+                continue
+            assert check.found_lines is not None
+            self._carry(cit, rec, check.found_lines)
+
+    def _citation_problem(self, cit: Citation, check: Check) -> str | None:
+        """Why this citation cannot be carried, or None when its new place is certain."""
+        if cit.unresolved is not None:
+            return f"still marked: {cit.unresolved}"
+        if check.status not in (Status.PASS, Status.DRIFT) or check.found_lines is None:
+            return check.message
+        a, b = check.found_lines
+        try:
+            lines = self.store.get(cit.span.path).text_lines()
+        except SourceError as exc:
+            return str(exc)
+        if not 1 <= a <= b <= len(lines):
+            return f"found at {a}-{b}, outside the file ({len(lines)} lines)"
+        if check.excerpt is not None and check.excerpt != "\n".join(lines[a - 1 : b]):
+            return f"{cit.span.path} changed while it was being read"
+        anchor = cit.anchor
+        if check.status is Status.DRIFT and anchor is not None and (anchor.exact or anchor.sha256):
+            match = relocate(lines, cit.span, anchor.exact, anchor.prefix, anchor.suffix,
+                             anchor.sha256)
+            if match is not None and match.candidates > 1:
+                return (f"the anchored text occurs in {match.candidates} equally good places "
+                        f"in {cit.span.path}; which one the audit means is for a human to say")
+        return None
+
+    def _unresolved_citation(self, cit: Citation, rec: Any, reason: str) -> None:
+        if cit.unresolved is None:
+            _insert_after(rec, "at", "unresolved", reason)
+        self.items.append(PinItem(
+            "citation", cit.id, UNRESOLVED, str(cit.span), None, reason, path=cit.span.path,
+            old_lines=(cit.span.start, cit.span.end)))
+
+    def _carry(self, cit: Citation, rec: Any, found: tuple[int, int]) -> None:
+        """Move the citation to ``found`` and re-quote its anchor from those lines."""
+        from pp1audit.yamlrt import set_scalar
+
+        a, b = found
+        span = cit.span
+        lines = self.store.get(span.path).text_lines()
+        old_at = str(rec["at"])
+        set_scalar(rec, "at", format_at(old_at, span.path, a, b))
+        text_changed = context_changed = False
+        anchor = rec.get("anchor")
+        if anchor is not None:
+            if "exact" in anchor:
+                text_changed |= set_scalar(anchor, "exact", block(lines[a - 1 : b]))
+            if "sha256" in anchor:
+                text_changed |= set_scalar(anchor, "sha256", span_sha256(lines[a - 1 : b]))
+            for key, new in (("prefix", self._before(lines, a, anchor.get("prefix"))),
+                             ("suffix", self._after(lines, b, anchor.get("suffix")))):
+                if key not in anchor:
+                    continue
+                if new:
+                    context_changed |= set_scalar(anchor, key, new)
+                else:
+                    del anchor[key]
+                    context_changed = True
+        pinned = (span.start, span.end)
+        if found != pinned:
+            outcome, detail = MOVED, f"{_lines_str(pinned)} → {_lines_str(found)}"
+        elif text_changed:
+            outcome, detail = CHANGED, "same place; anchor text re-quoted (whitespace differs)"
+        else:
+            outcome, detail = UNCHANGED, "context lines re-quoted" if context_changed else ""
+        self.items.append(PinItem(
+            "citation", cit.id, outcome, old_at, str(rec["at"]), detail, path=span.path,
+            old_lines=pinned, new_lines=found))
+
+    @staticmethod
+    def _before(lines: list[str], start: int, old: str | None) -> str:
+        n = context_size(old)
+        return block(lines[max(0, start - 1 - n) : start - 1]) if n else ""
+
+    @staticmethod
+    def _after(lines: list[str], end: int, old: str | None) -> str:
+        n = context_size(old)
+        return block(lines[end : end + n]) if n else ""
+
+    # -- invariants and the rest -------------------------------------------------
+    def others(self) -> None:
+        allowed = _invariant_marks_allowed()
+        invariants = self.doc.data.get("invariants")
+        for check in self.result.checks:
+            if check.kind in ("version", "file", "citation"):
+                continue
+            if check.kind == "invariant" and check.source is None:
+                if check.status is Status.PASS:
+                    self.items.append(PinItem("invariant", check.id, UNCHANGED, path=check.path,
+                                              detail=check.message))
+                    continue
+                if check.status in (Status.FAIL, Status.ERROR):
+                    self._unresolved_invariant(check, invariants, allowed)
+                    continue
+            self.items.append(PinItem(
+                check.kind, check.id, NOT_CARRIED, path=check.path,
+                detail=f"{check.status.value}: {check.message}"))
+
+    def _unresolved_invariant(self, check: Check, invariants: Any, allowed: bool) -> None:
+        if invariants is not None and check.id in invariants:
+            rec = invariants[check.id]
+            if allowed and hasattr(rec, "insert"):
+                if "unresolved" not in rec:
+                    rec.insert(len(rec), "unresolved", check.message)
+            else:
+                _eol_mark(invariants, check.id, check.message)
+        self.items.append(PinItem("invariant", check.id, UNRESOLVED, path=check.path,
+                                  detail=check.message))
+
+
+def plan(manifest: Manifest, text: str, source: Source) -> PinPlan:
+    """Compute the re-pinned manifest for ``source`` and review every pin; writes nothing.
+
+    The new text is proved before it is returned: it must load, and every pin
+    not reported unresolved must pass on ``source``. A pin that would not is a
+    bug, reported as an error rather than written.
+    """
+    p = _Planner(manifest, text, source)
+    p.version()
+    p.files()
+    p.citations()
+    p.others()
+    new_text = p.doc.dump()
+    items = tuple(p.items)
+    _prove(manifest.path, new_text, source, items)
+    return PinPlan(manifest.path, source.kind, source.location, text, new_text, items)
+
+
+def _prove(name: str, new_text: str, source: Source, items: tuple[PinItem, ...]) -> None:
+    from pp1audit.audit import audit
+    from pp1audit.manifest import parse
+
+    try:
+        new = parse(new_text, name)
+    except Pp1Error as exc:  # pragma: no cover - a round-trip bug
+        raise Pp1Error(f"pin: internal error: the re-pinned manifest does not load: {exc}") from None
+    carried = {(i.kind, i.id) for i in items if i.outcome in (UNCHANGED, MOVED, CHANGED)}
+    result = audit(new, source)
+    for c in result.checks:
+        key = (c.kind, "version" if c.kind == "version" else c.path if c.kind == "file" else c.id)
+        if key in carried and c.status is not Status.PASS:  # pragma: no cover - a bug
+            raise Pp1Error(f"pin: internal error: {c.kind} {c.id} does not pass after the pin: "
+                           f"{c.message}")
+
+
+def manifest_diff(plan: PinPlan, new_name: str | None = None) -> str:
+    """Unified diff of the manifest text (old → new); empty when nothing changed."""
+    return "".join(difflib.unified_diff(
+        plan.old_text.splitlines(keepends=True), plan.new_text.splitlines(keepends=True),
+        fromfile=plan.manifest_path, tofile=new_name or plan.manifest_path,
+    ))
+
+
+def _short(value: str | None) -> str:
+    if value is None:
+        return "—"
+    return value[:12] + "…" if re.fullmatch(r"[0-9a-f]{64}", value) else value
+
+
+def review_rows(plan: PinPlan) -> list[tuple[str, str, str, str]]:
+    """(outcome, kind, id, detail) for every item, in manifest order."""
+    rows = []
+    for i in plan.items:
+        if i.kind == "citation" and i.outcome == MOVED:
+            detail = i.detail
+        elif i.kind in ("version", "file") and i.outcome == CHANGED:
+            detail = f"{_short(i.old)} → {_short(i.new)}"
+        else:
+            detail = i.detail
+        label = i.label.upper() if i.outcome == UNRESOLVED else i.label
+        rows.append((label, i.kind, i.id, detail))
+    return rows
+
+
+def render_review(plan: PinPlan, verbose: bool = True) -> str:
+    """The review table as plain text: one line per pin and a summary line."""
+    rows = [r for r in review_rows(plan) if verbose or r[0] != UNCHANGED]
+    widths = [max((len(r[k]) for r in rows), default=0) for k in range(3)]
+    out = [f"pin {plan.manifest_path} → {plan.target_kind} {plan.target_location}"]
+    for r in rows:
+        cells = "  ".join(r[k].ljust(widths[k]) for k in range(3))
+        out.append(f"  {cells}  {r[3]}".rstrip())
+    counts = ", ".join(f"{n} {k}" for k, n in plan.counts().items())
+    out.append(f"summary: {counts}")
+    return "\n".join(out) + "\n"
+
+
+def as_dict(plan: PinPlan) -> dict[str, Any]:
+    """The review as JSON-ready data (``pp1audit.pin/1``)."""
+    return {
+        "format": "pp1audit.pin/1",
+        "manifest": plan.manifest_path,
+        "target": {"kind": plan.target_kind, "location": plan.target_location},
+        "counts": plan.counts(),
+        "items": [
+            {
+                "kind": i.kind, "id": i.id, "outcome": i.outcome, "old": i.old, "new": i.new,
+                "path": i.path, "old_lines": list(i.old_lines) if i.old_lines else None,
+                "new_lines": list(i.new_lines) if i.new_lines else None, "detail": i.detail,
+            }
+            for i in plan.items
+        ],
+    }
+
+
+__all__ = ["PinItem", "PinPlan", "as_dict", "manifest_diff", "plan", "render_review"]

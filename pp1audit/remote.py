@@ -1,0 +1,320 @@
+"""Pinned remote files: a content-addressed cache, and a careful downloader for it.
+
+A remote pin is a URL and a SHA-256. ``pp1audit fetch`` downloads each pin into
+``<cache>/sha256/<digest>``; ``check`` reads only the cache (offline by default),
+so a verdict never depends on the network. The cache is trusted for nothing: a
+hit is hashed again before use.
+
+The downloader is deliberately strict, because the bytes it produces become
+evidence:
+
+* https only; plain http solely for loopback addresses (the tests' servers);
+  TLS verification always on; every redirect hop obeys the same rule and the
+  digest is still enforced on whatever the last hop served;
+* connect and read timeouts; a size cap enforced while streaming (and up front
+  from Content-Length);
+* bounded retries with exponential backoff on 5xx and connection errors, none on
+  4xx (a 404 will not heal);
+* the body goes to a temporary file next to its final place, is hashed while
+  written, and is renamed into the cache only when the digest matches — no
+  partial or unverified file ever lands, whatever fails.
+
+Every failure is a ``FetchError`` whose text is one line. ``requests`` is
+imported inside ``download`` only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from pp1audit.errors import MissingFile, Pp1Error
+from pp1audit.sources import Source
+
+CHUNK = 64 * 1024
+MAX_REDIRECTS = 5
+CACHE_ENV = "PP1AUDIT_CACHE_DIR"
+"""Environment variable overriding the default cache directory."""
+
+
+class FetchError(Pp1Error):
+    """A download failed; the message is one line naming the URL and the reason."""
+
+
+class DigestMismatch(FetchError):
+    """The server answered, but with other bytes than the pin: a ``fail``, not an ``error``."""
+
+    def __init__(self, url: str, expected: str, actual: str) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(f"{url}: SHA-256 {actual} differs from the pinned {expected}; not cached")
+
+
+@dataclass(frozen=True)
+class FetchPolicy:
+    """Limits of one download. Defaults suit patches and source files."""
+
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    max_bytes: int = 32 * 1024 * 1024
+    attempts: int = 3
+    """Tries in all (1 = no retry); only 5xx answers and connection errors are retried."""
+    backoff: float = 0.5
+    """First wait between tries; doubled each time."""
+
+
+def default_cache_dir() -> Path:
+    """``$PP1AUDIT_CACHE_DIR`` or ``<user cache dir>/pp1audit``."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("pp1audit", appauthor=False))
+
+
+class Cache:
+    """Files named by their SHA-256: ``<root>/sha256/<hex>``. Nothing else is ever kept."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path_for(self, sha256: str) -> Path:
+        """Where the file with this digest lives (whether or not it is there)."""
+        return self.root / "sha256" / sha256.lower()
+
+    def lookup(self, sha256: str) -> bytes | None:
+        """The cached bytes, re-verified; None when absent.
+
+        ``FetchError`` when an entry exists but no longer has its digest (a
+        corrupted or tampered cache): it is evidence of a problem, not a miss.
+        """
+        path = self.path_for(sha256)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != sha256.lower():
+            raise FetchError(
+                f"{path}: cached file has SHA-256 {actual}, not {sha256}; "
+                "delete it and run pp1audit fetch"
+            )
+        return data
+
+
+def is_loopback(host: str | None) -> bool:
+    """True for ``localhost`` and loopback IP literals (127.0.0.0/8, ::1)."""
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(url: str) -> None:
+    """Refuse anything but https (or http to a loopback address), before any socket opens."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "https":
+        if not parts.hostname:
+            raise FetchError(f"{url}: no host in URL")
+        return
+    if scheme == "http" and is_loopback(parts.hostname):
+        return
+    if scheme == "http":
+        raise FetchError(f"{url}: plain http refused (https only, except loopback addresses)")
+    raise FetchError(f"{url}: scheme '{parts.scheme}' refused (https only)")
+
+
+def _one_line(exc: BaseException) -> str:
+    """A requests/urllib3 exception as one short line (they nest and repeat themselves)."""
+    text = " ".join(str(exc).split())
+    for marker in ("Caused by ", "(Caused by "):
+        if marker in text:
+            text = text.split(marker, 1)[1].rstrip(")")
+    return text[:300]
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A verified file in the cache, and how it got there."""
+
+    path: Path
+    already_cached: bool
+    final_url: str
+    """The URL that served the bytes (differs from the pin's after redirects)."""
+    redirects: int = 0
+    size: int = 0
+
+
+def download(url: str, sha256: str, cache: Cache, policy: FetchPolicy | None = None) -> Fetched:
+    """Download ``url`` into the cache if its bytes have ``sha256``.
+
+    Already cached (and still matching) → returned without any network access.
+    Raises ``DigestMismatch`` for other bytes and ``FetchError`` for everything
+    else; in every failure the cache is left exactly as it was.
+    """
+    policy = policy or FetchPolicy()
+    sha256 = sha256.lower()
+    final = cache.path_for(sha256)
+    try:
+        hit = cache.lookup(sha256)
+        if hit is not None:
+            return Fetched(final, True, url, 0, len(hit))
+    except FetchError:
+        pass  # a corrupt entry is replaced by a fresh, verified download
+    check_url(url)
+    import requests
+
+    session = requests.Session()
+    # Loopback servers are local by definition: no proxy from the environment.
+    session.trust_env = not is_loopback(urlsplit(url).hostname)
+    try:
+        return _download_with_retries(session, url, sha256, final, policy)
+    finally:
+        session.close()
+
+
+def _download_with_retries(
+    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy
+) -> Fetched:
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return _download_once(session, url, sha256, final, policy)
+        except _Retryable as exc:
+            if attempt >= policy.attempts:
+                tries = f" after {attempt} attempts" if attempt > 1 else ""
+                raise FetchError(f"{exc}{tries}") from None
+        time.sleep(policy.backoff * (2 ** (attempt - 1)))
+
+
+class _Retryable(Exception):
+    """A 5xx answer or a connection-level failure: worth another try."""
+
+
+def _download_once(
+    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy
+) -> Fetched:
+    import requests
+
+    current = url
+    hops: list[str] = []
+    timeout = (policy.connect_timeout, policy.read_timeout)
+    try:
+        for _ in range(MAX_REDIRECTS + 1):
+            check_url(current)
+            response = session.get(
+                current, stream=True, timeout=timeout, allow_redirects=False, verify=True,
+                headers={"Accept-Encoding": "identity"},
+            )
+            with response:
+                if response.is_redirect:
+                    location = response.headers.get("Location")
+                    if not location:
+                        raise FetchError(f"{current}: redirect without a Location header")
+                    nxt = urljoin(current, location)
+                    if urlsplit(current).scheme == "https" and urlsplit(nxt).scheme != "https":
+                        raise FetchError(f"{current}: redirect to {nxt} downgrades https; refused")
+                    check_url(nxt)
+                    hops.append(nxt)
+                    current = nxt
+                    continue
+                status = response.status_code
+                if 500 <= status < 600:
+                    raise _Retryable(f"{current}: HTTP {status} {response.reason or ''}".rstrip())
+                if status != 200:
+                    raise FetchError(f"{current}: HTTP {status} {response.reason or ''}".rstrip())
+                size = _store(response, current, sha256, final, policy)
+                return Fetched(final, False, current, len(hops), size)
+        raise FetchError(f"{url}: more than {MAX_REDIRECTS} redirects")
+    except requests.exceptions.SSLError as exc:
+        raise FetchError(f"{current}: TLS verification failed: {_one_line(exc)}") from None
+    except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+        timed_out = isinstance(exc, requests.Timeout) or "timed out" in str(exc)
+        what = "timed out" if timed_out else "connection failed"
+        raise _Retryable(f"{current}: {what}: {_one_line(exc)}") from None
+    except requests.RequestException as exc:
+        raise FetchError(f"{current}: {_one_line(exc)}") from None
+
+
+def _store(response: Any, url: str, sha256: str, final: Path, policy: FetchPolicy) -> int:
+    """Stream the body to a temporary file, hash it, and rename it into place if it matches."""
+    declared = response.headers.get("Content-Length")
+    if declared is not None and declared.isdigit() and int(declared) > policy.max_bytes:
+        raise FetchError(
+            f"{url}: Content-Length {declared} exceeds the size cap of {policy.max_bytes} bytes"
+        )
+    import tempfile
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".part-", dir=final.parent)
+    try:
+        digest = hashlib.sha256()
+        size = 0
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in response.iter_content(CHUNK):
+                size += len(chunk)
+                if size > policy.max_bytes:
+                    raise FetchError(
+                        f"{url}: body exceeds the size cap of {policy.max_bytes} bytes; aborted"
+                    )
+                digest.update(chunk)
+                fh.write(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+        actual = digest.hexdigest()
+        if actual != sha256:
+            raise DigestMismatch(url, sha256, actual)
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, final)
+        return size
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class RemoteSource(Source):
+    """One pinned remote file, from verified cached bytes, at its logical path.
+
+    Citations name it like any file (``at: <path>:a-b`` with ``source: <pin id>``);
+    the bytes are those that matched the pin, so the pin's digest proves them.
+    """
+
+    kind = "remote"
+
+    def __init__(self, path: str, data: bytes, location: str) -> None:
+        self.path = path
+        self.data = data
+        self.location = location
+
+    def read(self, path: str) -> bytes:
+        self._check_path(path)
+        if path != self.path:
+            raise MissingFile(path)
+        return self.data
+
+    def exists(self, path: str) -> bool:
+        return path == self.path
+
+    def iter_files(self, under: str = "") -> Iterator[str]:
+        prefix = under.rstrip("/") + "/" if under else ""
+        if self.path.startswith(prefix):
+            yield self.path

@@ -1,0 +1,133 @@
+"""Run-time inputs for provenance checks: clone paths, the remote cache, fetch limits.
+
+They come from command-line options and, so that a CI job or a workstation does
+not repeat them, from a TOML file (``--config FILE``, else ``./pp1audit.toml`` when
+present)::
+
+    [repos]              # named git sources of the manifest -> local clones
+    lane = "../lane"     # relative paths are relative to the config file
+
+    [cache]
+    dir = "~/.cache/pp1audit"
+
+    [fetch]
+    timeout = 30         # seconds, connect and read
+    max_bytes = 33554432
+    attempts = 3
+
+Command-line values win over the file. Unknown keys and wrong types are usage
+errors (exit 2) naming the file, never silently ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pp1audit.errors import Pp1Error
+from pp1audit.remote import FetchPolicy
+
+CONFIG_NAME = "pp1audit.toml"
+
+
+@dataclass(frozen=True)
+class ProvenanceOptions:
+    """Everything provenance checks need beyond the manifest and the target."""
+
+    repos: dict[str, Path] = field(default_factory=dict)
+    """Named git source -> local clone (``--repo NAME=PATH``)."""
+    cache_dir: Path | None = None
+    """Remote-pin cache; None: ``remote.default_cache_dir()``."""
+    fetch: bool = False
+    """Download missing remote pins before checking (``check --fetch``)."""
+    offline: bool = False
+    """Never open a socket (``--offline``); the default ``check`` is offline anyway."""
+    policy: FetchPolicy = field(default_factory=FetchPolicy)
+
+
+def parse_repo_option(value: str) -> tuple[str, Path]:
+    """``NAME=PATH`` → (name, path); ``Pp1Error`` for anything else."""
+    name, sep, path = value.partition("=")
+    if not sep or not name.strip() or not path.strip():
+        raise Pp1Error(f"--repo {value}: expected NAME=PATH (e.g. --repo lane=../lane)")
+    return name.strip(), Path(path.strip()).expanduser()
+
+
+def _expect(file: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise Pp1Error(f"{file}: '{key}' has the wrong type")
+    return value
+
+
+def load_config(file: Path) -> ProvenanceOptions:
+    """Read a config file; one-line ``Pp1Error`` naming it for any problem."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise Pp1Error(f"{file}: config file not found") from None
+    except OSError as exc:
+        raise Pp1Error(f"{file}: cannot read config: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise Pp1Error(f"{file}: config is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise Pp1Error(f"{file}: invalid TOML: {exc}") from None
+    base = file.resolve().parent
+    known = {"repos", "cache", "fetch"}
+    extra = sorted(set(data) - known)
+    if extra:
+        raise Pp1Error(f"{file}: unknown section '{extra[0]}' (known: cache, fetch, repos)")
+    repos: dict[str, Path] = {}
+    for name, path in _expect(file, "repos", data.get("repos", {}), dict).items():
+        p = Path(_expect(file, f"repos.{name}", path, str)).expanduser()
+        repos[name] = p if p.is_absolute() else base / p
+    cache = _expect(file, "cache", data.get("cache", {}), dict)
+    if set(cache) - {"dir"}:
+        raise Pp1Error(f"{file}: unknown key 'cache.{sorted(set(cache) - {'dir'})[0]}'")
+    cache_dir = None
+    if "dir" in cache:
+        c = Path(_expect(file, "cache.dir", cache["dir"], str)).expanduser()
+        cache_dir = c if c.is_absolute() else base / c
+    fetch = _expect(file, "fetch", data.get("fetch", {}), dict)
+    policy = FetchPolicy()
+    for key, value in fetch.items():
+        if key == "timeout":
+            t = float(_expect(file, "fetch.timeout", value, (int, float)))
+            policy = replace(policy, connect_timeout=t, read_timeout=t)
+        elif key == "max_bytes":
+            policy = replace(policy, max_bytes=_expect(file, "fetch.max_bytes", value, int))
+        elif key == "attempts":
+            policy = replace(policy, attempts=max(1, _expect(file, "fetch.attempts", value, int)))
+        else:
+            raise Pp1Error(f"{file}: unknown key 'fetch.{key}' (known: attempts, max_bytes, timeout)")
+    return ProvenanceOptions(repos=repos, cache_dir=cache_dir, policy=policy)
+
+
+def resolve_options(
+    config: Path | None, repos: tuple[str, ...], cache_dir: Path | None, *,
+    fetch: bool = False, offline: bool = False, timeout: float | None = None,
+    max_bytes: int | None = None, attempts: int | None = None,
+) -> ProvenanceOptions:
+    """Merge the config file (explicit, else ``./pp1audit.toml``) with command-line values."""
+    if fetch and offline:
+        raise Pp1Error("--fetch and --offline contradict each other")
+    if config is None and Path(CONFIG_NAME).is_file():
+        config = Path(CONFIG_NAME)
+    base = load_config(config) if config is not None else ProvenanceOptions()
+    merged = dict(base.repos)
+    for value in repos:
+        name, path = parse_repo_option(value)
+        merged[name] = path
+    policy = base.policy
+    if timeout is not None:
+        policy = replace(policy, connect_timeout=timeout, read_timeout=timeout)
+    if max_bytes is not None:
+        policy = replace(policy, max_bytes=max_bytes)
+    if attempts is not None:
+        policy = replace(policy, attempts=max(1, attempts))
+    return ProvenanceOptions(
+        repos=merged, cache_dir=cache_dir or base.cache_dir, fetch=fetch, offline=offline,
+        policy=policy,
+    )

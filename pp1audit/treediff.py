@@ -1,0 +1,286 @@
+"""``pp1audit diff``: what an upgrade changes in what an audit cites.
+
+Two trees (e.g. two vLLM wheels read in place) and one manifest: for every
+pinned file and cited span, was it unchanged, did it only move, did its text
+change (with a unified diff of the span, numbered as in the files), or is it
+gone. Where a citation is in each tree comes from the core (``audit`` on each
+tree: the same relocation ``check`` uses); a span the anchors find in only one
+tree is followed into the other by a line diff of the whole file, so a change
+is shown against the lines that replaced it rather than reported as missing.
+Pure: ``compare`` returns records, ``render_text``/``as_dict`` format them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pp1audit.checks.version import read_version, version_path
+from pp1audit.errors import SourceError
+from pp1audit.manifest import Manifest
+from pp1audit.result import Check, Status
+from pp1audit.sources import Source
+from pp1audit.store import FileStore
+
+UNCHANGED = "unchanged"
+MOVED = "moved"
+CHANGED = "changed"
+GONE = "gone"
+ADDED = "added"
+UNRESOLVED = "unresolved"
+OUTCOMES = (UNCHANGED, MOVED, CHANGED, GONE, ADDED, UNRESOLVED)
+
+
+@dataclass(frozen=True)
+class DiffItem:
+    """One pin or citation compared across the two trees."""
+
+    kind: str
+    id: str
+    status: str
+    path: str | None = None
+    old_lines: tuple[int, int] | None = None
+    new_lines: tuple[int, int] | None = None
+    old: str | None = None
+    new: str | None = None
+    message: str = ""
+    diff: str = ""
+
+
+@dataclass(frozen=True)
+class TreeDiff:
+    """The whole comparison, in manifest order."""
+
+    manifest_path: str
+    old: str
+    new: str
+    old_version: str | None
+    new_version: str | None
+    items: tuple[DiffItem, ...] = field(default_factory=tuple)
+
+    def counts(self) -> dict[str, int]:
+        """Items per outcome, every outcome present."""
+        out = dict.fromkeys(OUTCOMES, 0)
+        for item in self.items:
+            out[item.status] += 1
+        return out
+
+    @property
+    def same(self) -> bool:
+        """True when nothing the manifest pins or cites differs between the trees."""
+        return all(i.status == UNCHANGED for i in self.items)
+
+    def by_status(self, status: str, kind: str = "citation") -> list[str]:
+        """Ids of the items of ``kind`` with ``status`` (for summaries and tests)."""
+        return [i.id for i in self.items if i.status == status and i.kind == kind]
+
+
+def map_span(a: list[str], b: list[str], start: int, end: int) -> tuple[int, int] | None:
+    """Where lines ``start``..``end`` of ``a`` went in ``b`` (1-based), by a line diff.
+
+    Equal runs map line for line; a replaced run maps to its replacement; lines
+    inserted strictly inside the span belong to it. None when every line of the
+    span was deleted.
+    """
+    s, e = start - 1, end
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    lo: int | None = None
+    hi: int | None = None
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "insert":
+            if not s < i1 < e:
+                continue
+            lo_j, hi_j = j1, j2
+        else:
+            if i2 <= s or i1 >= e:
+                continue
+            if tag == "equal":
+                lo_j, hi_j = j1 + max(i1, s) - i1, j1 + min(i2, e) - i1
+            elif tag == "replace":
+                lo_j, hi_j = j1, j2
+            else:  # delete
+                continue
+        if hi_j <= lo_j:
+            continue
+        lo = lo_j if lo is None else min(lo, lo_j)
+        hi = hi_j if hi is None else max(hi, hi_j)
+    if lo is None or hi is None:
+        return None
+    return lo + 1, hi
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+
+
+def span_diff(path: str, old: list[str], new: list[str], a: int, c: int, old_name: str,
+              new_name: str) -> str:
+    """Unified diff of two spans, hunk headers numbered as in the files."""
+    out = []
+    for line in difflib.unified_diff(old, new, f"{old_name}/{path}", f"{new_name}/{path}",
+                                     lineterm="", n=2):
+        m = _HUNK.match(line)
+        if m:
+            line = (f"@@ -{int(m[1]) + a - 1}{m[2] or ''} +{int(m[3]) + c - 1}{m[4] or ''} @@"
+                    + line[m.end():])
+        out.append(line)
+    return "\n".join(out) + "\n" if out else ""
+
+
+def _found(check: Check | None) -> tuple[int, int] | None:
+    if check is None or check.status not in (Status.PASS, Status.DRIFT):
+        return None
+    return check.found_lines
+
+
+def _lines(store: FileStore, path: str) -> list[str] | None:
+    try:
+        return store.get(path).text_lines()
+    except SourceError:
+        return None
+
+
+def _span_str(lines: tuple[int, int] | None) -> str:
+    if lines is None:
+        return "—"
+    return f"{lines[0]}" if lines[0] == lines[1] else f"{lines[0]}–{lines[1]}"
+
+
+class _Comparer:
+    def __init__(self, manifest: Manifest, old: Source, new: Source) -> None:
+        from pp1audit.audit import audit
+
+        self.manifest = manifest
+        self.old_store, self.new_store = FileStore(old), FileStore(new)
+        self.old_checks = {c.id: c for c in audit(manifest, old).checks
+                           if c.kind == "citation" and c.source is None}
+        self.new_checks = {c.id: c for c in audit(manifest, new).checks
+                           if c.kind == "citation" and c.source is None}
+        self.old_name, self.new_name = "old", "new"
+
+    def version(self, path: str) -> tuple[str | None, str | None]:
+        def one(store: FileStore) -> str | None:
+            try:
+                return read_version(store.get(path).data)
+            except SourceError:
+                return None
+        return one(self.old_store), one(self.new_store)
+
+    def file(self, path: str) -> DiffItem:
+        def digest(store: FileStore) -> str | None:
+            try:
+                return store.get(path).sha256
+            except SourceError:
+                return None
+        a, b = digest(self.old_store), digest(self.new_store)
+        if a is None and b is None:
+            return DiffItem("file", path, UNRESOLVED, path, message="in neither tree")
+        if b is None:
+            return DiffItem("file", path, GONE, path, old=a, message="not in the new tree")
+        if a is None:
+            return DiffItem("file", path, ADDED, path, new=b, message="not in the old tree")
+        if a == b:
+            return DiffItem("file", path, UNCHANGED, path, old=a, new=b)
+        la, lb = _lines(self.old_store, path), _lines(self.new_store, path)
+        msg = "content differs"
+        if la is not None and lb is not None:
+            plus = minus = 0
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes():
+                if tag != "equal":
+                    minus += i2 - i1
+                    plus += j2 - j1
+            msg = f"+{plus} −{minus} lines"
+        return DiffItem("file", path, CHANGED, path, old=a, new=b, message=msg)
+
+    def citation(self, cid: str) -> DiffItem:
+        cit = self.manifest.citations[cid]
+        path = cit.span.path
+        fo, fn = _found(self.old_checks.get(cid)), _found(self.new_checks.get(cid))
+        la, lb = _lines(self.old_store, path), _lines(self.new_store, path)
+        if fo is not None and la is not None and fn is None and lb is not None:
+            fn = map_span(la, lb, *fo)
+            if fn is None:
+                return DiffItem("citation", cid, GONE, path, fo, None,
+                                message="every line of the span was deleted")
+        elif fn is not None and lb is not None and fo is None and la is not None:
+            fo = map_span(lb, la, *fn)
+            if fo is None:
+                return DiffItem("citation", cid, ADDED, path, None, fn,
+                                message="the span's lines are not in the old tree")
+        if fo is None or la is None:
+            if fn is None or lb is None:
+                why = "not found in either tree"
+                return DiffItem("citation", cid, UNRESOLVED, path, message=why)
+            return DiffItem("citation", cid, ADDED, path, None, fn,
+                            message=f"{path} is not readable text in the old tree")
+        if fn is None or lb is None:
+            return DiffItem("citation", cid, GONE, path, fo, None,
+                            message=f"{path} is not readable text in the new tree")
+        old_text, new_text = la[fo[0] - 1 : fo[1]], lb[fn[0] - 1 : fn[1]]
+        if old_text == new_text:
+            if fo == fn:
+                return DiffItem("citation", cid, UNCHANGED, path, fo, fn)
+            shift = fn[0] - fo[0]
+            return DiffItem("citation", cid, MOVED, path, fo, fn,
+                            message=f"{_span_str(fo)} → {_span_str(fn)} ({shift:+d} lines)")
+        diff = span_diff(path, old_text, new_text, fo[0], fn[0], self.old_name, self.new_name)
+        return DiffItem("citation", cid, CHANGED, path, fo, fn,
+                        message=f"{_span_str(fo)} → {_span_str(fn)}, text differs", diff=diff)
+
+
+def compare(manifest: Manifest, old: Source, new: Source) -> TreeDiff:
+    """Compare two trees on everything ``manifest`` pins and cites in the target."""
+    c = _Comparer(manifest, old, new)
+    items: list[DiffItem] = []
+    vpath = version_path(manifest.package)
+    ov, nv = c.version(vpath)
+    if manifest.version is not None:
+        status = UNCHANGED if ov == nv else CHANGED
+        items.append(DiffItem("version", "version", status, vpath, old=ov, new=nv,
+                              message="" if ov == nv else f"{ov} → {nv}"))
+    items.extend(c.file(path) for path in manifest.files)
+    items.extend(c.citation(cid) for cid, cit in manifest.citations.items() if cit.source is None)
+    return TreeDiff(manifest.path, f"{old.kind} {old.location}", f"{new.kind} {new.location}",
+                    ov, nv, tuple(items))
+
+
+def render_text(td: TreeDiff, verbose: bool = False) -> str:
+    """One line per item (unchanged ones only with ``verbose``), span diffs indented."""
+    out = [f"diff {td.old} ({td.old_version}) → {td.new} ({td.new_version}); "
+           f"manifest {td.manifest_path}"]
+    rows = [i for i in td.items if verbose or i.status != UNCHANGED]
+    widths = [max((len(x) for x in col), default=0) for col in (
+        [i.status for i in rows], [i.kind for i in rows], [i.id for i in rows])]
+    for i in rows:
+        detail = i.message
+        if i.kind == "file" and i.status == CHANGED:
+            detail = f"{(i.old or '')[:12]}… → {(i.new or '')[:12]}… ({i.message})"
+        cells = "  ".join(x.ljust(w) for x, w in zip((i.status, i.kind, i.id), widths, strict=True))
+        out.append(f"  {cells}  {detail}".rstrip())
+        if i.diff:
+            out.extend("      " + line for line in i.diff.rstrip("\n").split("\n"))
+    counts = ", ".join(f"{n} {k}" for k, n in td.counts().items())
+    out.append(f"summary: {counts}")
+    return "\n".join(out) + "\n"
+
+
+def as_dict(td: TreeDiff) -> dict[str, Any]:
+    """The comparison as JSON-ready data (``pp1audit.diff/1``)."""
+    return {
+        "format": "pp1audit.diff/1",
+        "manifest": td.manifest_path,
+        "old": {"target": td.old, "version": td.old_version},
+        "new": {"target": td.new, "version": td.new_version},
+        "same": td.same,
+        "counts": td.counts(),
+        "items": [
+            {
+                "kind": i.kind, "id": i.id, "status": i.status, "path": i.path,
+                "old_lines": list(i.old_lines) if i.old_lines else None,
+                "new_lines": list(i.new_lines) if i.new_lines else None,
+                "old": i.old, "new": i.new, "message": i.message, "diff": i.diff or None,
+            }
+            for i in td.items
+        ],
+    }

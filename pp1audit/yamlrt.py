@@ -1,0 +1,133 @@
+"""Round-trip YAML (ruamel): edit a manifest's values and keep everything else.
+
+``pin`` rewrites a few values of a manifest that people wrote by hand: version,
+digests, spans and anchor text. Prose, ids, comments, key order, quoting and
+indentation are theirs, and a re-pin must come back as a small reviewable diff,
+not a reformatted file. ruamel.yaml's round-trip mode keeps comments and order;
+this module adds what it cannot guess reliably (the document's indentation) and
+keeps each edited scalar in the style it was written in. ruamel is imported
+only here, inside functions: ``pp1audit check`` never pays for it.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_KEY_OPENS_BLOCK = re.compile(r"^(?P<ind> *)(?:- +)?[^\s#-][^#]*:\s*(?:#.*)?$")
+
+
+@dataclass(frozen=True)
+class Indent:
+    """Indentation of a YAML document, as ruamel's ``YAML.indent`` takes it."""
+
+    mapping: int = 2
+    sequence: int = 2
+    offset: int = 0
+
+
+def guess_indent(text: str) -> Indent:
+    """The indentation the author used: nested mapping step, and dash offset of lists.
+
+    ruamel's own guess looks at the first list only and can take a list's
+    indentation for the mapping step; this looks at the first nested mapping and
+    the first block list separately.
+    """
+    mapping: int | None = None
+    offset: int | None = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _KEY_OPENS_BLOCK.match(line)
+        if not m:
+            continue
+        parent = len(m["ind"])
+        nxt = next((x for x in lines[i + 1 :] if x.strip() and not x.lstrip().startswith("#")), None)
+        if nxt is None:
+            continue
+        ind = len(nxt) - len(nxt.lstrip(" "))
+        if nxt.lstrip(" ").startswith("- "):
+            if offset is None and ind >= parent:
+                offset = ind - parent
+        elif mapping is None and ind > parent and ":" in nxt:
+            mapping = ind - parent
+        if mapping is not None and offset is not None:
+            break
+    mapping = mapping or 2
+    offset = offset or 0
+    return Indent(mapping=mapping, sequence=max(mapping, offset + 2), offset=offset)
+
+
+def make_yaml(indent: Indent | None = None) -> Any:
+    """A round-trip ``YAML`` instance: quotes kept, no line re-wrapping."""
+    from ruamel.yaml import YAML
+
+    ind = indent or Indent()
+    y = YAML(typ="rt")
+    y.preserve_quotes = True
+    y.width = 1 << 16
+    y.indent(mapping=ind.mapping, sequence=ind.sequence, offset=ind.offset)
+    return y
+
+
+@dataclass
+class Document:
+    """A manifest loaded for editing: the ruamel tree and how to write it back."""
+
+    data: Any
+    indent: Indent
+
+    def dump(self) -> str:
+        """The document as text, in the author's indentation."""
+        out = io.StringIO()
+        make_yaml(self.indent).dump(self.data, out)
+        return out.getvalue()
+
+
+def load_document(text: str) -> Document:
+    """Load YAML text for round-trip editing (the text was validated already)."""
+    indent = guess_indent(text)
+    return Document(make_yaml(indent).load(text), indent)
+
+
+def dump_new(data: Any) -> str:
+    """Dump a document built in code (``init``) with the project's default layout."""
+    out = io.StringIO()
+    make_yaml(Indent(mapping=2, sequence=4, offset=2)).dump(data, out)
+    return out.getvalue()
+
+
+def literal(text: str) -> Any:
+    """``text`` as a literal block scalar (``|``): code stays readable in the manifest."""
+    from ruamel.yaml.scalarstring import LiteralScalarString
+
+    return LiteralScalarString(text)
+
+
+def new_map() -> Any:
+    """An empty ordered, commentable mapping."""
+    from ruamel.yaml.comments import CommentedMap
+
+    return CommentedMap()
+
+
+def set_scalar(mapping: Any, key: str, value: str) -> bool:
+    """Set ``mapping[key]`` keeping the old scalar's style; True when the value changed.
+
+    A quoted value stays quoted the same way, a block scalar stays a block; a
+    plain value becomes a literal block when the new text spans lines.
+    """
+    from ruamel.yaml.scalarstring import LiteralScalarString, ScalarString
+
+    old = mapping.get(key)
+    if old is not None and str(old) == value:
+        return False
+    if isinstance(old, ScalarString):
+        new: Any = type(old)(value)
+    elif "\n" in value:
+        new = LiteralScalarString(value)
+    else:
+        new = value
+    mapping[key] = new
+    return True
