@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -66,6 +66,50 @@ def cli() -> None:
     code invariants in a manifest, and gate on them."""
 
 
+def provenance_options(fn: Any) -> Any:
+    """``--repo``, ``--config`` and ``--cache-dir``: where provenance evidence lives."""
+    fn = click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False),
+                      default=None, help="Remote-pin cache (default: the user cache directory, "
+                      "or $PP1AUDIT_CACHE_DIR).")(fn)
+    fn = click.option("--config", type=click.Path(path_type=Path, dir_okay=False), default=None,
+                      help="TOML file with [repos], [cache] and [fetch] settings "
+                      "(default: ./pp1audit.toml when present).")(fn)
+    return click.option("--repo", "repos", multiple=True, metavar="NAME=PATH",
+                        help="Local clone of the manifest's git source NAME (repeatable).")(fn)
+
+
+@cli.command()
+@manifest_option
+@provenance_options
+@click.option("--timeout", type=click.FloatRange(min=0.01), default=None,
+              help="Connect and read timeout in seconds (default 10 / 30).")
+@click.option("--max-bytes", type=click.IntRange(min=1), default=None,
+              help="Size cap per file (default 32 MiB); larger bodies are aborted.")
+@click.option("--attempts", type=click.IntRange(min=1), default=None,
+              help="Tries per file on 5xx or connection errors (default 3).")
+def fetch(
+    manifest: Path | None, repos: tuple[str, ...], config: Path | None, cache_dir: Path | None,
+    timeout: float | None, max_bytes: int | None, attempts: int | None,
+) -> int:
+    """Download the manifest's remote pins and donors into the content-addressed cache.
+
+    Each file is verified against its SHA-256 before it lands in the cache.
+    Exit 0 when every pin is cached, 1 when any could not be fetched.
+    """
+    from pp1audit.checks.provenance import cache_dir_of, fetch_manifest
+    from pp1audit.runconfig import resolve_options
+
+    options = resolve_options(config, repos, cache_dir, fetch=True, timeout=timeout,
+                              max_bytes=max_bytes, attempts=attempts)
+    m = _load_manifest(manifest)
+    outcomes = fetch_manifest(m, options)
+    lines = [f"{'ok' if ok else 'FAILED':6}  {pid}: {msg}" for pid, ok, msg in outcomes]
+    lines.append(f"{sum(ok for _, ok, _ in outcomes)} of {len(outcomes)} pin(s) cached "
+                 f"in {cache_dir_of(options)}")
+    _emit("\n".join(lines) + "\n", None)
+    return EXIT_OPEN if all(ok for _, ok, _ in outcomes) else EXIT_CLOSED
+
+
 @cli.command()
 @click.argument("target", type=click.Path(path_type=Path))
 @manifest_option
@@ -78,9 +122,17 @@ def cli() -> None:
 @click.option("--verbose", "-v", is_flag=True, help="Text format: list passing checks too.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
               help="Colour in text output (NO_COLOR is honoured in auto).")
+@provenance_options
+@click.option("--fetch", is_flag=True, help="Download missing remote pins into the cache first.")
+@click.option("--offline", is_flag=True,
+              help="Never open a network connection (the default unless --fetch).")
+@click.option("--record", is_flag=True,
+              help="Verify every file against *.dist-info/RECORD; bytecode and import shadowing too.")
 def check(
     target: Path, manifest: Path | None, fmt: str, output: Path | None,
     allow_drift: bool, require_all: bool, verbose: bool, color: str,
+    repos: tuple[str, ...] = (), config: Path | None = None, cache_dir: Path | None = None,
+    fetch: bool = False, offline: bool = False, record: bool = False,
 ) -> int:
     """Check TARGET (site-packages, the package directory, or a .whl) against the manifest.
 
@@ -89,15 +141,79 @@ def check(
     """
     from pp1audit.audit import audit
     from pp1audit.formats import get_formatter
+    from pp1audit.progress import for_terminal
     from pp1audit.result import GatePolicy
+    from pp1audit.runconfig import resolve_options
     from pp1audit.sources import open_target
 
+    options = resolve_options(config, repos, cache_dir, fetch=fetch, offline=offline)
     m = _load_manifest(manifest)
     with open_target(target, m.package) as source:
-        result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all))
+        result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
+                       options=options, record=record,
+                       progress=for_terminal(fmt, output is not None))
     use_color = output is None and fmt == "text" and _use_color(color)
     _emit(get_formatter(fmt)(result, verbose=verbose, color=use_color), output)
     return EXIT_OPEN if result.gate_open else EXIT_CLOSED
+
+
+@cli.command()
+@click.argument("target", type=click.Path(path_type=Path), required=False)
+@manifest_option
+@provenance_options
+@click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write the Markdown to FILE (atomically) instead of stdout.")
+@click.option("--excerpts", is_flag=True, help="Add the cited code under each evidence line.")
+@click.option("--check", "check_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Exit 1 with a unified diff when FILE differs from what would be generated now.")
+def report(
+    target: Path | None, manifest: Path | None, output: Path | None, excerpts: bool,
+    check_file: Path | None, repos: tuple[str, ...] = (), config: Path | None = None,
+    cache_dir: Path | None = None,
+) -> int:
+    """Regenerate the Markdown audit from the manifest (and what TARGET measures).
+
+    Without TARGET the audit is rendered as pinned; with it, each evidence line
+    carries what was measured. Deterministic: same inputs, same bytes.
+    """
+    from pp1audit.report import render
+
+    m = _load_manifest(manifest)
+    result = None
+    if target is not None:
+        from pp1audit.audit import audit
+        from pp1audit.runconfig import resolve_options
+        from pp1audit.sources import open_target
+
+        options = resolve_options(config, repos, cache_dir, fetch=False, offline=True)
+        with open_target(target, m.package) as source:
+            result = audit(m, source, options=options)
+    text = render(m.raw, result, excerpts=excerpts)
+    if check_file is not None:
+        return _check_generated(check_file, text)
+    _emit(text, output)
+    return EXIT_OPEN
+
+
+def _check_generated(path: Path, text: str) -> int:
+    """``cog --check`` for reports: 0 when ``path`` is what would be generated, else 1 + diff."""
+    import difflib
+
+    try:
+        current = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise Pp1Error(f"{path}: no such file to check") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Pp1Error(f"{path}: cannot read: {exc}") from None
+    if current == text:
+        return EXIT_OPEN
+    diff = difflib.unified_diff(
+        current.splitlines(keepends=True), text.splitlines(keepends=True),
+        fromfile=str(path), tofile="generated",
+    )
+    sys.stdout.writelines(diff)
+    click.echo(f"pp1audit: {path} is stale: regenerate it with pp1audit report", err=True)
+    return EXIT_CLOSED
 
 
 @cli.command()
@@ -109,6 +225,10 @@ def schema() -> int:
 
     sys.stdout.write(json.dumps(SCHEMA, indent=2, ensure_ascii=False) + "\n")
     return EXIT_OPEN
+
+
+for _command in UPGRADE_COMMANDS:  # init, pin, show, diff (pp1audit/cli_upgrade.py)
+    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -135,7 +255,3 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"pp1audit: internal error: {type(exc).__name__}: {exc}", err=True)
         code = EXIT_USAGE
     sys.exit(code if isinstance(code, int) else EXIT_OPEN)
-for _command in UPGRADE_COMMANDS:  # init, pin, show, diff (pp1audit/cli_upgrade.py)
-    cli.add_command(_command)
-
-

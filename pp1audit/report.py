@@ -1,0 +1,267 @@
+"""Regenerate the Markdown audit from the manifest and, optionally, a check result.
+
+The prose lives in the manifest's ``report`` section; every number in it that
+the manifest pins (line spans, digests, commits, the version) is written as a
+``[[…]]`` reference and rendered from the pinned data, so the document cannot
+disagree with the manifest. With a result, each block that names evidence is
+followed by what was measured for it, and a closing section lists every check.
+Output is deterministic: manifest order, no clock.
+
+References: ``[[=a.b.c]]`` a manifest value by key path; ``[[cite:ID]]`` a
+citation as ``path:a–b``; ``[[cite:ID|shown/path.py]]`` the same with a shorter
+path (a suffix of the real one); ``[[lines:ID]]`` just ``a–b`` (or ``a``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pp1audit.result import Check, Result, Status
+
+_REF = re.compile(r"\[\[([^\[\]]+)\]\]")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One paragraph, bullet or generated table of the report."""
+
+    kind: str  # "text" | "bullet" | "table"
+    text: str
+    evidence: tuple[str, ...]
+    keypath: tuple[str | int, ...]
+    table: dict[str, Any] | None = None
+
+
+def _lookup(raw: dict[str, Any], dotted: str) -> object:
+    """Value at a dotted key path; keys may themselves contain dots (file paths)."""
+    node: object = raw
+    rest = dotted
+    while rest:
+        if not isinstance(node, dict):
+            raise KeyError(dotted)
+        keys = sorted((k for k in node if rest == k or rest.startswith(k + ".")), key=len, reverse=True)
+        if not keys:
+            raise KeyError(dotted)
+        node = node[keys[0]]
+        rest = rest[len(keys[0]) + 1 :]
+    return node
+
+
+def _dash(a: int, b: int) -> str:
+    return str(a) if a == b else f"{a}–{b}"
+
+
+def expand(text: str, raw: dict[str, Any]) -> str:
+    """Render the ``[[…]]`` references of ``text`` from the manifest; ``ValueError`` if bad."""
+    from pp1audit.spans import parse_span
+
+    def one(m: re.Match[str]) -> str:
+        ref = m.group(1).strip()
+        if ref.startswith("="):
+            try:
+                value = _lookup(raw, ref[1:])
+            except KeyError:
+                raise ValueError(f"[[{ref}]]: no such key in the manifest") from None
+            if isinstance(value, (dict, list)):
+                raise ValueError(f"[[{ref}]]: names a mapping or list, not a value")
+            return str(value)
+        kind, _, arg = ref.partition(":")
+        cid, _, shown = arg.partition("|")
+        citation = (raw.get("citations") or {}).get(cid)
+        if kind not in ("cite", "lines") or citation is None:
+            raise ValueError(f"[[{ref}]]: not a reference ([[=key.path]], [[cite:ID]], [[lines:ID]])")
+        span = parse_span(citation["at"])
+        if kind == "lines":
+            return _dash(span.start, span.end)
+        path = span.path
+        if shown:
+            if not (path == shown or path.endswith("/" + shown)):
+                raise ValueError(f"[[{ref}]]: '{shown}' is not a tail of {path}")
+            path = shown
+        return f"{path}:{_dash(span.start, span.end)}"
+
+    return _REF.sub(one, text)
+
+
+def parse_blocks(raw: dict[str, Any]) -> list[tuple[str | None, list[Block]]]:
+    """Sections of the ``report`` section as (heading, blocks)."""
+    out: list[tuple[str | None, list[Block]]] = []
+    for si, section in enumerate((raw.get("report") or {}).get("sections") or []):
+        blocks = []
+        for bi, rec in enumerate(section.get("blocks") or []):
+            path: tuple[str | int, ...] = ("report", "sections", si, "blocks", bi)
+            evidence = tuple(rec.get("evidence") or ())
+            if "table" in rec:
+                blocks.append(Block("table", "", evidence, path, rec))
+            elif "bullet" in rec:
+                blocks.append(Block("bullet", rec["bullet"], evidence, path))
+            else:
+                blocks.append(Block("text", rec["text"], evidence, path))
+        out.append((section.get("heading"), blocks))
+    return out
+
+
+def known_ids(raw: dict[str, Any]) -> set[str]:
+    """Ids a block may name as evidence: every pin the manifest declares."""
+    ids = {"version"}
+    ids.update(f"file:{p}" for p in raw.get("files") or {})
+    for section in ("citations", "invariants", "donors", "remotes", "sources"):
+        ids.update((raw.get(section) or {}).keys())
+    for src in (raw.get("sources") or {}).values():
+        for sub in ("contains", "lacks"):
+            ids.update((src.get(sub) or {}).keys())
+    return ids
+
+
+def validate(raw: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Problems of the report section as (key path, message); empty when valid."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    report = raw.get("report")
+    if not report:
+        return problems
+    ids = known_ids(raw)
+    for key in ("title",):
+        if key in report:
+            try:
+                expand(report[key], raw)
+            except ValueError as exc:
+                problems.append((("report", key), str(exc)))
+    for _, blocks in parse_blocks(raw):
+        for block in blocks:
+            for i, ev in enumerate(block.evidence):
+                if ev not in ids:
+                    problems.append(((*block.keypath, "evidence", i), f"unknown evidence id '{ev}'"))
+            texts = [block.text] if block.kind != "table" else list((block.table or {}).get("header", []))
+            for text in texts:
+                try:
+                    expand(text, raw)
+                except ValueError as exc:
+                    problems.append((block.keypath, str(exc)))
+    return problems
+
+
+def _checks_for(result: Result, ev: str) -> list[Check]:
+    """Checks an evidence id stands for: itself, its sub-checks (``ev:…``), or a
+    provenance check named under a source (``source:ev``)."""
+    return [
+        c for c in result.checks
+        if c.id == ev or c.id.startswith(ev + ":") or c.id.endswith(":" + ev)
+    ]
+
+
+def evidence_line(check: Check) -> str:
+    """One measured fact, in one Markdown line."""
+    status = f"**{check.status.value}**"
+    where = ""
+    if check.path and check.lines:
+        where = f" `{check.path}:{_dash(*check.lines)}`"
+        if check.found_lines and check.found_lines != check.lines:
+            where += f" → now {_dash(*check.found_lines)}"
+    elif check.path:
+        where = f" `{check.path}`"
+    src = f" [{check.source}]" if check.source and check.source != "target" else ""
+    detail = check.message
+    if check.kind == "file" and check.status is not Status.PASS and check.actual:
+        detail += f"; actual `{check.actual}`"
+    if check.kind == "version" and check.actual:
+        detail = f"found `{check.actual}`, pinned `{check.expected}`"
+    return f"{status} {check.kind} `{check.id}`{src}{where}: {detail}"
+
+
+def _excerpt(check: Check, indent: str) -> list[str]:
+    if not check.excerpt:
+        return []
+    first = (check.found_lines or check.lines or (1, 1))[0]
+    body = [f"{indent}```python"]
+    for i, line in enumerate(check.excerpt.split("\n")):
+        body.append(f"{indent}{first + i:5d}  {line}".rstrip())
+    body.append(f"{indent}```")
+    return body
+
+
+def _table(block: Block, raw: dict[str, Any], result: Result | None) -> list[str]:
+    spec = block.table or {}
+    prefix = spec.get("prefix", "")
+    header = [expand(h, raw) for h in spec.get("header", ["File", "SHA256"])]
+    by_id = {c.id: c for c in result.checks} if result else {}
+    if result:
+        header.append("measured")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for path, digest in (raw.get("files") or {}).items():
+        if not path.startswith(prefix):
+            continue
+        row = [f"`{path[len(prefix):]}`", str(digest)]
+        if result:
+            check = by_id.get(f"file:{path}")
+            if check is None:
+                row.append("not checked")
+            elif check.status is Status.PASS:
+                row.append("**pass**")
+            else:
+                row.append(f"**{check.status.value}**: {check.actual or check.message}")
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = False) -> str:
+    """The Markdown audit: as pinned (no result) or with what was measured."""
+    report = raw.get("report") or {}
+    out: list[str] = []
+    title = expand(report.get("title", str((raw.get("audit") or {}).get("title", "Audit"))), raw)
+    out += [f"# {title}", ""]
+    used: set[str] = set()
+    previous = ""
+    for heading, blocks in parse_blocks(raw):
+        if heading:
+            out += ["", f"## {expand(heading, raw)}", ""]
+        for block in blocks:
+            indent = ""
+            if previous == "bullet" and block.kind != "bullet":
+                out.append("")  # a list ends before the next paragraph
+            if block.kind == "table":
+                out += _table(block, raw, result)
+            elif block.kind == "bullet":
+                lines = expand(block.text.rstrip("\n"), raw).split("\n")
+                # Continuation lines stay as written (Markdown's lazy continuation),
+                # as audits are usually hand-wrapped.
+                out += ["* " + lines[0], *lines[1:]]
+                indent = "  "
+            else:
+                out += expand(block.text.rstrip("\n"), raw).split("\n")
+            if result is not None and block.evidence:
+                if block.kind != "bullet":
+                    out.append("")
+                for ev in block.evidence:
+                    used.add(ev)
+                    checks = _checks_for(result, ev)
+                    if not checks:
+                        out.append(f"{indent}- **not checked** `{ev}`")
+                    for check in checks:
+                        out.append(f"{indent}- {evidence_line(check)}")
+                        if excerpts:
+                            out += _excerpt(check, indent + "  ")
+            if block.kind != "bullet":
+                out.append("")
+            previous = block.kind
+    if result is not None:
+        out += _measured(result, used)
+    text = "\n".join(out)
+    text = re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+    return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def _measured(result: Result, used: set[str]) -> list[str]:
+    t = result.target
+    out = ["", "## Measured", ""]
+    if t is not None:
+        out.append(f"Target: {t.kind} `{t.location}` — {t.package} `{t.version}`.")
+    out.append(f"Manifest: `{result.manifest_path}` (SHA-256 `{result.manifest_sha256}`).")
+    counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())
+    out += [f"Verdict: **{result.verdict}** ({counts}).", ""]
+    rest = [c for c in result.checks if not any(c.id == u or c.id.startswith(u + ":") for u in used)]
+    if rest:
+        out += ["Checks not cited above:", ""]
+        out += [f"- {evidence_line(c)}" for c in rest]
+    return out

@@ -1,0 +1,93 @@
+"""`pp1audit report`: the PP1 audit regenerated from manifests/pp1.yaml."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conftest import REPO, run_cli
+
+PP1 = REPO / "manifests" / "pp1.yaml"
+SEED = REPO.parent / "shared" / "seeds" / "000_b8cc05a1b3d28d45.txt"
+
+
+def normalise(lines: list[str]) -> list[str]:
+    """Trailing spaces dropped, runs of blank lines folded to one, blank ends trimmed."""
+    out: list[str] = []
+    for line in lines:
+        line = line.rstrip()
+        if line == "" and out and out[-1] == "":
+            continue
+        out.append(line)
+    while out and out[-1] == "":
+        out.pop()
+    while out and out[0] == "":
+        out.pop(0)
+    return out
+
+
+def unwrap_seed(text: str) -> list[str]:
+    """The seed's lines without their ``| … |`` wrapping."""
+    out = []
+    for line in text.splitlines():
+        if line.strip() == "|":
+            out.append("")
+        else:
+            out.append(re.sub(r"^\| ?(.*?) ?\|$", r"\1", line))
+    return out
+
+
+def assert_in_order(expected: list[str], actual: list[str]) -> None:
+    pos = 0
+    for line in expected:
+        try:
+            pos = actual.index(line, pos) + 1
+        except ValueError:
+            raise AssertionError(f"seed line not found in order: {line!r}") from None
+
+
+def test_report_without_target_reproduces_the_seed() -> None:
+    assert SEED.exists(), SEED
+    proc = run_cli("report", "--manifest", str(PP1))
+    assert proc.returncode == 0, proc.stderr
+    seed = normalise(unwrap_seed(SEED.read_text(encoding="utf-8")))
+    out = normalise(proc.stdout.splitlines())
+    assert len([x for x in seed if x]) > 60
+    assert_in_order(seed, out)
+    # Nothing but the seed: no measured lines without a target.
+    assert [x for x in out if x] == [x for x in seed if x]
+
+
+def test_report_is_deterministic_and_check_detects_staleness(tmp_path: Path, vllm_wheel: Path) -> None:
+    first = run_cli("report", str(vllm_wheel), "--manifest", str(PP1))
+    second = run_cli("report", str(vllm_wheel), "--manifest", str(PP1))
+    assert first.returncode == second.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    saved = tmp_path / "audit.md"
+    assert run_cli("report", str(vllm_wheel), "-m", str(PP1), "-o", str(saved)).returncode == 0
+    assert saved.read_text() == first.stdout
+    ok = run_cli("report", str(vllm_wheel), "-m", str(PP1), "--check", str(saved))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    saved.write_text(first.stdout.replace("applies target sampling", "applies some sampling"))
+    stale = run_cli("report", str(vllm_wheel), "-m", str(PP1), "--check", str(saved))
+    assert stale.returncode == 1
+    assert "-parameters before verification" not in stale.stdout
+    assert "+`gpu/spec_decode/rejection_sampler.py:244–287` applies target sampling" in stale.stdout.replace(
+        "+  ", "+"
+    )
+    assert "is stale" in stale.stderr
+
+
+def test_report_against_real_0310_carries_measurements(vllm_tree: Path) -> None:
+    proc = run_cli("report", str(vllm_tree), "-m", str(PP1), "--excerpts")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    runner = (vllm_tree / "vllm/v1/worker/gpu/model_runner.py").read_text().splitlines()
+    call = next(i for i, line in enumerate(runner, 1) if "sampler_output = self.rejection_sampler(" in line)
+    assert f"`vllm/v1/worker/gpu/model_runner.py:1711–1718` → now {call}–" in text
+    assert "found `0.31.0`, pinned `0.31.1.dev0+g6e517b15.dsv41gb10`" in text
+    # The hash table gains a measured column with the actual digests.
+    assert "| File under `vllm/v1/worker/gpu/` | SHA256 | measured |" in text
+    assert "**skip**" in text and "--repo lane=PATH" in text
+    assert "## Measured" in text and "Verdict: **fail**" in text
+    assert f"{call:5d}              sampler_output = self.rejection_sampler(" in text
