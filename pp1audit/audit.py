@@ -12,6 +12,7 @@ from pp1audit.checks.citations import check_citation
 from pp1audit.checks.files import check_file
 from pp1audit.checks.invariants import anchored_citation, check_invariant
 from pp1audit.checks.version import check_version
+from pp1audit.hashing import Progress
 from pp1audit.manifest import Citation, Manifest
 from pp1audit.matcher import Engine
 from pp1audit.result import Check, GatePolicy, Result, TargetInfo
@@ -41,10 +42,23 @@ def run_checks(manifest: Manifest, store: FileStore) -> list[Check]:
     return checks
 
 
-def audit(manifest: Manifest, source: Source, policy: GatePolicy | None = None) -> Result:
-    """Check ``source`` against ``manifest`` and return the whole result."""
+def audit(
+    manifest: Manifest, source: Source, policy: GatePolicy | None = None,
+    record: bool = False, progress: Progress | None = None,
+) -> Result:
+    """Check ``source`` against ``manifest`` and return the whole result.
+
+    ``record`` (or ``target.record``) adds RECORD, bytecode and shadowing checks;
+    a pinned ``target.tree_sha256`` adds the tree digest check. ``progress`` is
+    told how hashing goes (the CLI draws it; the core never prints).
+    """
     store = FileStore(source)
     checks = run_checks(manifest, store)
+    if record or manifest.record or manifest.tree_sha256 is not None:
+        from pp1audit.checks.record import record_checks
+
+        checks.extend(record_checks(manifest.package, source, record=record or manifest.record,
+                                    tree_sha256=manifest.tree_sha256, progress=progress))
     found_version = next((c.actual for c in checks if c.kind == "version"), None)
     target = TargetInfo(
         kind=source.kind, location=source.location, package=manifest.package, version=found_version

@@ -1,0 +1,342 @@
+"""Bytecode: would Python run a ``__pycache__/*.pyc`` instead of its source, and is it that source?
+
+Python imports ``pkg/mod.py`` from ``pkg/__pycache__/mod.<cache_tag>.pyc``
+without reading the source's code whenever the pyc's 16-byte header (PEP 552)
+says it is current:
+
+* timestamp pyc (flags 0): the header's mtime and size equal the source's
+  ``st_mtime`` and ``st_size`` (both mod 2**32);
+* checked hash-based pyc (flags 3): the header's SipHash equals
+  ``importlib.util.source_hash(source)``;
+* unchecked hash-based pyc (flags 1): always — the source is never looked at.
+
+A pyc that passes that test but whose code is not the compiled source is a
+tampered (or stale-but-current-looking) bytecode file: the audited ``.py`` is
+not what runs. It is detected by compiling the source the way the import
+system does (same ``co_filename`` as recorded in the pyc, ``dont_inherit``,
+optimisation level from the ``.opt-N`` suffix) and comparing the marshalled
+code, with code-object equality as a fallback.
+
+Only pycs for the running interpreter's cache tag can be judged (another
+version compiles differently): others that would be loaded by their
+interpreter are reported unverifiable (``skip``), never failed. A pyc whose
+header does not match is ignored by Python (it recompiles), so it is not a
+finding; nor is a pyc without its source (``__pycache__`` is never used
+sourceless). In a wheel there are no install mtimes: every pyc for this
+interpreter is compared with its source (a wheel should not ship any).
+
+Compiling ~2,800 vLLM modules costs ~7 s of CPU, so successes are remembered
+in a content-addressed cache (pyc SHA-256, source SHA-256, optimisation, exact
+interpreter version): a hit means this very pair was compiled and compared
+before. Misses are compiled in worker processes, one per core.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import marshal
+import os
+import sys
+import types
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pp1audit.hashing import Digest, Progress, default_workers
+from pp1audit.inventory import FILE, Entry
+
+TAG = sys.implementation.cache_tag or "none"
+MAGIC = importlib.util.MAGIC_NUMBER
+
+
+@dataclass(frozen=True, slots=True)
+class PycName:
+    """What a ``__pycache__`` file name says: its source, interpreter tag and optimisation."""
+
+    pyc: str
+    source: str
+    tag: str
+    optimize: int
+
+
+def pyc_name(path: str) -> PycName | None:
+    """Parse ``dir/__pycache__/stem.tag[.opt-N].pyc``; None for anything else."""
+    head, _, name = path.rpartition("/")
+    if not head.endswith("__pycache__") or not name.endswith(".pyc"):
+        return None
+    parts = name[:-4].split(".")
+    optimize = 0
+    if len(parts) >= 3 and parts[-1].startswith("opt-") and parts[-1][4:].isdigit():
+        optimize = int(parts[-1][4:])
+        parts = parts[:-1]
+    if len(parts) < 2 or not parts[0]:
+        return None
+    stem, tag = ".".join(parts[:-1]), parts[-1]
+    parent = head[: -len("__pycache__")]
+    return PycName(path, parent + stem + ".py", tag, optimize)
+
+
+def would_load(data: bytes, source: Entry | None, source_data: bytes | None,
+               check_source_hash: bool = True) -> tuple[bool, str]:
+    """Whether the import system would use this pyc instead of compiling the source.
+
+    ``source.mtime`` None (a wheel) means "no install-time mtime": a timestamp
+    pyc is then treated as loadable, so that it is compared, never waved through.
+    """
+    if len(data) < 16:
+        return False, "truncated header"
+    flags = int.from_bytes(data[4:8], "little")
+    if flags & ~0b11:
+        return False, "invalid flags"
+    if flags & 0b1:
+        if flags & 0b10 and check_source_hash:
+            if source_data is None:
+                return False, "source unreadable"
+            if importlib.util.source_hash(source_data) != data[8:16]:
+                return False, "source hash differs (Python recompiles)"
+            return True, "checked hash-based pyc whose source hash matches"
+        return True, "unchecked hash-based pyc: Python never looks at the source"
+    if source is None or source.mtime is None:
+        return True, "timestamp pyc (no install mtime to compare in a wheel)"
+    mtime = int.from_bytes(data[8:12], "little")
+    size = int.from_bytes(data[12:16], "little")
+    if mtime == source.mtime & 0xFFFFFFFF and size == source.size & 0xFFFFFFFF:
+        return True, "its header matches the source's mtime and size"
+    return False, "stale header (Python recompiles)"
+
+
+def _constants(code: types.CodeType) -> set[str]:
+    out: set[str] = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        out.update(c.co_names)
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                stack.append(k)
+            elif isinstance(k, (str, bytes, int, float, complex)) and not isinstance(k, bool):
+                out.add(repr(k))
+    return out
+
+
+def compare(source: bytes, pyc: bytes, optimize: int) -> str | None:
+    """None when ``pyc`` holds exactly the compiled ``source``; else why not (one phrase).
+
+    Runs in worker processes: plain bytes in, a short string out.
+    """
+    body = pyc[16:]
+    try:
+        code = marshal.loads(body)
+    except (EOFError, ValueError, TypeError):
+        return "its code cannot be unmarshalled (the import would fail)"
+    if not isinstance(code, types.CodeType):
+        return "it holds no code object"
+    try:
+        fresh = compile(source, code.co_filename, "exec", dont_inherit=True, optimize=optimize)
+    except (SyntaxError, ValueError) as exc:
+        return f"the source does not compile ({exc}) yet this bytecode would run"
+    if marshal.dumps(fresh) == body or fresh == code:
+        return None
+    extra = sorted(_constants(code) - _constants(fresh))
+    missing = sorted(_constants(fresh) - _constants(code))
+    detail = ""
+    if extra:
+        detail += "; only in the bytecode: " + ", ".join(x[:60] for x in extra[:4])
+    if missing:
+        detail += "; only in the source: " + ", ".join(x[:60] for x in missing[:4])
+    return "its code differs from compiling the source" + detail
+
+
+def _compare_task(args: tuple[bytes, bytes, int]) -> str | None:
+    return compare(*args)
+
+
+def cache_dir() -> Path:
+    """Where verified pairs are remembered: ``PP1AUDIT_CACHE_DIR`` or the user cache."""
+    env = os.environ.get("PP1AUDIT_CACHE_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("pp1audit"))
+
+
+class VerifiedCache:
+    """Append-only set of ``pyc-sha256 source-sha256 optimize`` lines known to compile equal.
+
+    Keyed by content only (the pyc holds its ``co_filename``), per exact
+    interpreter version: a hit is as good as compiling again. A lost or
+    corrupt cache only costs time. ``PP1AUDIT_NO_CACHE=1`` disables it.
+    """
+
+    def __init__(self, directory: Path | None) -> None:
+        self.keys: set[str] = set()
+        self.path: Path | None = None
+        if directory is None:
+            return
+        v = sys.version_info
+        self.path = directory / f"bytecode-verified-{sys.implementation.name}-{v[0]}.{v[1]}.{v[2]}.txt"
+        try:
+            text = self.path.read_text(encoding="ascii", errors="replace")
+        except OSError:
+            return
+        self.keys = {line for line in text.splitlines() if len(line) >= 131}
+
+    @staticmethod
+    def key(pyc_sha: bytes, src_sha: bytes, optimize: int) -> str:
+        """The cache line for one verified pair."""
+        return f"{pyc_sha.hex()} {src_sha.hex()} {optimize}"
+
+    def add(self, keys: Iterable[str]) -> None:
+        """Remember new verified pairs (best effort: a write failure is ignored)."""
+        new = [k for k in keys if k not in self.keys]
+        if not new or self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="ascii") as f:
+                f.write("".join(k + "\n" for k in new))
+        except OSError:
+            pass
+        self.keys.update(new)
+
+
+def default_cache() -> VerifiedCache:
+    """The user's cache, unless ``PP1AUDIT_NO_CACHE`` is set."""
+    if os.environ.get("PP1AUDIT_NO_CACHE"):
+        return VerifiedCache(None)
+    return VerifiedCache(cache_dir())
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One bytecode problem: ``fail`` (would run, differs) or ``skip`` (unverifiable)."""
+
+    path: str
+    status: str
+    message: str
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class BytecodeReport:
+    """Findings plus the counts for the summary check."""
+
+    findings: list[Finding]
+    verified: int
+    cached: int
+    stale: int
+    orphans: int
+    other: dict[str, int]
+
+
+def keep_for_bytecode(entry: Entry) -> bool:
+    """Which files the hashing pass keeps in memory for this check."""
+    return entry.kind == FILE and (entry.path.endswith(".py") or pyc_name(entry.path) is not None)
+
+
+def check_bytecode(
+    files: list[Entry],
+    digests: dict[str, Digest],
+    *,
+    cache: VerifiedCache,
+    progress: Progress | None = None,
+    workers: int | None = None,
+) -> BytecodeReport:
+    """Judge every ``__pycache__/*.pyc`` among ``files`` (see the module docstring)."""
+    by_path = {e.path: e for e in files}
+    findings: list[Finding] = []
+    todo: list[tuple[PycName, bytes, bytes, str]] = []
+    stale = orphans = cached = 0
+    other: dict[str, int] = {}
+    for e in files:
+        name = pyc_name(e.path)
+        if name is None or e.kind != FILE:
+            continue
+        d = digests.get(e.path)
+        src = by_path.get(name.source)
+        sd = digests.get(name.source) if src is not None else None
+        if src is None or src.kind != FILE:
+            orphans += 1
+            continue
+        if d is None or d.data is None or sd is None or sd.data is None or d.sha256 is None \
+                or sd.sha256 is None:
+            findings.append(Finding(e.path, "error", "could not read the bytecode or its source",
+                                    name.source))
+            continue
+        if name.tag != TAG:
+            loads, _ = would_load(d.data, src, sd.data, check_source_hash=False)
+            if loads:
+                other[name.tag] = other.get(name.tag, 0) + 1
+                findings.append(Finding(
+                    e.path, "skip",
+                    f"bytecode for another interpreter ({name.tag}) that it would load instead of "
+                    f"{name.source}; unverifiable with {TAG}", name.source))
+            else:
+                stale += 1
+            continue
+        if d.data[:4] != MAGIC:
+            stale += 1
+            continue
+        loads, why = would_load(d.data, src, sd.data)
+        if not loads:
+            stale += 1
+            continue
+        key = VerifiedCache.key(d.sha256, sd.sha256, name.optimize)
+        if key in cache.keys:
+            cached += 1
+            continue
+        todo.append((name, d.data, sd.data, why + "|" + key))
+    results = _run(todo, progress, workers)
+    good: list[str] = []
+    verified = cached
+    for (name, _pyc, _src, why_key), problem in zip(todo, results, strict=True):
+        why, key = why_key.split("|", 1)
+        if problem is None:
+            good.append(key)
+            verified += 1
+            continue
+        findings.append(Finding(
+            name.pyc, "fail",
+            f"tampered bytecode: Python would run this instead of {name.source} ({why}), but "
+            f"{problem}", name.source))
+    cache.add(good)
+    findings.sort(key=lambda f: f.path)
+    return BytecodeReport(findings, verified, cached, stale, orphans, other)
+
+
+def _run(todo: list[tuple[PycName, bytes, bytes, str]], progress: Progress | None,
+         workers: int | None) -> list[str | None]:
+    tasks = [(src, pyc, name.optimize) for name, pyc, src, _ in todo]
+    n = min(workers or default_workers(), len(tasks))
+    if progress is not None and tasks:
+        progress.start("compiling", len(tasks))
+    try:
+        if n <= 1 or sum(len(t[0]) for t in tasks) < (2 << 20):
+            out = []
+            for i, t in enumerate(tasks):
+                out.append(compare(*t))
+                if progress is not None and i % 32 == 0:
+                    progress.update(i)
+            return out
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        ctx = multiprocessing.get_context(method)
+        results: list[str | None] = []
+        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+            for i, r in enumerate(pool.map(_compare_task, tasks, chunksize=32)):
+                results.append(r)
+                if progress is not None and i % 32 == 0:
+                    progress.update(i)
+        return results
+    finally:
+        if progress is not None and tasks:
+            progress.stop()
+
+
+def pyc_sha(data: bytes) -> bytes:
+    """SHA-256 of bytes (helper for tests and callers without a ``Digest``)."""
+    return hashlib.sha256(data).digest()

@@ -1,0 +1,233 @@
+"""``record``: the whole distribution against its RECORD, the tree digest, bytecode, shadowing.
+
+One inventory and one parallel hashing pass feed every part, so each file is
+read once (sources and bytecode are kept in memory for the bytecode check).
+To keep results readable on a 5,000-file package, each part yields one summary
+check that passes, plus one check per problem file:
+
+* ``record`` — summary; ``record:<path>`` — modified / missing / unlisted /
+  not a regular file (see ``pp1audit.record`` for the rules);
+* ``tree`` — the tree digest (``actual``), compared with ``target.tree_sha256``
+  when pinned; on a mismatch the message names the files that explain it;
+* ``bytecode`` — summary; ``bytecode:<pyc>`` — tampered (fail) or another
+  interpreter's (skip) bytecode (see ``pp1audit.bytecode``);
+* ``shadowing`` — summary; ``pth:<file>`` / ``shadow:<path>`` — executing
+  ``.pth`` files and other copies of the package (see ``pp1audit.shadowing``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from dataclasses import replace
+
+from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode
+from pp1audit.errors import TargetError
+from pp1audit.hashing import Digest, Progress, hash_entries
+from pp1audit.inventory import DirInventory, Entry, Inventory, inventory_for
+from pp1audit.record import (
+    Problem,
+    RecordEntry,
+    RecordError,
+    dist_name,
+    distributions,
+    normalize,
+    parse_record,
+    read_small,
+    verify,
+)
+from pp1audit.result import Check, Status
+from pp1audit.shadowing import check_shadowing
+from pp1audit.sources import Source
+from pp1audit.treedigest import tree_digest
+
+KIND = "record"
+
+
+def _error(cid: str, message: str, path: str | None = None) -> Check:
+    return Check(id=cid, kind=KIND, status=Status.ERROR, message=message, path=path)
+
+
+def _normal(inv: Inventory, path: str) -> str:
+    """A RECORD path as a logical path: normalised, absolute paths under the root made relative."""
+    if path.startswith("/") and isinstance(inv, DirInventory):
+        if path.startswith(inv.root + "/"):
+            return path[len(inv.root) + 1:]
+        return path
+    return posixpath.normpath(path)
+
+
+def _primary(dists: list[str], package: str) -> str | None:
+    named = [d for d in dists if d.endswith(".dist-info") and dist_name(d) == normalize(package)]
+    dist_infos = [d for d in dists if d.endswith(".dist-info")]
+    return (named or dist_infos or [None])[0]
+
+
+def record_checks(
+    package: str,
+    source: Source,
+    *,
+    record: bool = True,
+    tree_sha256: str | None = None,
+    progress: Progress | None = None,
+    cache: VerifiedCache | None = None,
+) -> list[Check]:
+    """The ``record`` family of checks for ``package`` in ``source``.
+
+    With ``record`` False only the tree digest is checked against
+    ``tree_sha256`` (RECORD is still read, quietly, to explain a mismatch).
+    """
+    try:
+        inv = inventory_for(source, package)
+    except TargetError as exc:
+        return [_error("record", str(exc))]
+    files = inv.walk(package)
+    if not files:
+        return [_error("record", f"no files under {package}/ in the target", package + "/")]
+    dists = distributions(inv, package)
+    primary = _primary(dists, package)
+
+    rows: list[RecordEntry] = []
+    record_path = f"{primary}/RECORD" if primary else None
+    record_problem: str | None = None
+    if record_path is None:
+        record_problem = f"no *.dist-info for '{package}' in the target root: nothing to verify against"
+    else:
+        data = read_small(inv, record_path, limit=1 << 30)
+        if data is None:
+            record_problem = f"{record_path} is missing or not a regular file"
+        else:
+            try:
+                rows = [replace(r, path=_normal(inv, r.path)) for r in parse_record(data, record_path)]
+            except RecordError as exc:
+                record_problem = str(exc)
+
+    located: dict[str, Entry | None] = {}
+    by_path = {e.path: e for e in files}
+    for row in rows:
+        located[row.path] = by_path.get(row.path) or inv.entry(row.path)
+    to_hash = dict(by_path)
+    for path, e in located.items():
+        if e is not None:
+            to_hash.setdefault(path, e)
+    wheel = inv.location if inv.kind == "wheel" else None
+    other_algo = {(r.path, r.algorithm or "") for r in rows
+                  if r.algorithm not in (None, "sha256") and located.get(r.path) is not None}
+    other_paths = {p for p, _ in other_algo}
+    digests = hash_entries(
+        list(to_hash.values()), wheel=wheel, progress=progress,
+        keep=lambda e: (record and keep_for_bytecode(e)) or e.path in other_paths,
+    )
+    extra: dict[tuple[str, str], bytes] = {}
+    for path, algo in other_algo:
+        d = digests.get(path)
+        if d is not None and d.data is not None:
+            extra[(path, algo)] = hashlib.new(algo, d.data).digest()
+
+    ver = None
+    if record_path is not None and record_problem is None:
+        ver = verify(rows, record_path, located, digests, files, package, extra_digests=extra)
+
+    checks: list[Check] = []
+    if record:
+        checks.extend(_record_checks(ver, record_path, record_problem, package, files, digests))
+    checks.append(_tree_check(files, digests, package, tree_sha256, ver, record_problem))
+    if record:
+        checks.extend(_bytecode_checks(files, digests, progress, cache))
+        checks.extend(_shadow_checks(inv, package, primary))
+    return checks
+
+
+def _record_checks(ver: object, record_path: str | None, problem: str | None, package: str,
+                   files: list[Entry], digests: dict[str, Digest]) -> list[Check]:
+    from pp1audit.record import Verification
+
+    if problem is not None or not isinstance(ver, Verification):
+        return [_error("record", problem or "RECORD could not be verified", record_path)]
+    size = sum(d.size for d in digests.values())
+    ok = ver.verified
+    summary = Check(
+        id="record", kind=KIND, status=Status.PASS, path=record_path,
+        message=(f"{ok:,} of {ok + len(ver.problems):,} files match {record_path}"
+                 f" ({size / 1e6:,.0f} MB hashed; {ver.bytecode_listed:,} bytecode entries left to the "
+                 f"bytecode check; {ver.unhashed} unhashed entries as installers write them)"
+                 + (f"; {len(ver.problems)} problem(s) reported separately" if ver.problems else "")),
+    )
+    return [summary, *(_problem_check(p) for p in ver.problems)]
+
+
+def _problem_check(p: Problem) -> Check:
+    status = Status.ERROR if p.what == "unreadable" else Status.FAIL
+    return Check(id=f"record:{p.path}", kind=KIND, status=status, path=p.path,
+                 message=f"{p.path}: {p.message}", expected=p.expected, actual=p.actual)
+
+
+def _tree_check(files: list[Entry], digests: dict[str, Digest], package: str, pin: str | None,
+                ver: object, record_problem: str | None) -> Check:
+    from pp1audit.record import Verification
+
+    td = tree_digest(files, digests, package)
+    if td.sha256 is None:
+        return _error("tree", f"tree digest not computable: unreadable {', '.join(td.unreadable[:5])}",
+                      package + "/")
+    base = f"tree digest over {td.files:,} files under {package}/ (dist-info and __pycache__ excluded)"
+    if pin is None:
+        return Check(id="tree", kind=KIND, status=Status.PASS, path=package + "/",
+                     message=base + "; pin it as target.tree_sha256", actual=td.sha256)
+    if pin == td.sha256:
+        return Check(id="tree", kind=KIND, status=Status.PASS, path=package + "/",
+                     message=base + " matches the pin", expected=pin, actual=td.sha256)
+    if isinstance(ver, Verification):
+        relevant = [p for p in ver.problems if p.path.startswith(package + "/")
+                    and "__pycache__" not in p.path.split("/")]
+        if relevant:
+            names = ", ".join(f"{p.what} {p.path}" for p in relevant[:10])
+            more = f" and {len(relevant) - 10} more" if len(relevant) > 10 else ""
+            why = f"explained by RECORD: {names}{more}"
+        else:
+            why = ("every file matches RECORD, so RECORD describes this tree: the pin is for "
+                   "another build, or RECORD was rewritten along with the files")
+    else:
+        special = [e.path for e in files if e.kind != "file"]
+        why = ("no RECORD to compare file by file"
+               + (f" ({record_problem})" if record_problem else "")
+               + (f"; special files: {', '.join(special[:5])}" if special else ""))
+    return Check(id="tree", kind=KIND, status=Status.FAIL, path=package + "/",
+                 message=f"{base} differs from the pin; {why}", expected=pin, actual=td.sha256)
+
+
+def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: Progress | None,
+                     cache: VerifiedCache | None) -> list[Check]:
+    from pp1audit.bytecode import TAG
+
+    rep = check_bytecode(files, digests, cache=cache or default_cache(), progress=progress)
+    other = ", ".join(f"{n} for {t}" for t, n in sorted(rep.other.items()))
+    summary = Check(
+        id="bytecode", kind=KIND, status=Status.PASS,
+        message=(f"{rep.verified:,} bytecode files Python ({TAG}) would load are their sources compiled"
+                 f" ({rep.cached:,} from the verification cache); {rep.stale:,} stale and "
+                 f"{rep.orphans:,} without source are ignored by Python"
+                 + (f"; unverifiable: {other}" if other else "")),
+    )
+    status = {"fail": Status.FAIL, "skip": Status.SKIP, "error": Status.ERROR}
+    return [summary, *(
+        Check(id=f"bytecode:{f.path}", kind=KIND, status=status[f.status], path=f.path,
+              message=f"{f.path}: {f.message}", expected=f.source)
+        for f in rep.findings
+    )]
+
+
+def _shadow_checks(inv: Inventory, package: str, primary: str | None) -> list[Check]:
+    rep = check_shadowing(inv, package, primary)
+    where = f"; looked ahead on sys.path in {', '.join(rep.looked_in)}" if rep.looked_in else ""
+    notes = f"; {'; '.join(rep.notes)}" if rep.notes else ""
+    summary = Check(
+        id="shadowing", kind=KIND, status=Status.PASS,
+        message=(f"no other copy of '{package}' importable ahead of the audited one; "
+                 f"{rep.pth_files} .pth file(s) checked{notes}{where}"
+                 + (f"; {len(rep.findings)} problem(s) reported separately" if rep.findings else "")),
+    )
+    return [summary, *(
+        Check(id=s.id, kind=KIND, status=Status.FAIL, path=s.path, message=s.message)
+        for s in rep.findings
+    )]

@@ -1,0 +1,203 @@
+"""Parallel streamed SHA-256 of many files, at the machine's hashing speed.
+
+Why this shape:
+
+* ``hashlib`` releases the GIL while it hashes a buffer larger than 2 KiB, and
+  ``readinto`` / zlib decompression release it while they wait or inflate, so
+  plain threads (one per core) hash in parallel without processes to start or
+  bytes to copy between them.
+* Reads are large (4 MiB) into one reusable buffer per thread, so a 300 MB
+  shared object costs ~75 syscalls and no allocations.
+* Files are taken largest first: on a tree where two files are 60 % of the
+  bytes, the big ones start at once and the thousands of small ones fill the
+  gaps, instead of one thread finishing a 300 MB file alone at the end.
+* Only entries the inventory says are regular files are ever opened, with
+  ``O_NONBLOCK | O_NOFOLLOW`` and a re-check of ``fstat`` after the open, so a
+  FIFO or a symlink swapped in between cannot hang or redirect the run.
+* Files a caller wants to inspect further (sources and bytecode) are kept in
+  memory: the bytes that are hashed are the bytes that are compiled.
+
+Progress is reported through an optional ``Progress`` hook polled by the
+calling thread ten times a second; the workers only bump their own counters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import stat
+import threading
+import zipfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Protocol
+
+from pp1audit.inventory import Entry, kind_of_mode
+
+BUFFER = 4 << 20
+"""Read size per call; large enough that hashlib and syscalls run at full speed."""
+
+
+class Progress(Protocol):
+    """What the hashing (and compiling) loops report; the CLI draws it, the core never prints."""
+
+    def start(self, description: str, total: int) -> None:
+        """A phase begins: ``total`` units (bytes or files) to do."""
+
+    def update(self, done: int) -> None:
+        """``done`` units finished so far in the current phase."""
+
+    def stop(self) -> None:
+        """The phase is over (remove any display)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """The outcome of hashing one entry."""
+
+    sha256: bytes | None
+    """Raw 32-byte digest, or None when the entry could not be read."""
+    size: int
+    data: bytes | None = None
+    """The whole content, when the caller asked to keep it."""
+    error: str | None = None
+
+
+def _read_fd_all(fd: int, size: int) -> bytes:
+    chunks = []
+    want = max(size, 0) + 1
+    while True:
+        chunk = os.read(fd, max(want, 1 << 16))
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def hash_path(real: str, keep: bool, buf: bytearray) -> Digest:
+    """SHA-256 of one file on disk; never opens anything but a regular file."""
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        return Digest(None, 0, error=f"cannot open: {exc.strerror}")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return Digest(None, 0, error=f"is a {kind_of_mode(st.st_mode)}; not opened")
+        h = hashlib.sha256()
+        if keep:
+            data = _read_fd_all(fd, st.st_size)
+            h.update(data)
+            return Digest(h.digest(), len(data), data)
+        view = memoryview(buf)
+        total = 0
+        with io.FileIO(fd, closefd=False) as f:
+            while True:
+                n = f.readinto(view)
+                if not n:
+                    break
+                h.update(view[:n])
+                total += n
+        return Digest(h.digest(), total)
+    except OSError as exc:
+        return Digest(None, 0, error=f"cannot read: {exc.strerror}")
+    finally:
+        os.close(fd)
+
+
+def hash_member(zf: zipfile.ZipFile, name: str, keep: bool) -> Digest:
+    """SHA-256 of one wheel member, decompressed in streamed blocks (CRC checked by zipfile)."""
+    h = hashlib.sha256()
+    total = 0
+    parts: list[bytes] = []
+    try:
+        with zf.open(name) as f:
+            while True:
+                chunk = f.read(BUFFER)
+                if not chunk:
+                    break
+                h.update(chunk)
+                total += len(chunk)
+                if keep:
+                    parts.append(chunk)
+    except (OSError, zipfile.BadZipFile, ValueError, KeyError) as exc:
+        return Digest(None, total, error=f"cannot read from the wheel: {exc}")
+    return Digest(h.digest(), total, b"".join(parts) if keep else None)
+
+
+def default_workers() -> int:
+    """One thread per usable core: hashing is CPU-bound once the files are cached."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def hash_entries(
+    entries: Sequence[Entry],
+    *,
+    wheel: str | None = None,
+    keep: Callable[[Entry], bool] = lambda e: False,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Digest]:
+    """SHA-256 of every entry (regular files only; others get an ``error``), by logical path.
+
+    ``entry.ref`` is the OS path, or the member name when ``wheel`` is given
+    (each thread then opens the zip once: ``ZipFile`` serialises reads of one
+    shared handle).
+    """
+    out: dict[str, Digest] = {}
+    todo: list[Entry] = []
+    for e in entries:
+        if e.kind != "file":
+            out[e.path] = Digest(None, 0, error=f"is a {e.kind}; not opened")
+        else:
+            todo.append(e)
+    todo.sort(key=lambda e: e.size, reverse=True)
+    n = min(workers or default_workers(), max(1, len(todo)))
+    done = [0] * n
+    lock = threading.Lock()
+    position = [0]
+
+    def take() -> Entry | None:
+        with lock:
+            i = position[0]
+            if i >= len(todo):
+                return None
+            position[0] = i + 1
+            return todo[i]
+
+    def work(slot: int) -> None:
+        buf = bytearray(BUFFER)
+        zf = zipfile.ZipFile(wheel) if wheel is not None else None
+        try:
+            while (e := take()) is not None:
+                want = keep(e)
+                d = hash_member(zf, e.ref, want) if zf is not None else hash_path(e.ref, want, buf)
+                out[e.path] = d
+                done[slot] += max(e.size, 1)
+        finally:
+            if zf is not None:
+                zf.close()
+
+    total = sum(max(e.size, 1) for e in todo)
+    if progress is not None:
+        progress.start("hashing", total)
+    try:
+        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="pp1audit-hash") as pool:
+            futures = [pool.submit(work, i) for i in range(n)]
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)
+                if progress is not None:
+                    progress.update(sum(done))
+                for f in futures:
+                    if f.done() and f.exception() is not None:
+                        raise f.exception()  # type: ignore[misc]
+    finally:
+        if progress is not None:
+            progress.stop()
+    return out

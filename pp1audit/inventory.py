@@ -1,0 +1,219 @@
+"""Inventories: what entries a target holds, with their type, size and mtime.
+
+RECORD verification, the tree digest and the bytecode check all need more than
+``Source.iter_files`` gives: the *type* of every entry (a FIFO must be reported,
+never opened), its size (to hash the largest files first) and, for installed
+trees, the source files' mtimes (which decide whether Python loads a ``.pyc``).
+An ``Inventory`` lists that once per run, without opening any file, for a
+directory (``os.scandir``: one ``lstat`` per entry) or a wheel (the zip's
+central directory). Logical paths are relative to the target root, as
+everywhere in pp1audit.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pp1audit.errors import TargetError
+from pp1audit.sources import DirectorySource, Source, WheelSource
+
+FILE = "file"
+DIR = "directory"
+SYMLINK = "symbolic link"
+FIFO = "FIFO"
+SOCKET = "socket"
+DEVICE = "device"
+OTHER = "special file"
+
+
+def kind_of_mode(mode: int) -> str:
+    """Entry type name for an ``st_mode`` (the names appear in messages)."""
+    if stat.S_ISREG(mode):
+        return FILE
+    if stat.S_ISDIR(mode):
+        return DIR
+    if stat.S_ISLNK(mode):
+        return SYMLINK
+    if stat.S_ISFIFO(mode):
+        return FIFO
+    if stat.S_ISSOCK(mode):
+        return SOCKET
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return DEVICE
+    return OTHER
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One non-directory entry: logical path, type, size, and mtime on disk (None in a wheel)."""
+
+    path: str
+    kind: str
+    size: int
+    mtime: int | None = None
+    ref: str = ""
+    """Where to read it: an absolute OS path, or the zip member name."""
+    link: str | None = None
+    """A symbolic link's target (never followed)."""
+
+
+class Inventory:
+    """Lists entries of a directory or a wheel; never opens a file."""
+
+    kind: str
+    location: str
+
+    def children(self, top: str = "") -> list[tuple[str, str]]:
+        """``(name, kind)`` of the entries directly in ``top`` ('' = the root), sorted."""
+        raise NotImplementedError
+
+    def walk(self, top: str) -> list[Entry]:
+        """Every non-directory entry below directory ``top``, sorted by path."""
+        raise NotImplementedError
+
+    def entry(self, path: str) -> Entry | None:
+        """The entry at ``path``, or None when absent (``..`` paths allowed on disk only)."""
+        raise NotImplementedError
+
+
+class DirInventory(Inventory):
+    """A directory on disk (the target root: site-packages, usually)."""
+
+    kind = "directory"
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        self.location = root
+
+    def _os(self, path: str) -> str:
+        return os.path.normpath(os.path.join(self.root, path)) if path else self.root
+
+    def inside(self, path: str) -> bool:
+        """True when ``path`` stays inside the root once normalised (``..`` and absolute)."""
+        real = self._os(path)
+        return real == self.root or real.startswith(self.root + os.sep)
+
+    def children(self, top: str = "") -> list[tuple[str, str]]:
+        try:
+            with os.scandir(self._os(top)) as it:
+                out = []
+                for d in it:
+                    try:
+                        kind = kind_of_mode(d.stat(follow_symlinks=False).st_mode)
+                    except OSError:
+                        continue
+                    out.append((d.name, kind))
+        except OSError:
+            return []
+        return sorted(out)
+
+    def walk(self, top: str) -> list[Entry]:
+        out: list[Entry] = []
+        stack = [(self._os(top), top.rstrip("/") + "/" if top else "")]
+        while stack:
+            real_dir, prefix = stack.pop()
+            try:
+                it = os.scandir(real_dir)
+            except OSError:
+                continue
+            with it:
+                for d in it:
+                    try:
+                        st = d.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    kind = kind_of_mode(st.st_mode)
+                    if kind == DIR:
+                        stack.append((d.path, prefix + d.name + "/"))
+                        continue
+                    link = os.readlink(d.path) if kind == SYMLINK else None
+                    out.append(Entry(prefix + d.name, kind, st.st_size, int(st.st_mtime), d.path, link))
+        out.sort(key=lambda e: e.path)
+        return out
+
+    def entry(self, path: str) -> Entry | None:
+        real = self._os(path)
+        try:
+            st = os.lstat(real)
+        except OSError:
+            return None
+        kind = kind_of_mode(st.st_mode)
+        link = os.readlink(real) if kind == SYMLINK else None
+        return Entry(path, kind, st.st_size, int(st.st_mtime), real, link)
+
+
+class WheelInventory(Inventory):
+    """A wheel's members, from the zip central directory (nothing decompressed)."""
+
+    kind = "wheel"
+
+    def __init__(self, wheel: str) -> None:
+        self.location = wheel
+        try:
+            with zipfile.ZipFile(wheel) as zf:
+                infos = zf.infolist()
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise TargetError(f"{wheel}: not a readable wheel ({exc})") from None
+        self._entries: dict[str, Entry] = {}
+        self._dirs: set[str] = set()
+        for info in infos:
+            name = info.filename
+            if info.is_dir():
+                self._dirs.add(name.rstrip("/"))
+                continue
+            mode = info.external_attr >> 16
+            kind = kind_of_mode(mode) if stat.S_IFMT(mode) else FILE
+            self._entries[name] = Entry(name, kind, info.file_size, None, name)
+            parts = name.split("/")
+            for i in range(1, len(parts)):
+                self._dirs.add("/".join(parts[:i]))
+
+    def inside(self, path: str) -> bool:
+        """Paths in a wheel are members: ``..`` or absolute names are never inside."""
+        return not (path.startswith("/") or ".." in path.split("/"))
+
+    def children(self, top: str = "") -> list[tuple[str, str]]:
+        prefix = top.rstrip("/") + "/" if top else ""
+        seen: dict[str, str] = {}
+        for name in self._entries:
+            if name.startswith(prefix):
+                head = name[len(prefix):].split("/", 1)
+                seen[head[0]] = DIR if len(head) > 1 else self._entries[name].kind
+        for d in self._dirs:
+            if d.startswith(prefix) and "/" not in d[len(prefix):] and d[len(prefix):]:
+                seen.setdefault(d[len(prefix):], DIR)
+        return sorted(seen.items())
+
+    def walk(self, top: str) -> list[Entry]:
+        prefix = top.rstrip("/") + "/"
+        return [self._entries[n] for n in sorted(self._entries) if n.startswith(prefix)]
+
+    def entry(self, path: str) -> Entry | None:
+        return self._entries.get(path)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self._entries.values())
+
+
+def inventory_for(source: Source, package: str) -> Inventory:
+    """The inventory of the tree ``source`` reads, rooted where RECORD paths start.
+
+    A package directory given as the target (``DirectorySource`` with a mount)
+    is audited from its parent, where its ``*.dist-info`` lives.
+    """
+    if isinstance(source, WheelSource):
+        return WheelInventory(source.location)
+    if isinstance(source, DirectorySource):
+        if source.mount is None:
+            return DirInventory(source.base)
+        if os.path.basename(source.base) != package:
+            raise TargetError(
+                f"{source.location}: the package directory is not named '{package}'; "
+                "give the site-packages directory for RECORD verification"
+            )
+        return DirInventory(os.path.dirname(source.base))
+    raise TargetError(f"{source.location}: RECORD verification needs a directory or a wheel")

@@ -1,0 +1,271 @@
+"""``*.dist-info/RECORD``: parsing, finding a package's distribution, and verifying files.
+
+RECORD (PEP 376, the wheel spec and the "Recording installed projects" spec)
+is a CSV of ``path,algorithm=urlsafe_b64(digest) without padding,size``. It is
+what ``debsums`` / ``rpm -V`` compare against for system packages and what pip
+never grew a command for (pip issues 1463, 4705).
+
+Rules for entries, as installers write them (never a false alarm on a clean
+install):
+
+* ``RECORD`` lists itself without a hash (and ``RECORD.jws`` / ``RECORD.p7s``
+  signatures too): skipped.
+* pip lists the ``__pycache__/*.pyc`` files it compiled without a hash (and
+  Python rewrites them whenever a source changes): every ``.pyc`` under
+  ``__pycache__`` is judged by the bytecode check (``pp1audit.bytecode``), which
+  asks the question that matters — would Python run it, and is it the source
+  compiled? — never by RECORD. A missing ``.pyc`` is fine (Python recompiles).
+* Other entries without a hash must exist; entries with a hash must match in
+  size and digest (``sha256``; any ``hashlib`` algorithm is accepted).
+* Paths outside the root (pip writes ``../../../bin/vllm`` for console
+  scripts) are verified when the target is a directory, and reported as
+  outside the target for a wheel (which never has them).
+* Files under the package directory that RECORD does not list are
+  ``unlisted`` (``__pycache__/*.pyc`` excepted, see above).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import re
+from dataclasses import dataclass
+
+from pp1audit.hashing import Digest
+from pp1audit.inventory import DIR, FILE, Entry, Inventory
+
+UNHASHED_OK = ("RECORD", "RECORD.jws", "RECORD.p7s")
+
+
+class RecordError(ValueError):
+    """RECORD cannot be parsed; the message names the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordEntry:
+    """One RECORD row."""
+
+    path: str
+    algorithm: str | None
+    digest: bytes | None
+    size: int | None
+    line: int
+
+
+def b64(raw: bytes) -> str:
+    """urlsafe base64 without padding, as RECORD writes digests."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def unb64(text: str) -> bytes:
+    """Inverse of ``b64`` (padding restored); ``ValueError`` on bad input."""
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def parse_record(data: bytes, where: str) -> list[RecordEntry]:
+    """Rows of a RECORD file; ``RecordError`` naming ``where:line`` on any bad row."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"{where}: not UTF-8 ({exc.reason})") from None
+    out: list[RecordEntry] = []
+    reader = csv.reader(io.StringIO(text))
+    try:
+        for row in reader:
+            line = reader.line_num
+            if not row or row == [""]:
+                continue
+            if len(row) != 3:
+                raise RecordError(f"{where}:{line}: expected path,hash,size; found {len(row)} fields")
+            path, hash_field, size_field = row
+            if not path:
+                raise RecordError(f"{where}:{line}: empty path")
+            algorithm = digest = None
+            if hash_field:
+                algorithm, sep, value = hash_field.partition("=")
+                if not sep or algorithm not in hashlib.algorithms_guaranteed:
+                    raise RecordError(f"{where}:{line}: bad hash field '{hash_field}'")
+                try:
+                    digest = unb64(value)
+                except ValueError:
+                    raise RecordError(f"{where}:{line}: bad base64 digest '{value}'") from None
+            size = None
+            if size_field:
+                if not size_field.isdigit():
+                    raise RecordError(f"{where}:{line}: bad size '{size_field}'")
+                size = int(size_field)
+            out.append(RecordEntry(path, algorithm, digest, size, line))
+    except csv.Error as exc:
+        raise RecordError(f"{where}:{reader.line_num}: {exc}") from None
+    return out
+
+
+def normalize(name: str) -> str:
+    """PEP 503 name normalisation (``Foo_Bar.baz`` → ``foo-bar-baz``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def dist_name(dist_info: str) -> str:
+    """The project name in ``name-version.dist-info`` (normalised)."""
+    stem = dist_info.rsplit(".", 1)[0]
+    return normalize(stem.split("-", 1)[0])
+
+
+def claims(inv: Inventory, meta_dir: str, package: str) -> bool:
+    """True when the distribution in ``meta_dir`` installs ``package``.
+
+    By name first, then ``top_level.txt``, then a RECORD row under ``package/``:
+    cheap reads of small files, so a site-packages of hundreds of distributions
+    is scanned in milliseconds.
+    """
+    if dist_name(meta_dir) == normalize(package):
+        return True
+    for name, needle in (("top_level.txt", None), ("RECORD", package + "/")):
+        data = read_small(inv, f"{meta_dir}/{name}")
+        if data is None:
+            continue
+        text = data.decode("utf-8", "replace")
+        if needle is None:
+            if package in (t.strip() for t in text.splitlines()):
+                return True
+        elif text.startswith(needle) or ("\n" + needle) in text or ('\n"' + needle) in text:
+            return True
+    return False
+
+
+def read_small(inv: Inventory, path: str, limit: int = 64 << 20) -> bytes | None:
+    """Content of a small regular file of the inventory (RECORD, .pth, top_level.txt), or None."""
+    from pp1audit.hashing import hash_entries
+
+    e = inv.entry(path)
+    if e is None or e.kind != FILE or e.size > limit:
+        return None
+    wheel = inv.location if inv.kind == "wheel" else None
+    d = hash_entries([e], wheel=wheel, keep=lambda _: True, workers=1)[path]
+    return d.data
+
+
+def distributions(inv: Inventory, package: str) -> list[str]:
+    """``*.dist-info`` / ``*.egg-info`` directories at the root that install ``package``, sorted."""
+    out = []
+    for name, kind in inv.children(""):
+        if kind == DIR and name.endswith((".dist-info", ".egg-info")) and claims(inv, name, package):
+            out.append(name)
+    return out
+
+
+def is_bytecode(path: str) -> bool:
+    """A ``__pycache__/*.pyc`` path: judged by the bytecode check, not by RECORD."""
+    return path.endswith(".pyc") and "/__pycache__/" in "/" + path
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A file that does not match RECORD."""
+
+    path: str
+    what: str
+    """``modified`` | ``missing`` | ``unlisted`` | ``not-regular`` | ``unreadable`` | ``outside``."""
+    message: str
+    expected: str | None = None
+    actual: str | None = None
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What RECORD verification found: problems and the counts for the summary."""
+
+    problems: list[Problem]
+    listed: int
+    verified: int
+    bytecode_listed: int
+    unhashed: int
+
+
+def verify(
+    entries: list[RecordEntry],
+    record_path: str,
+    located: dict[str, Entry | None],
+    digests: dict[str, Digest],
+    package_files: list[Entry],
+    package: str,
+    *,
+    extra_digests: dict[tuple[str, str], bytes] | None = None,
+) -> Verification:
+    """Compare RECORD rows with what is on the target.
+
+    ``located`` maps each RECORD path to its inventory entry (None: absent);
+    ``digests`` holds SHA-256 results by the entry's logical path;
+    ``extra_digests`` holds digests for rows using another algorithm.
+    """
+    problems: list[Problem] = []
+    listed_paths: set[str] = set()
+    verified = bytecode = unhashed = 0
+    for row in entries:
+        listed_paths.add(row.path)
+        name = row.path.rsplit("/", 1)[-1]
+        if is_bytecode(row.path):
+            bytecode += 1
+            continue
+        if row.digest is None and (row.path == record_path or name in UNHASHED_OK):
+            unhashed += 1
+            continue
+        found = located.get(row.path)
+        if found is None:
+            problems.append(Problem(row.path, "missing", "listed in RECORD but missing from the target",
+                                    expected=_fmt(row), actual=None))
+            continue
+        if found.kind != FILE:
+            problems.append(Problem(row.path, "not-regular",
+                                    f"is a {found.kind}, RECORD lists a regular file; not opened",
+                                    expected=_fmt(row), actual=found.kind))
+            continue
+        if row.digest is None:
+            unhashed += 1
+            continue
+        if row.algorithm == "sha256":
+            d = digests.get(found.path)
+            actual = d.sha256 if d is not None else None
+            err = d.error if d is not None else "not hashed"
+            size = d.size if d is not None else found.size
+        else:
+            actual = (extra_digests or {}).get((found.path, row.algorithm or ""))
+            err = "not hashed" if actual is None else None
+            size = found.size
+        if actual is None:
+            problems.append(Problem(row.path, "unreadable", f"cannot be verified: {err}",
+                                    expected=_fmt(row)))
+            continue
+        if actual != row.digest or (row.size is not None and size != row.size):
+            problems.append(Problem(
+                row.path, "modified",
+                "modified: content differs from RECORD"
+                + (f" (size {size}, RECORD says {row.size})" if row.size is not None and size != row.size
+                   else " (same size)"),
+                expected=_fmt(row), actual=f"{row.algorithm}={b64(actual)},{size}",
+            ))
+            continue
+        verified += 1
+    for e in package_files:
+        if e.path in listed_paths or is_bytecode(e.path):
+            continue
+        if e.kind != FILE:
+            problems.append(Problem(e.path, "not-regular",
+                                    f"is a {e.kind} in the package directory, not in RECORD; not opened",
+                                    actual=e.kind + (f" -> {e.link}" if e.link else "")))
+        else:
+            d = digests.get(e.path)
+            actual = f"sha256={b64(d.sha256)},{d.size}" if d is not None and d.sha256 else None
+            problems.append(Problem(e.path, "unlisted",
+                                    f"unlisted: in the package directory but not in RECORD "
+                                    f"(added after install; Python may import it as part of {package})",
+                                    actual=actual))
+    problems.sort(key=lambda p: p.path)
+    return Verification(problems, len(entries), verified, bytecode, unhashed)
+
+
+def _fmt(row: RecordEntry) -> str:
+    h = f"{row.algorithm}={b64(row.digest)}" if row.digest is not None else ""
+    return f"{h},{'' if row.size is None else row.size}"

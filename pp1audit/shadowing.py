@@ -1,0 +1,197 @@
+"""Import shadowing: code that runs before the package, and other copies of it.
+
+What an audit of ``site-packages/vllm`` must also rule out, because Python
+would execute something other than the audited files:
+
+* ``.pth`` files in the target root (site-packages). ``site`` executes every
+  line starting with ``import`` at *every* interpreter start (a classic
+  persistence and import-hijack vector), and adds other lines to ``sys.path``.
+  An executing ``.pth`` that an installed distribution's RECORD lists with a
+  matching hash (setuptools' ``distutils-precedence.pth`` in every fresh venv)
+  is attributed to it and noted; one no RECORD vouches for is a failure. A
+  path line naming a directory that holds another copy of the package fails.
+* Another distribution claiming the package (a second ``*.dist-info`` /
+  ``*.egg-info`` for the same name or installing the same top-level package):
+  files of two versions mixed in one directory, or an uninstall leftover.
+* Another importable ``<package>`` ahead of the target on ``sys.path``: the
+  standard library directories of the interpreter this site-packages belongs
+  to (``lib/pythonX.Y`` and ``lib-dynload``; for a venv, those of its base
+  interpreter, from ``pyvenv.cfg``), and module files beside the package
+  (``vllm.py``, ``vllm.*.so``) in the target root itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import os
+from dataclasses import dataclass, field
+
+from pp1audit.inventory import DIR, FILE, DirInventory, Inventory
+from pp1audit.record import RecordError, b64, distributions, parse_record, read_small
+
+
+@dataclass(frozen=True, slots=True)
+class Shadow:
+    """One finding: ``fail`` always (a note goes in ``ShadowReport.notes`` instead)."""
+
+    path: str
+    message: str
+    id: str
+
+
+@dataclass
+class ShadowReport:
+    """Findings, plus what was looked at (for the passing summary)."""
+
+    findings: list[Shadow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    pth_files: int = 0
+    looked_in: list[str] = field(default_factory=list)
+
+
+def module_names(package: str) -> set[str]:
+    """File names that import as top-level ``package`` (source, bytecode, extensions)."""
+    suffixes = (importlib.machinery.SOURCE_SUFFIXES + importlib.machinery.BYTECODE_SUFFIXES
+                + importlib.machinery.EXTENSION_SUFFIXES)
+    return {package + s for s in suffixes}
+
+
+def _copy_in(directory: str, package: str) -> str | None:
+    """The path of an importable ``package`` in an OS directory, or None."""
+    pkg = os.path.join(directory, package)
+    if os.path.isdir(pkg):
+        return pkg
+    for name in sorted(module_names(package)):
+        p = os.path.join(directory, name)
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+def _owners(inv: Inventory, name: str, digest: bytes) -> tuple[list[str], list[str]]:
+    """Distributions whose RECORD lists ``name`` at the root: (with matching hash, with other hash)."""
+    good, bad = [], []
+    for meta, kind in inv.children(""):
+        if kind != DIR or not meta.endswith(".dist-info"):
+            continue
+        data = read_small(inv, f"{meta}/RECORD")
+        if data is None or name.encode() not in data:
+            continue
+        try:
+            rows = parse_record(data, f"{meta}/RECORD")
+        except RecordError:
+            continue
+        for row in rows:
+            if row.path == name:
+                match = row.algorithm == "sha256" and row.digest == digest
+                (good if match else bad).append(meta)
+    return good, bad
+
+
+def check_pth(inv: Inventory, package: str, report: ShadowReport) -> None:
+    """``.pth`` files at the root: executing lines and paths to other copies."""
+    for name, kind in inv.children(""):
+        if not name.endswith(".pth"):
+            continue
+        report.pth_files += 1
+        if kind != FILE:
+            report.findings.append(Shadow(name, f"{name} is a {kind}; not opened", f"pth:{name}"))
+            continue
+        data = read_small(inv, name)
+        if data is None:
+            report.findings.append(Shadow(name, f"{name} cannot be read", f"pth:{name}"))
+            continue
+        text = data.decode("utf-8", "replace")
+        executing: list[tuple[int, str]] = []
+        for n, raw in enumerate(text.splitlines(), 1):
+            line = raw.rstrip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith(("import ", "import\t")):
+                executing.append((n, line))
+                continue
+            if isinstance(inv, DirInventory):
+                target = os.path.join(inv.root, line)
+                copy = _copy_in(target, package) if os.path.isdir(target) else None
+                if copy is not None:
+                    report.findings.append(Shadow(
+                        name, f"{name}:{n} adds {target} to sys.path, and another copy of "
+                        f"'{package}' is there ({copy})", f"pth:{name}:{n}"))
+        if not executing:
+            continue
+        good, bad = _owners(inv, name, hashlib.sha256(data).digest())
+        first_n, first = executing[0]
+        shown = first if len(first) <= 120 else first[:117] + "..."
+        if good:
+            report.notes.append(f"{name} executes code at startup; installed by {good[0]} "
+                                f"(matches its RECORD)")
+            continue
+        why = (f"differs from the {bad[0]} RECORD" if bad else "no installed distribution's RECORD lists it")
+        report.findings.append(Shadow(
+            name, f"{name} executes code at every interpreter start ({why}): line {first_n}: "
+            f"{shown}" + (f" (+{len(executing) - 1} more import lines)" if len(executing) > 1 else ""),
+            f"pth:{name}",
+        ))
+
+
+def _ahead_dirs(root: str) -> list[str]:
+    """Standard library directories searched before this site-packages."""
+    parent = os.path.dirname(root)
+    if os.path.basename(root) not in ("site-packages", "dist-packages"):
+        return []
+    out = []
+    if os.path.basename(parent).startswith("python"):
+        out += [parent, os.path.join(parent, "lib-dynload")]
+        prefix = os.path.dirname(os.path.dirname(parent))
+        cfg = os.path.join(prefix, "pyvenv.cfg")
+        home = None
+        try:
+            with open(cfg, encoding="utf-8") as f:
+                for line in f:
+                    k, sep, v = line.partition("=")
+                    if sep and k.strip() == "home":
+                        home = v.strip()
+        except OSError:
+            pass
+        if home:
+            base_lib = os.path.join(os.path.dirname(home), "lib", os.path.basename(parent))
+            out += [base_lib, os.path.join(base_lib, "lib-dynload")]
+    return [d for d in out if os.path.isdir(d) and os.path.realpath(d) != os.path.realpath(root)]
+
+
+def check_copies(inv: Inventory, package: str, primary: str | None, report: ShadowReport) -> None:
+    """Other distributions for the package, module files beside it, copies ahead on sys.path."""
+    for meta in distributions(inv, package):
+        if meta != primary:
+            report.findings.append(Shadow(
+                meta, f"second installed distribution for '{package}': {meta}"
+                + (f" besides {primary}" if primary else "")
+                + " (an uninstall leftover or a second version whose files mix with the audited ones)",
+                f"shadow:{meta}"))
+    names = module_names(package)
+    for name, _kind in inv.children(""):
+        if name in names:
+            report.findings.append(Shadow(
+                name, f"another importable '{package}' beside the package: {name} "
+                f"(the package directory wins in the same directory; a second copy nonetheless)",
+                f"shadow:{name}"))
+    if isinstance(inv, DirInventory):
+        for d in _ahead_dirs(inv.root):
+            report.looked_in.append(d)
+            copy = _copy_in(d, package)
+            if copy is not None:
+                report.findings.append(Shadow(
+                    copy, f"another '{package}' at {copy} is ahead of the audited copy on sys.path "
+                    f"(standard library directory): Python imports that one", f"shadow:{copy}"))
+
+
+def check_shadowing(inv: Inventory, package: str, primary: str | None) -> ShadowReport:
+    """All shadowing checks for one target."""
+    report = ShadowReport()
+    check_pth(inv, package, report)
+    check_copies(inv, package, primary, report)
+    return report
+
+
+__all__ = ["Shadow", "ShadowReport", "b64", "check_shadowing"]

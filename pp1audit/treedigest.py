@@ -1,0 +1,84 @@
+r"""The tree digest: one SHA-256 that pins every file of a package at once.
+
+Which files: every entry below ``<package>/`` (paths relative to the target
+root, so they start with ``<package>/``), except anything inside a
+``__pycache__`` directory (bytecode is written by the installer and by Python
+itself, and is judged by the bytecode check instead). The ``*.dist-info``
+directory is not part of it either (installers add ``INSTALLER``,
+``REQUESTED``, ``direct_url.json`` and rewrite ``RECORD``). So the digest of an
+installed tree and of the wheel it came from are identical.
+
+Exact byte format (this is the contract a manifest's ``target.tree_sha256``
+pins). For each entry, sorted by the UTF-8 bytes of its path, one line::
+
+    <lowercase hex SHA-256 of the content>  <path>\n
+
+— two spaces, as ``sha256sum`` prints. Paths containing a backslash or a
+newline are written the way GNU ``sha256sum`` writes them: the line starts with
+``\``, and in the path ``\`` becomes ``\\`` and a newline ``\n``. An entry that
+is not a regular file has ``<type>:<detail>`` in place of the hex digest
+(``symlink:<target>``, ``FIFO:``, ``socket:``, ``device:``); it is never opened.
+The tree digest is the SHA-256 of the concatenated lines, in hex.
+
+So, on an installed tree without special files, this reproduces it::
+
+    cd site-packages && find vllm -name __pycache__ -prune -o -type f -print0 \
+      | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pp1audit.hashing import Digest
+from pp1audit.inventory import FILE, SYMLINK, Entry
+
+
+def in_tree(path: str, package: str) -> bool:
+    """True for the paths the tree digest covers (see the module docstring)."""
+    return path.startswith(package + "/") and "__pycache__" not in path.split("/")
+
+
+@dataclass(frozen=True)
+class TreeDigest:
+    """The digest, and the per-file lines it was computed from (to explain a mismatch)."""
+
+    sha256: str | None
+    files: int
+    unreadable: list[str]
+    """Regular files that could not be read: the digest is then None."""
+
+
+def line_for(path: str, token: str) -> bytes:
+    """One line of the digest input (escaped like GNU sha256sum)."""
+    if "\\" in path or "\n" in path:
+        return ("\\" + token + "  " + path.replace("\\", "\\\\").replace("\n", "\\n") + "\n").encode()
+    return (token + "  " + path + "\n").encode("utf-8", "surrogateescape")
+
+
+def token_for(entry: Entry, digest: Digest | None) -> str | None:
+    """The hex digest of a regular file, ``<type>:<detail>`` otherwise; None if unreadable."""
+    if entry.kind == FILE:
+        if digest is None or digest.sha256 is None:
+            return None
+        return digest.sha256.hex()
+    if entry.kind == SYMLINK:
+        return f"symlink:{entry.link or ''}"
+    return f"{entry.kind}:"
+
+
+def tree_digest(entries: Iterable[Entry], digests: dict[str, Digest], package: str) -> TreeDigest:
+    """Compute the tree digest over ``entries`` (those outside the tree are ignored)."""
+    chosen = sorted((e for e in entries if in_tree(e.path, package)),
+                    key=lambda e: e.path.encode("utf-8", "surrogateescape"))
+    h = hashlib.sha256()
+    unreadable = []
+    for e in chosen:
+        token = token_for(e, digests.get(e.path))
+        if token is None:
+            unreadable.append(e.path)
+            continue
+        h.update(line_for(e.path, token))
+    return TreeDigest(None if unreadable else h.hexdigest(), len(chosen), unreadable)
