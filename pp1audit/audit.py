@@ -11,17 +11,36 @@ from pp1audit import __version__
 from pp1audit.checks.citations import check_citation
 from pp1audit.checks.files import check_file
 from pp1audit.checks.invariants import anchored_citation, check_invariant
+from pp1audit.checks.provenance import ProvenanceRun
 from pp1audit.checks.version import check_version
 from pp1audit.hashing import Progress
 from pp1audit.manifest import Citation, Manifest
 from pp1audit.matcher import Engine
 from pp1audit.result import Check, GatePolicy, Result, TargetInfo
+from pp1audit.runconfig import ProvenanceOptions
 from pp1audit.sources import Source
 from pp1audit.store import FileStore
 
 
-def run_checks(manifest: Manifest, store: FileStore) -> list[Check]:
-    """Every check the manifest asks for, in manifest order, on one store."""
+def run_checks(
+    manifest: Manifest, store: FileStore, options: ProvenanceOptions | None = None
+) -> list[Check]:
+    """Every check the manifest asks for, in manifest order, on one store.
+
+    ``options`` says where named git sources are cloned and where remote pins are
+    cached (see ``checks.provenance``); without them those checks report ``skip``.
+    """
+    prov = ProvenanceRun(manifest, options, store)
+    try:
+        prov.open_clones()
+        if prov.options.fetch:
+            prov.fetch_all()
+        return _run_checks(manifest, store, prov)
+    finally:
+        prov.close()
+
+
+def _run_checks(manifest: Manifest, store: FileStore, prov: ProvenanceRun) -> list[Check]:
     checks: list[Check] = []
     if manifest.version is not None:
         checks.append(check_version(manifest.package, manifest.version, store))
@@ -35,15 +54,23 @@ def run_checks(manifest: Manifest, store: FileStore) -> list[Check]:
         return anchored_citation(citation, base, engine, manifest.invariants)
 
     for citation in manifest.citations.values():
+        if citation.source is not None:  # in a named git source or a remote pin
+            checks.append(prov.citation(citation))
+            continue
         checks.append(check_citation(citation, manifest.files.get(citation.span.path), store,
                                      invariant_anchor=by_invariant))
     for invariant in manifest.invariants.values():
+        if invariant.source is not None:  # in a named git source or a remote pin
+            checks.append(prov.invariant(invariant))
+            continue
         checks.append(check_invariant(invariant, engine))
+    checks.extend(prov.checks())
     return checks
 
 
 def audit(
     manifest: Manifest, source: Source, policy: GatePolicy | None = None,
+    options: ProvenanceOptions | None = None,
     record: bool = False, progress: Progress | None = None,
 ) -> Result:
     """Check ``source`` against ``manifest`` and return the whole result.
@@ -53,7 +80,7 @@ def audit(
     told how hashing goes (the CLI draws it; the core never prints).
     """
     store = FileStore(source)
-    checks = run_checks(manifest, store)
+    checks = run_checks(manifest, store, options)
     if record or manifest.record or manifest.tree_sha256 is not None:
         from pp1audit.checks.record import record_checks
 

@@ -185,4 +185,10 @@ def parse_provenance(loaded: Loaded, file: str, raw: dict[str, Any]) -> Provenan
         if pin.donor and pin.applies_to != TARGET and pin.applies_to not in sources:
             raise fail(("donors", rid, "applies_to"),
                        f"no git source '{pin.applies_to}' under 'sources' (or use 'target')")
+    for section in ("citations", "invariants"):
+        for iid, rec in (raw.get(section) or {}).items():
+            name = rec.get("source", TARGET) if isinstance(rec, dict) else TARGET
+            if name != TARGET and name not in sources and name not in remotes:
+                raise fail((section, iid, "source"),
+                           f"no source '{name}' under 'sources', 'remotes' or 'donors'")
     return Provenance(sources=sources, remotes=remotes)

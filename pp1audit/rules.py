@@ -135,6 +135,8 @@ class Invariant:
     every: Rule | None
     claim: str | None
     title: str | None
+    source: str | None = None
+    """A named git source or remote pin ``file`` lives in; None: the target."""
 
     @property
     def where_text(self) -> str:
@@ -277,4 +279,5 @@ def parse_invariant(iid: str, raw: dict[str, Any]) -> Invariant:
     return Invariant(
         id=iid, file=raw["file"], scope=scope, rule=rule, every=every,
         claim=raw.get("claim"), title=raw.get("title"),
+        source=raw["source"] if raw.get("source", "target") != "target" else None,
     )

@@ -31,7 +31,9 @@ from pp1audit.store import FileStore
 
 if TYPE_CHECKING:
     from pp1audit.gitsource import Clone, GitSource
+    from pp1audit.matcher import Engine
     from pp1audit.remote import Cache
+    from pp1audit.rules import Invariant
 
 
 def short(sha: str) -> str:
@@ -68,6 +70,7 @@ class ProvenanceRun:
         self._remote: dict[str, FileStore | _Unavailable] = {}
         self._fetch_errors: dict[str, Exception] = {}
         self._cache: Cache | None = None
+        self._engines: dict[int, Engine] = {}
 
     # -- opening things -------------------------------------------------------
 
@@ -189,7 +192,51 @@ class ProvenanceRun:
             return Check(id=citation.id, kind="citation", status=store.status, path=span.path,
                          lines=(span.start, span.end), source=name, message=store.message)
         pinned = self.prov.pins(name).get(citation.span.path)
+        if pinned is None and citation.anchor is None and name in self.prov.sources:
+            return self._commit_fixed_citation(citation, store, name)
         return check_citation(citation, pinned, store, source=name)
+
+    def _commit_fixed_citation(self, citation: Citation, store: FileStore, name: str) -> Check:
+        """A git citation with neither pin nor anchor: the pinned commit fixes its content.
+
+        Git names blobs by their hash, so the span read at the pinned commit is the
+        cited text; what can still fail is the file or the lines being absent.
+        """
+        from pp1audit.errors import SourceError
+
+        span = citation.span
+        pinned = (span.start, span.end)
+        base: dict[str, Any] = {"id": citation.id, "kind": "citation", "path": span.path,
+                                "lines": pinned, "source": name}
+        try:
+            lines = store.get(span.path).text_lines()
+        except SourceError as exc:
+            from pp1audit.checks import source_problem
+
+            return source_problem(exc, id=citation.id, kind="citation", lines=pinned, source=name)
+        commit = short(self.prov.sources[name].commit)
+        if span.end > len(lines):
+            return Check(**base, status=Status.FAIL,
+                         message=f"{span} is past the end of {span.path} at {name}@{commit} "
+                         f"({len(lines)} lines)")
+        return Check(**base, status=Status.PASS, found_lines=pinned,
+                     excerpt="\n".join(lines[span.start - 1 : span.end]),
+                     message=f"{span} read at {name}@{commit} (content fixed by the commit id)")
+
+    def invariant(self, inv: Invariant) -> Check:
+        """An invariant on a file of a named git source (pinned commit) or remote pin."""
+        from pp1audit.checks.invariants import check_invariant
+        from pp1audit.matcher import Engine
+
+        name = inv.source or TARGET
+        store = self.git_store(name) if name in self.prov.sources else self.remote_store(name)
+        if isinstance(store, _Unavailable):
+            return Check(id=inv.id, kind="invariant", status=store.status, path=inv.file,
+                         source=name, message=store.message)
+        engine = self._engines.get(id(store))
+        if engine is None:
+            engine = self._engines[id(store)] = Engine(store)
+        return check_invariant(inv, engine, source=name)
 
     def checks(self) -> list[Check]:
         """Every provenance check the manifest asks for, in manifest order."""
