@@ -25,12 +25,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pp1audit.anchortext import block, context_size
+from pp1audit.anchortext import block
 from pp1audit.errors import Pp1Error, SourceError
-from pp1audit.manifest import Citation, Manifest
+from pp1audit.manifest import Citation, Manifest, text_lines
 from pp1audit.result import Check, Status
 from pp1audit.sources import Source
-from pp1audit.spans import relocate, span_sha256
+from pp1audit.spans import normalize, relocate, span_sha256
 from pp1audit.store import FileStore
 
 UNCHANGED = "unchanged"
@@ -107,6 +107,34 @@ def format_at(old_at: str, path: str, start: int, end: int) -> str:
         return f"{path}:{start}"
     m = _SEP.match(old_at)
     return f"{path}:{start}{m['sep'] if m else '-'}{end}"
+
+
+def _like(old: str, new: str) -> str:
+    """``new`` with the final-newline convention of ``old`` (``|`` vs ``|-`` blocks)."""
+    if not old.endswith("\n") and new.endswith("\n") and not new.endswith("\n\n") and new != "\n":
+        return new[:-1]  # a last line that is blank needs its newline to stay a line
+    return new
+
+
+def _context(lines: list[str], a: int, b: int, before: bool, nonblank: int) -> list[str]:
+    """The lines just before (or after) span ``a``-``b`` holding ``nonblank`` non-blank lines.
+
+    Counting non-blank lines, as relocation's whitespace-normalised comparison
+    does, keeps a context whose blank lines were lost to a ``|-`` block equal to
+    itself; one that really changed is re-quoted with the same amount of code.
+    """
+    if nonblank <= 0:
+        return []
+    out: list[str] = []
+    seen = 0
+    idx = range(a - 2, -1, -1) if before else range(b, len(lines))
+    for i in idx:
+        out.append(lines[i])
+        if lines[i].strip():
+            seen += 1
+            if seen == nonblank:
+                break
+    return out[::-1] if before else out
 
 
 def _eol_mark(mapping: Any, key: str, reason: str) -> None:
@@ -238,7 +266,13 @@ class _Planner:
             old_lines=(cit.span.start, cit.span.end)))
 
     def _carry(self, cit: Citation, rec: Any, found: tuple[int, int]) -> None:
-        """Move the citation to ``found`` and re-quote its anchor from those lines."""
+        """Move the citation to ``found`` and re-quote its anchor from those lines.
+
+        ``exact`` (and a span digest) always quote the lines found. Context lines
+        are re-quoted only when the written ones no longer surround the span (so
+        an unchanged neighbourhood costs no diff), with as many lines as the
+        author wrote, and each text keeps the author's final-newline convention.
+        """
         from pp1audit.yamlrt import set_scalar
 
         a, b = found
@@ -250,18 +284,22 @@ class _Planner:
         anchor = rec.get("anchor")
         if anchor is not None:
             if "exact" in anchor:
-                text_changed |= set_scalar(anchor, "exact", block(lines[a - 1 : b]))
+                new_exact = _like(str(anchor["exact"]), block(lines[a - 1 : b]))
+                text_changed |= set_scalar(anchor, "exact", new_exact)
             if "sha256" in anchor:
                 text_changed |= set_scalar(anchor, "sha256", span_sha256(lines[a - 1 : b]))
-            for key, new in (("prefix", self._before(lines, a, anchor.get("prefix"))),
-                             ("suffix", self._after(lines, b, anchor.get("suffix")))):
+            for key in ("prefix", "suffix"):
                 if key not in anchor:
                     continue
-                if new:
-                    context_changed |= set_scalar(anchor, key, new)
+                old = str(anchor[key])
+                ctx = _context(lines, a, b, key == "prefix", len(normalize(text_lines(old))))
+                if normalize(ctx) == normalize(text_lines(old)):
+                    continue
+                context_changed = True
+                if normalize(ctx):
+                    set_scalar(anchor, key, _like(old, block(ctx)))
                 else:
                     del anchor[key]
-                    context_changed = True
         pinned = (span.start, span.end)
         if found != pinned:
             outcome, detail = MOVED, f"{_lines_str(pinned)} → {_lines_str(found)}"
@@ -272,16 +310,6 @@ class _Planner:
         self.items.append(PinItem(
             "citation", cit.id, outcome, old_at, str(rec["at"]), detail, path=span.path,
             old_lines=pinned, new_lines=found))
-
-    @staticmethod
-    def _before(lines: list[str], start: int, old: str | None) -> str:
-        n = context_size(old)
-        return block(lines[max(0, start - 1 - n) : start - 1]) if n else ""
-
-    @staticmethod
-    def _after(lines: list[str], end: int, old: str | None) -> str:
-        n = context_size(old)
-        return block(lines[end : end + n]) if n else ""
 
     # -- invariants and the rest -------------------------------------------------
     def others(self) -> None:
