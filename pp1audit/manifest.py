@@ -191,7 +191,7 @@ def _invariant_anchor(
                     f"an invariant anchor stands alone: remove '{extra[0]}'", key=True)
 
 
-def parse(text: str, file: str) -> Manifest:
+def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
     """Parse and validate manifest text; ``ManifestError`` names the line and column."""
     loaded = load(text, file)
     if not isinstance(loaded.data, dict):
@@ -248,7 +248,7 @@ def parse(text: str, file: str) -> Manifest:
     target = raw["target"]
     return Manifest(
         path=file,
-        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        sha256=sha256 or hashlib.sha256(text.encode("utf-8")).hexdigest(),
         raw=raw,
         loaded=loaded,
         audit_id=audit.get("id", Path(file).stem),
@@ -282,4 +282,4 @@ def load_manifest(path: Path, display: str | None = None) -> Manifest:
         line = data[: exc.start].count(b"\n") + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise ManifestError(name, line, col, "", "not UTF-8 text") from None
-    return parse(text, name)
+    return parse(text, name, sha256=hashlib.sha256(data).hexdigest())

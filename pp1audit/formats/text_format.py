@@ -26,7 +26,8 @@ def _where(check: Check) -> str:
     a, b = check.lines
     where = f"{check.path}:{a}" if a == b else f"{check.path}:{a}-{b}"
     if check.found_lines and check.found_lines != check.lines:
-        where += f" → {check.found_lines[0]}-{check.found_lines[1]}"
+        c, d = check.found_lines
+        where += f" → {c}" if c == d else f" → {c}-{d}"
     return where
 
 

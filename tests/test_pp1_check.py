@@ -1,0 +1,93 @@
+"""`pp1audit check` with the shipped PP1 manifest on real vLLM 0.31.0.
+
+The audited image is a patched 0.31.1.dev build; public 0.31.0 is its nearest
+real relative. So the gate must close on exactly the image pins (version and
+three digests), while every claim is found again in the real code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli
+
+PP1 = REPO / "manifests" / "pp1.yaml"
+
+
+def line_of(path: Path, needle: str, start: int = 1) -> int:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if number >= start and needle in line:
+            return number
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+@pytest.fixture(scope="module")
+def pp1_result(vllm_tree: Path) -> dict:
+    proc = run_cli("check", str(vllm_tree), "--manifest", str(PP1), "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def checks(result: dict, kind: str) -> dict[str, dict]:
+    return {c["id"]: c for c in result["checks"] if c["kind"] == kind}
+
+
+def test_image_pins_fail_with_actual_values(pp1_result: dict, vllm_tree: Path) -> None:
+    version = checks(pp1_result, "version")["version"]
+    assert (version["status"], version["actual"]) == ("fail", "0.31.0")
+    assert version["expected"] == "0.31.1.dev0+g6e517b15.dsv41gb10"
+    files = checks(pp1_result, "file")
+    assert len(files) == 3
+    for check in files.values():
+        assert check["status"] == "fail"
+        assert check["actual"] == hashlib.sha256((vllm_tree / check["path"]).read_bytes()).hexdigest()
+    failing = {c["id"] for c in pp1_result["checks"] if c["status"] in ("fail", "error")}
+    assert failing == {"version", *files}
+
+
+def test_vllm_citations_found_again_at_the_right_lines(pp1_result: dict, vllm_tree: Path) -> None:
+    cites = checks(pp1_result, "citation")
+    gpu = vllm_tree / "vllm/v1/worker/gpu"
+    runner = gpu / "model_runner.py"
+    call = line_of(runner, "sampler_output = self.rejection_sampler(")
+    assert cites["runner-passes-draft-logits"]["status"] == "drift"
+    assert cites["runner-passes-draft-logits"]["found_lines"] == [call, line_of(runner, ")", call + 1)]
+    assert line_of(runner, "self.speculator.draft_logits,", call) < line_of(runner, ")", call + 1)
+    mask = line_of(runner, "self.structured_outputs_worker.apply_grammar_bitmask(")
+    assert cites["runner-grammar-mask"]["found_lines"] == [mask, mask]
+    sampler = gpu / "spec_decode/rejection_sampler.py"
+    verify = line_of(sampler, "    def _verify(")
+    assert cites["rejection-sampler-verify"]["status"] == "drift"
+    assert cites["rejection-sampler-verify"]["found_lines"] == [
+        verify, line_of(sampler, "return processed_logits, sampled, num_sampled", verify)
+    ]
+    spec = gpu / "spec_decode/speculator.py"
+    alloc = line_of(spec, "self.draft_logits: torch.Tensor | None = None")
+    assert cites["speculator-draft-logits"]["found_lines"] == [alloc, alloc + 13]
+    assert "torch.full(" in spec.read_text().splitlines()[alloc + 3]
+    cfg = vllm_tree / "vllm/config/speculative.py"
+    default = line_of(cfg, 'draft_sample_method: DraftSampleMethod = "greedy"')
+    assert cites["config-default-greedy"]["found_lines"] == [default, default]
+    for cid, check in cites.items():
+        if cid.startswith("lane-"):
+            assert check["status"] == "skip", cid
+            assert "--repo lane=PATH" in check["message"]
+        else:
+            assert check["status"] in ("pass", "drift"), (cid, check["message"])
+
+
+def test_every_invariant_passes(pp1_result: dict) -> None:
+    invariants = checks(pp1_result, "invariant")
+    assert len(invariants) >= 6
+    assert {c["status"] for c in invariants.values()} == {"pass"}
+
+
+def test_default_manifest_is_pp1(vllm_wheel: Path) -> None:
+    proc = run_cli("check", str(vllm_wheel), "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["manifest"]["sha256"] == hashlib.sha256(PP1.read_bytes()).hexdigest()
+    assert {c["id"] for c in result["checks"]} >= {"runner-passes-draft-logits", "version"}
