@@ -25,9 +25,12 @@ class Span:
     end: int
 
     def __str__(self) -> str:
-        if self.start == self.end:
-            return f"{self.path}:{self.start}"
-        return f"{self.path}:{self.start}-{self.end}"
+        return f"{self.path}:{self.lines}"
+
+    @property
+    def lines(self) -> str:
+        """``a-b``, or ``a`` for a one-line span."""
+        return str(self.start) if self.start == self.end else f"{self.start}-{self.end}"
 
     @property
     def length(self) -> int:

@@ -98,5 +98,5 @@ def check_citation(
     return replace(
         base, status=Status.DRIFT, found_lines=found,
         excerpt="\n".join(lines[match.start - 1 : match.end]),
-        message=f"{span} moved to {moved.start}-{moved.end} ({shift:+d} lines){suffix}",
+        message=f"{span} moved to {moved.lines} ({shift:+d} lines){suffix}",
     )
