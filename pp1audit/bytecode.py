@@ -33,7 +33,6 @@ before. Misses are compiled in worker processes, one per core.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import marshal
 import os
@@ -336,7 +335,3 @@ def _run(todo: list[tuple[PycName, bytes, bytes, str]], progress: Progress | Non
         if progress is not None and tasks:
             progress.stop()
 
-
-def pyc_sha(data: bytes) -> bytes:
-    """SHA-256 of bytes (helper for tests and callers without a ``Digest``)."""
-    return hashlib.sha256(data).digest()

@@ -257,11 +257,11 @@ def verify(
                                     actual=e.kind + (f" -> {e.link}" if e.link else "")))
         else:
             d = digests.get(e.path)
-            actual = f"sha256={b64(d.sha256)},{d.size}" if d is not None and d.sha256 else None
+            listed = f"sha256={b64(d.sha256)},{d.size}" if d is not None and d.sha256 else None
             problems.append(Problem(e.path, "unlisted",
                                     f"unlisted: in the package directory but not in RECORD "
                                     f"(added after install; Python may import it as part of {package})",
-                                    actual=actual))
+                                    actual=listed))
     problems.sort(key=lambda p: p.path)
     return Verification(problems, len(entries), verified, bytecode, unhashed)
 

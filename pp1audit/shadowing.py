@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass, field
 
 from pp1audit.inventory import DIR, FILE, DirInventory, Inventory
-from pp1audit.record import RecordError, b64, distributions, parse_record, read_small
+from pp1audit.record import RecordError, distributions, parse_record, read_small
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,8 @@ def _copy_in(directory: str, package: str) -> str | None:
 
 def _owners(inv: Inventory, name: str, digest: bytes) -> tuple[list[str], list[str]]:
     """Distributions whose RECORD lists ``name`` at the root: (with matching hash, with other hash)."""
-    good, bad = [], []
+    good: list[str] = []
+    bad: list[str] = []
     for meta, kind in inv.children(""):
         if kind != DIR or not meta.endswith(".dist-info"):
             continue
@@ -193,5 +194,3 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None) -> Shadow
     check_copies(inv, package, primary, report)
     return report
 
-
-__all__ = ["Shadow", "ShadowReport", "b64", "check_shadowing"]

@@ -54,7 +54,8 @@ class TreeDigest:
 def line_for(path: str, token: str) -> bytes:
     """One line of the digest input (escaped like GNU sha256sum)."""
     if "\\" in path or "\n" in path:
-        return ("\\" + token + "  " + path.replace("\\", "\\\\").replace("\n", "\\n") + "\n").encode()
+        escaped = path.replace("\\", "\\\\").replace("\n", "\\n")
+        return ("\\" + token + "  " + escaped + "\n").encode("utf-8", "surrogateescape")
     return (token + "  " + path + "\n").encode("utf-8", "surrogateescape")
 
 

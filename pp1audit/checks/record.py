@@ -57,10 +57,24 @@ def _normal(inv: Inventory, path: str) -> str:
     return posixpath.normpath(path)
 
 
-def _primary(dists: list[str], package: str) -> str | None:
+def _primary(inv: Inventory, dists: list[str], package: str, present: set[str]) -> str | None:
+    """The distribution being audited: named like the package, and, when several
+    claim it, the one whose RECORD accounts for the most files present (the
+    other is a leftover or a second version, reported by the shadowing check)."""
     named = [d for d in dists if d.endswith(".dist-info") and dist_name(d) == normalize(package)]
-    dist_infos = [d for d in dists if d.endswith(".dist-info")]
-    return (named or dist_infos or [None])[0]
+    candidates = named or [d for d in dists if d.endswith(".dist-info")]
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+
+    def score(meta: str) -> int:
+        data = read_small(inv, f"{meta}/RECORD", limit=1 << 30)
+        try:
+            rows = parse_record(data, meta) if data is not None else []
+        except RecordError:
+            return -1
+        return sum(1 for r in rows if _normal(inv, r.path) in present)
+
+    return max(candidates, key=score)
 
 
 def record_checks(
@@ -85,7 +99,7 @@ def record_checks(
     if not files:
         return [_error("record", f"no files under {package}/ in the target", package + "/")]
     dists = distributions(inv, package)
-    primary = _primary(dists, package)
+    primary = _primary(inv, dists, package, {e.path for e in files})
 
     rows: list[RecordEntry] = []
     record_path = f"{primary}/RECORD" if primary else None
@@ -221,11 +235,11 @@ def _shadow_checks(inv: Inventory, package: str, primary: str | None) -> list[Ch
     rep = check_shadowing(inv, package, primary)
     where = f"; looked ahead on sys.path in {', '.join(rep.looked_in)}" if rep.looked_in else ""
     notes = f"; {'; '.join(rep.notes)}" if rep.notes else ""
+    head = (f"{len(rep.findings)} import-shadowing problem(s) reported separately"
+            if rep.findings else f"no other copy of '{package}' importable ahead of the audited one")
     summary = Check(
         id="shadowing", kind=KIND, status=Status.PASS,
-        message=(f"no other copy of '{package}' importable ahead of the audited one; "
-                 f"{rep.pth_files} .pth file(s) checked{notes}{where}"
-                 + (f"; {len(rep.findings)} problem(s) reported separately" if rep.findings else "")),
+        message=f"{head}; {rep.pth_files} .pth file(s) checked{notes}{where}",
     )
     return [summary, *(
         Check(id=s.id, kind=KIND, status=Status.FAIL, path=s.path, message=s.message)

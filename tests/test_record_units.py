@@ -1,0 +1,247 @@
+"""Edge cases of RECORD, bytecode, shadowing and the tree digest on small hand-made trees.
+
+The real-package behaviour is in test_record_vllm.py; these trees are built by
+the tests (with hashes, pycs and RECORD computed the way installers do) to
+reach the cases vLLM does not have: hash-based and foreign bytecode, second
+distributions, path .pth files, copies ahead on sys.path, odd file names.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import importlib.util
+import io
+import marshal
+import os
+import py_compile
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pp1audit.checks.record import record_checks
+from pp1audit.hashing import hash_entries, hash_path
+from pp1audit.inventory import FIFO, DirInventory
+from pp1audit.progress import for_terminal
+from pp1audit.record import RecordError, parse_record
+from pp1audit.result import Check, Status
+from pp1audit.sources import DirectorySource, WheelSource
+from pp1audit.treedigest import tree_digest
+
+FILES = {
+    "pkg/__init__.py": "from pkg.mod import answer\n",
+    "pkg/mod.py": "def answer():\n    return 42\n",
+    "pkg/data/table.json": '{"a": 1}\n',
+}
+
+
+def record_row(root: Path, rel: str) -> list[str]:
+    data = (root / rel).read_bytes()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return [rel, f"sha256={digest}", str(len(data))]
+
+
+def install(root: Path, files: dict[str, str] = FILES, dist: str = "pkg-1.0",
+            compile_pyc: bool = True) -> Path:
+    """A site-packages laid out as pip leaves it: files, RECORD, pycs listed without hash."""
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    meta = root / f"{dist}.dist-info"
+    meta.mkdir(parents=True, exist_ok=True)
+    (meta / "METADATA").write_text(f"Name: {dist.split('-')[0]}\nVersion: 1.0\n", encoding="utf-8")
+    rows = [record_row(root, rel) for rel in files] + [record_row(root, f"{dist}.dist-info/METADATA")]
+    if compile_pyc:
+        for rel in files:
+            if rel.endswith(".py"):
+                src = root / rel
+                pyc = importlib.util.cache_from_source(str(src))
+                py_compile.compile(str(src), cfile=pyc, doraise=True)
+                rows.append([os.path.relpath(pyc, root), "", ""])
+    rows.append([f"{dist}.dist-info/RECORD", "", ""])
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    (meta / "RECORD").write_text(buf.getvalue(), encoding="utf-8")
+    return root
+
+
+def run(target: Path, **kw: object) -> dict[str, Check]:
+    source = WheelSource(target) if target.suffix == ".whl" else DirectorySource(target)
+    with source:
+        checks = record_checks("pkg", source, cache=_nocache(), **kw)  # type: ignore[arg-type]
+    return {c.id: c for c in checks}
+
+
+def _nocache():  # type: ignore[no-untyped-def]
+    from pp1audit.bytecode import VerifiedCache
+
+    return VerifiedCache(None)
+
+
+def bad(checks: dict[str, Check]) -> dict[str, Check]:
+    return {k: c for k, c in checks.items() if c.status is not Status.PASS}
+
+
+def test_clean_install_passes(tmp_path: Path) -> None:
+    checks = run(install(tmp_path / "site"))
+    assert bad(checks) == {}
+    assert checks["record"].message.startswith("4 of 4 files match pkg-1.0.dist-info/RECORD")
+    assert checks["bytecode"].message.startswith("2 bytecode files")
+
+
+def test_record_parse_errors_name_the_line() -> None:
+    with pytest.raises(RecordError, match=r"R:2: bad hash field 'md4=abc'"):
+        parse_record(b"a.py,,\nb.py,md4=abc,3\n", "R")
+    with pytest.raises(RecordError, match=r"R:1: expected path,hash,size; found 2 fields"):
+        parse_record(b"a.py,sha256=x\n", "R")
+
+
+def test_unparseable_record_is_an_error_check(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    rec = root / "pkg-1.0.dist-info" / "RECORD"
+    rec.write_text(rec.read_text() + "pkg/x.py,sha256=abc,notanumber\n", encoding="utf-8")
+    checks = run(root)
+    assert checks["record"].status is Status.ERROR
+    assert "RECORD:8: bad size 'notanumber'" in checks["record"].message
+
+
+def _tamper_pyc(root: Path, invalidation: py_compile.PycInvalidationMode) -> Path:
+    src = root / "pkg" / "mod.py"
+    pyc = Path(importlib.util.cache_from_source(str(src)))
+    py_compile.compile(str(src), cfile=str(pyc), invalidation_mode=invalidation, doraise=True)
+    header = pyc.read_bytes()[:16]
+    code = compile("def answer():\n    return 666\n", str(src), "exec", dont_inherit=True)
+    pyc.write_bytes(header + marshal.dumps(code))
+    return pyc
+
+
+def test_unchecked_hash_pyc_is_trusted_by_python_so_it_is_verified(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    _tamper_pyc(root, py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    (root / "pkg" / "mod.py").write_text("def answer():\n    return 42  # edited\n")  # not loaded
+    checks = bad(run(root))
+    key = f"bytecode:pkg/__pycache__/mod.{sys.implementation.cache_tag}.pyc"
+    assert set(checks) == {key, "record:pkg/mod.py"}
+    assert "unchecked hash-based pyc: Python never looks at the source" in checks[key].message
+    assert "only in the bytecode: 666" in checks[key].message
+
+
+def test_checked_hash_pyc_with_matching_source_hash_is_verified(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    _tamper_pyc(root, py_compile.PycInvalidationMode.CHECKED_HASH)
+    checks = bad(run(root))
+    assert list(checks) == [f"bytecode:pkg/__pycache__/mod.{sys.implementation.cache_tag}.pyc"]
+    assert "checked hash-based pyc whose source hash matches" in next(iter(checks.values())).message
+
+
+def test_stale_pyc_is_ignored_like_python_does(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    pyc = _tamper_pyc(root, py_compile.PycInvalidationMode.TIMESTAMP)
+    data = bytearray(pyc.read_bytes())
+    data[8:12] = (int.from_bytes(data[8:12], "little") ^ 1).to_bytes(4, "little")  # mtime off by 1s
+    pyc.write_bytes(bytes(data))
+    checks = run(root)
+    assert bad(checks) == {}
+    assert "1 stale" in checks["bytecode"].message
+
+
+def test_pyc_for_another_interpreter_is_unverifiable_not_failed(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    src = root / "pkg" / "mod.py"
+    mine = Path(importlib.util.cache_from_source(str(src)))
+    other = mine.with_name("mod.cpython-399.pyc")
+    other.write_bytes(mine.read_bytes())  # a header that matches: that interpreter would load it
+    checks = bad(run(root))
+    assert list(checks) == ["bytecode:pkg/__pycache__/mod.cpython-399.pyc"]
+    assert checks["bytecode:pkg/__pycache__/mod.cpython-399.pyc"].status is Status.SKIP
+    assert "unverifiable" in checks["bytecode:pkg/__pycache__/mod.cpython-399.pyc"].message
+
+
+def test_second_distribution_and_module_beside_the_package(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    old = root / "pkg-0.9.dist-info"
+    old.mkdir()
+    (old / "RECORD").write_text("pkg/old.py,,\n", encoding="utf-8")
+    (root / "pkg.py").write_text("answer = 0\n", encoding="utf-8")
+    checks = bad(run(root))
+    assert set(checks) == {"shadow:pkg-0.9.dist-info", "shadow:pkg.py"}
+    assert "second installed distribution for 'pkg': pkg-0.9.dist-info besides pkg-1.0.dist-info" \
+        in checks["shadow:pkg-0.9.dist-info"].message
+
+
+def test_pth_path_to_another_copy_and_copy_ahead_in_the_stdlib(tmp_path: Path) -> None:
+    lib = tmp_path / "prefix" / "lib" / "python3.11"
+    root = install(lib / "site-packages")
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "pkg").mkdir(parents=True)
+    (root / "extra.pth").write_text(f"# a comment\n{elsewhere}\n", encoding="utf-8")
+    (lib / "pkg").mkdir()
+    checks = bad(run(root))
+    assert set(checks) == {"pth:extra.pth:2", f"shadow:{lib / 'pkg'}"}
+    assert "another copy of 'pkg' is there" in checks["pth:extra.pth:2"].message
+    assert "ahead of the audited copy on sys.path" in checks[f"shadow:{lib / 'pkg'}"].message
+
+
+def test_wheel_with_executing_pth_and_unlisted_file(tmp_path: Path) -> None:
+    root = install(tmp_path / "site", compile_pyc=False)
+    whl = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as zf:
+        for p in sorted(root.rglob("*")):
+            if p.is_file():
+                zf.write(p, p.relative_to(root).as_posix())
+        zf.writestr("pkg/hook.py", "print('hi')\n")
+        zf.writestr("pkg-hook.pth", "import pkg.hook\n")
+    checks = bad(run(whl))
+    assert set(checks) == {"record:pkg/hook.py", "pth:pkg-hook.pth"}
+    assert checks["pth:pkg-hook.pth"].message.startswith(
+        "pkg-hook.pth executes code at every interpreter start")
+
+
+def test_tree_digest_equal_for_directory_and_wheel_and_excludes_pycache(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    whl = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        for rel in FILES:
+            zf.write(root / rel, rel)
+    a = run(root)["tree"].actual
+    b = run(whl)["tree"].actual
+    assert a == b and a is not None
+    (root / "pkg" / "data" / "table.json").write_text('{"a": 2}\n', encoding="utf-8")
+    assert run(root)["tree"].actual != a
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="GNU coreutils sha256sum escaping")
+def test_tree_digest_lines_escape_like_gnu_sha256sum(tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    odd = root / "pkg" / "a\nb\\c.txt"
+    odd.parent.mkdir(parents=True)
+    odd.write_bytes(b"x")
+    (root / "pkg" / "plain.txt").write_bytes(b"y")
+    inv = DirInventory(str(root))
+    entries = inv.walk("pkg")
+    got = tree_digest(entries, hash_entries(entries), "pkg").sha256
+    out = subprocess.run(["sha256sum", "pkg/a\nb\\c.txt", "pkg/plain.txt"], cwd=root,
+                         capture_output=True, check=True).stdout
+    assert got == hashlib.sha256(out).hexdigest()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifo_is_never_opened_even_if_swapped_in_after_listing(tmp_path: Path) -> None:
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    d = hash_path(str(fifo), False, bytearray(16))  # the race guard: O_NONBLOCK + fstat
+    assert d.sha256 is None and d.error == "is a FIFO; not opened"
+    entries = DirInventory(str(tmp_path)).walk("")
+    assert [e.kind for e in entries] == [FIFO]
+    assert hash_entries(entries)["f"].error == "is a FIFO; not opened"
+
+
+def test_no_progress_bar_for_json_or_a_pipe() -> None:
+    assert for_terminal("json", False) is None
+    if not sys.stderr.isatty():
+        assert for_terminal("text", False) is None
