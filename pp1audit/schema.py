@@ -460,7 +460,7 @@ def validator() -> Any:
         from pp1audit import _schema_validator as generated
     except ImportError:  # pragma: no cover - the module ships with the package
         generated = None
-    if generated is not None and generated.SCHEMA_SHA256 == schema_sha256():
+    if generated is not None and schema_sha256() == generated.SCHEMA_SHA256:
         return generated.validate
     import fastjsonschema
 

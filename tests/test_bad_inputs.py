@@ -49,7 +49,10 @@ def manifest_errors() -> list[tuple[str, str, str]]:
     ]
 
 
-@pytest.mark.parametrize(("name", "text", "expected"), manifest_errors(), ids=[e[0] for e in manifest_errors()])
+CASES = manifest_errors()
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), CASES, ids=[e[0] for e in CASES])
 def test_invalid_manifest_is_exit_2_with_line_and_column(
     tmp_path: Path, make_files: Callable[..., Path], name: str, text: str, expected: str
 ) -> None:

@@ -64,7 +64,8 @@ def test_one_byte_changed_in_pinned_file_fails_with_both_digests(tree_copy: Path
 def test_three_lines_inserted_above_citation_is_drift_shifted_by_three(
     tree_copy: Path, edit: Callable[[Path, Callable[[str], str]], None]
 ) -> None:
-    edit(tree_copy / RUNNER, lambda t: t.replace("class GPUModelRunner(", "# a\n# b\n# c\nclass GPUModelRunner(", 1))
+    three = "# a\n# b\n# c\nclass GPUModelRunner("
+    edit(tree_copy / RUNNER, lambda t: t.replace("class GPUModelRunner(", three, 1))
     rc, result = check_json(tree_copy, EXAMPLE)
     assert rc == 1
     cite = by_id(result)["runner-passes-draft-logits"]
@@ -76,12 +77,14 @@ def test_three_lines_inserted_above_citation_is_drift_shifted_by_three(
     assert proc.returncode == 1
 
 
-def test_cited_text_deleted_fails(tree_copy: Path, edit: Callable[[Path, Callable[[str], str]], None]) -> None:
-    edit(
-        tree_copy / SPECULATOR,
-        lambda t: t.replace('        if self.speculative_config.draft_sample_method == "probabilistic":\n'
-                            "            # Pre-temperature logits, cached from the previous decode step.\n", "", 1),
+def test_cited_text_deleted_fails(
+    tree_copy: Path, edit: Callable[[Path, Callable[[str], str]], None]
+) -> None:
+    guard = (
+        '        if self.speculative_config.draft_sample_method == "probabilistic":\n'
+        "            # Pre-temperature logits, cached from the previous decode step.\n"
     )
+    edit(tree_copy / SPECULATOR, lambda t: t.replace(guard, "", 1))
     rc, result = check_json(tree_copy, EXAMPLE)
     assert rc == 1
     cite = by_id(result)["speculator-allocates-draft-logits"]
@@ -106,25 +109,21 @@ def test_drift_alone_is_opened_by_allow_drift(
     assert "drift" in proc.stdout and "+2 lines" in proc.stdout
 
 
-PP1_PINS = """\
-pp1audit: 1
-audit: {id: pp1-pins}
-target:
-  package: vllm
-  version: 0.31.1.dev0+g6e517b15.dsv41gb10
-files:
-  vllm/v1/worker/gpu/spec_decode/dspark/speculator.py: f319e29d7b5492f8504d141474ef0bb58d39971249a24749fa8d464a808e8708
-  vllm/v1/worker/gpu/spec_decode/rejection_sampler.py: 25759f98e8aace9a556bc4252c206f246535f0536ebc919f97e097f92a72066a
-  vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py: ef1d40bf31140eb644a8f3b7a003373209d6a8e297f059e70ea66cf4972d8d90
-"""
+def pp1_pins_manifest(path: Path) -> Path:
+    """Only the image pins of manifests/pp1.yaml: its version and its file digests."""
+    import yaml
+
+    pp1 = yaml.safe_load((REPO / "manifests" / "pp1.yaml").read_text(encoding="utf-8"))
+    pins = {"pp1audit": 1, "target": pp1["target"], "files": pp1["files"]}
+    path.write_text(yaml.safe_dump(pins), encoding="utf-8")
+    return path
 
 
 @pytest.mark.parametrize("which", ["tree", "wheel"])
 def test_pp1_pins_fail_on_real_0310_with_actual_values(
     tmp_path: Path, vllm_tree: Path, vllm_wheel: Path, which: str
 ) -> None:
-    manifest = tmp_path / "pp1-pins.yaml"
-    manifest.write_text(PP1_PINS)
+    manifest = pp1_pins_manifest(tmp_path / "pp1-pins.yaml")
     rc, result = check_json(vllm_tree if which == "tree" else vllm_wheel, manifest)
     assert rc == 1
     assert result["counts"] == {"pass": 0, "drift": 0, "fail": 4, "skip": 0, "error": 0}

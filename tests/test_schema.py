@@ -12,7 +12,7 @@ from pp1audit.schema import SCHEMA, schema_sha256
 
 def test_generated_validator_matches_schema() -> None:
     # If this fails: run `python -m pp1audit.schema` and commit the result.
-    assert _schema_validator.SCHEMA_SHA256 == schema_sha256()
+    assert schema_sha256() == _schema_validator.SCHEMA_SHA256
 
 
 def test_schema_command_prints_the_schema_and_manifests_validate() -> None:

@@ -1,0 +1,146 @@
+"""Benchmark ``pp1audit check --record`` against ``sha256sum`` and a single-threaded hashlib loop.
+
+Run by hand (numbers go in the README, never in tests):
+
+    python bench/bench_record.py [TREE] [--runs 5] [--site SITE_PACKAGES]
+
+TREE is the extracted real vLLM 0.31.0 wheel (default: the test cache's
+``~/.cache/pp1audit-tests/trees/vllm-0.31.0-*``). Every contender hashes the
+same files: those ``check --record`` hashes (the package directory and the
+files RECORD lists). The files are read once first so the page cache holds
+them; every figure is the median of ``--runs`` runs in this one process.
+
+The machine's hashing limit is ``openssl speed -evp sha256`` (1 MiB blocks,
+one core) times the usable cores: no SHA-256 tool can go faster on this
+machine. ``--site`` also times a pip-installed tree (with ~2,800 ``.pyc``
+files), with the bytecode verification cache cold and warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pp1audit.hashing import default_workers, hash_entries
+from pp1audit.inventory import DirInventory
+from pp1audit.record import parse_record
+
+MANIFEST = "pp1audit: 1\ntarget:\n  package: vllm\n"
+
+
+def files_of(tree: Path) -> list[str]:
+    """The files ``check --record`` hashes: the package directory plus RECORD's entries."""
+    inv = DirInventory(str(tree))
+    paths = {e.ref for e in inv.walk("vllm") if e.kind == "file"}
+    for rec in glob.glob(str(tree / "vllm-*.dist-info" / "RECORD")):
+        for row in parse_record(Path(rec).read_bytes(), rec):
+            p = os.path.normpath(os.path.join(tree, row.path))
+            if os.path.isfile(p):
+                paths.add(p)
+    return sorted(paths)
+
+
+def median_time(fn, runs: int) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def openssl_rate() -> float:
+    """Bytes per second of one core hashing 1 MiB blocks with OpenSSL's SHA-256."""
+    out = subprocess.run(["openssl", "speed", "-evp", "sha256", "-bytes", "1048576", "-seconds", "3"],
+                         capture_output=True, text=True, check=True).stdout
+    line = next(x for x in out.splitlines() if x.startswith("sha256"))
+    return float(re.findall(r"([\d.]+)k", line)[-1]) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("tree", nargs="?")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--site", help="a pip-installed site-packages holding vllm (with .pyc files)")
+    args = ap.parse_args()
+    tree = Path(args.tree) if args.tree else Path(sorted(glob.glob(os.path.expanduser(
+        "~/.cache/pp1audit-tests/trees/vllm-0.31.0-*")))[0])
+    files = files_of(tree)
+    total = sum(os.path.getsize(p) for p in files)
+    cores = default_workers()
+    for p in files:  # into the page cache
+        with open(p, "rb") as f:
+            while f.read(1 << 22):
+                pass
+
+    tmp = Path(tempfile.mkdtemp())
+    manifest = tmp / "m.yaml"
+    manifest.write_text(MANIFEST, encoding="utf-8")
+    listing = tmp / "files.0"
+    listing.write_bytes(b"\0".join(p.encode() for p in files) + b"\0")
+    env = {**os.environ, "PP1AUDIT_CACHE_DIR": str(tmp / "cache")}
+
+    def cli(target: Path, e: dict[str, str] = env) -> None:
+        proc = subprocess.run([sys.executable, "-m", "pp1audit", "check", str(target), "-m",
+                               str(manifest), "--record", "--format", "json"],
+                              capture_output=True, env=e)
+        assert proc.returncode == 0, proc.stdout[-2000:]
+
+    def sha256sum() -> None:
+        with open(listing, "rb") as f:
+            subprocess.run(["xargs", "-0", "sha256sum"], stdin=f, stdout=subprocess.DEVNULL, check=True)
+
+    def single() -> None:
+        buf = bytearray(1 << 22)
+        view = memoryview(buf)
+        for p in files:
+            h = hashlib.sha256()
+            with open(p, "rb", buffering=0) as f:
+                while n := f.readinto(buf):
+                    h.update(view[:n])
+
+    entries = DirInventory(str(tree)).walk("vllm")
+
+    def threads() -> None:
+        hash_entries(entries)
+
+    rate = openssl_rate()
+    limit = total / (rate * cores)
+    results = {
+        "pp1audit check --record (CLI, whole run)": median_time(lambda: cli(tree), args.runs),
+        f"hash_entries only ({cores} threads)": median_time(threads, args.runs),
+        "sha256sum (coreutils, 1 process)": median_time(sha256sum, args.runs),
+        "hashlib loop (1 thread)": median_time(single, args.runs),
+    }
+    print(f"tree: {tree}\nfiles: {len(files):,}  bytes: {total / 1e6:,.0f} MB  cores: {cores}  "
+          f"load average: {os.getloadavg()[0]:.2f}")
+    print(f"openssl speed -evp sha256 (1 MiB blocks): {rate / 1e6:,.0f} MB/s per core; "
+          f"hashing limit for {cores} cores: {limit:.3f} s")
+    print(f"{'contender':45} {'median s':>9} {'MB/s':>8} {'vs sha256sum':>13} {'vs limit':>9}")
+    base = results["sha256sum (coreutils, 1 process)"]
+    for name, t in results.items():
+        print(f"{name:45} {t:9.3f} {total / t / 1e6:8,.0f} {base / t:12.2f}x {t / limit:8.2f}x")
+    if args.site:
+        site = Path(args.site)
+        cold = []
+        for i in range(args.runs):
+            e = {**env, "PP1AUDIT_CACHE_DIR": str(tmp / f"cold{i}")}
+            t = time.perf_counter()
+            cli(site, e)
+            cold.append(time.perf_counter() - t)
+        warm = median_time(lambda: cli(site), args.runs)  # env's cache filled by the first run
+        print(f"{'installed tree, bytecode cache cold':45} {statistics.median(cold):9.3f}")
+        print(f"{'installed tree, bytecode cache warm':45} {warm:9.3f}")
+
+
+if __name__ == "__main__":
+    main()
