@@ -89,6 +89,11 @@ def _substitute(text: str, bindings: dict[str, str]) -> str:
     return _BOUND.sub(lambda m: bindings.get(m.group(1), m.group(0)), text)
 
 
+def _said(rule: Rule, bindings: dict[str, str]) -> str:
+    """A relation's pattern as it was searched for (bound metavariables filled in)."""
+    return " ".join(_substitute(rule.pattern.text, bindings).split())
+
+
 def _named_items(nodes: Iterable[SgNode]) -> list[SgNode]:
     """Captured nodes without punctuation and comments (``$$$ARGS`` keeps commas)."""
     return [n for n in nodes if n.is_named() and n.kind() != "comment"]
@@ -220,20 +225,20 @@ class _Eval:
             before = [n for n in self.find(self.function_of(node), rule.follows, b)
                       if n.range().end.index <= here.start.index]
             if not before:
-                return f"`{rule.follows.pattern.short}` does not precede it"
-            self.notes.append(f"after `{rule.follows.pattern.short}` at "
+                return f"`{_said(rule.follows, b)}` does not precede it"
+            self.notes.append(f"after `{_said(rule.follows, b)}` at "
                               f"{_span_text(_lines(before[-1]))}")
         if rule.precedes is not None:
             after = [n for n in self.find(self.function_of(node), rule.precedes, b)
                      if n.range().start.index >= here.end.index]
             if not after:
-                return f"`{rule.precedes.pattern.short}` does not follow it"
-            self.notes.append(f"before `{rule.precedes.pattern.short}` at "
+                return f"`{_said(rule.precedes, b)}` does not follow it"
+            self.notes.append(f"before `{_said(rule.precedes, b)}` at "
                               f"{_span_text(_lines(after[0]))}")
         if rule.not_ is not None:
             bad = self.find(self.function_of(node), rule.not_, b)
             if bad:
-                return (f"`{rule.not_.pattern.short}` is present at "
+                return (f"`{_said(rule.not_, b)}` is present at "
                         f"{_span_text(_lines(bad[0]))} (must be absent)")
         return None
 

@@ -168,7 +168,8 @@ def _agrep_problem(text: str) -> str | None:
     try:
         SgRoot("", "python").root().find(pattern=text)
     except (RuntimeError, ValueError) as exc:
-        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        text = str(exc).split("Stack backtrace")[0]
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         # ast-grep's error is "cannot get matcher / Caused by: 0: … 2: <reason> /
         # Stack backtrace: …": keep the innermost cause, drop the backtrace.
         causes = [ln.split(":", 1)[1].strip() for ln in lines if re.match(r"^\d+:\s", ln)]
