@@ -6,7 +6,8 @@ source order within the same function, because an audit's "the mask is applied
 before the sampler call" spans different blocks. ``guarded_by`` reads the
 ``if``/``elif`` condition of the block holding the match. A file is accepted only
 when the stdlib parser accepts it: tree-sitter repairs broken code silently,
-and an invariant "holding" on repaired code would prove nothing.
+and an invariant "holding" on repaired code would prove nothing (the stdlib check
+is the running interpreter's grammar: code needing a newer Python is refused).
 
 ``Engine`` is created once per run over the ``FileStore``: it caches each
 file's parse (whatever the number of rules on it) and each invariant's outcome
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -342,7 +344,11 @@ class Engine:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         self.parse_count += 1
         try:
-            ast.parse(text, filename=path)
+            # Byte-compiling (never running) is the stdlib's full syntax check, and
+            # about twice as fast as building an ``ast`` tree we would not use.
+            with warnings.catch_warnings():  # e.g. invalid escapes: not ours to print
+                warnings.simplefilter("ignore")
+                compile(text, path, "exec", dont_inherit=True)
         except SyntaxError as exc:
             where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
             return SourceError(path, f"is not valid Python ({exc.msg} at {where}); "
