@@ -221,7 +221,7 @@ class ProvenanceRun:
                          f"({len(lines)} lines)")
         return Check(**base, status=Status.PASS, found_lines=pinned,
                      excerpt="\n".join(lines[span.start - 1 : span.end]),
-                     message=f"{span} read at {name}@{commit} (content fixed by the commit id)")
+                     message=f"read at {name}@{commit} (no anchor: the commit id fixes the content)")
 
     def invariant(self, inv: Invariant) -> Check:
         """An invariant on a file of a named git source (pinned commit) or remote pin."""

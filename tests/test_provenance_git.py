@@ -1,0 +1,369 @@
+"""Git sources: citations and invariants read from a pinned commit of a real repository.
+
+The repository is built with gitpython (``lanerepo``): a lane-shaped package with
+several commits and two branches. Nothing here mocks git.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import git
+import pytest
+from conftest import run_cli
+from lanerepo import SPECULATOR, WIRE, WORKER, WORKER_BASE, Lane, build_lane, dedent
+
+LANE_RULES = (
+    "lane-refuses-non-greedy",
+    "lane-hello-greedy",
+    "lane-wire-no-distribution",
+    "lane-capacity-draft-logits-none",
+    "lane-worker-bias-then-argmax",
+)
+
+CITES = ("cite-speculator-refuses", "cite-capacity-none", "cite-worker-argmax")
+
+
+def lane_manifest(commit: str, refs: str = "") -> str:
+    """The lane claims of the PP1 audit, as a manifest pinned at ``commit``.
+
+    ``refs``: more keys of the lane source (refs, contains, lacks), indented 4.
+    """
+    text = dedent(f"""
+        pp1audit: 1
+        target: {{package: pkg}}
+        sources:
+          lane:
+            kind: git
+            commit: {commit}
+        invariants:
+          lane-refuses-non-greedy:
+            source: lane
+            file: {SPECULATOR}
+            in: RemoteSpeculator.check_mode
+            pattern: raise NotImplementedError($$$MSG)
+            guarded_by: $METHOD != "greedy"
+          lane-hello-greedy:
+            source: lane
+            file: {WIRE}
+            pattern: HELLO = $VALUE
+            where:
+              VALUE: {{contains: SAMPLE_GREEDY}}
+          lane-wire-no-distribution:
+            source: lane
+            file: {WIRE}
+            in: Proposal
+            pattern: "ids: $T"
+            not:
+              pattern: "$FIELD: $TYPE"
+              where:
+                FIELD: {{regex: "prob|dist|logit"}}
+          lane-capacity-draft-logits-none:
+            source: lane
+            file: {SPECULATOR}
+            in: CapacitySpeculator.propose
+            pattern: self.draft_logits = None
+          lane-worker-bias-then-argmax:
+            source: lane
+            file: {WORKER}
+            in: propose_tokens
+            pattern: $TOKEN = argmax($BIASED)
+            follows: $BIASED = apply_markov_bias($$$ARGS)
+        citations:
+          cite-speculator-refuses:
+            source: lane
+            at: {SPECULATOR}:19-22
+            anchor:
+              exact: |2
+                        if method != "greedy":
+                            raise NotImplementedError(
+                                f"remote DSpark proposals are greedy only; got {{method!r}}"
+                            )
+          cite-capacity-none:
+            source: lane
+            at: {SPECULATOR}:34-35
+            anchor:
+              exact: |2
+                        proposal = super().propose(batch)
+                        self.draft_logits = None
+          cite-worker-argmax:
+            source: lane
+            at: {WORKER}:22-23
+            anchor:
+              exact: |2
+                        biased = apply_markov_bias(row, markov_bias, prev)
+                        token = argmax(biased)
+    """)
+    pinned = f"    commit: {commit}\n"
+    return text.replace(pinned, pinned + refs, 1)
+
+
+@pytest.fixture(scope="module")
+def lane(tmp_path_factory: pytest.TempPathFactory) -> Lane:
+    """The lane repository, built once for this module (tests that dirty it copy it)."""
+    return build_lane(tmp_path_factory.mktemp("lane") / "lane")
+
+
+@pytest.fixture
+def tree(make_files) -> Path:  # type: ignore[no-untyped-def]
+    """A tiny target: the lane checks do not read it."""
+    return make_files({"pkg/__init__.py": ""})
+
+
+def check(tree: Path, manifest_text: str, tmp_path: Path, *args: str) -> tuple[int, dict, str]:
+    """Run ``check`` as a user would; return exit code, JSON result and text output."""
+    m = tmp_path / "lane.yaml"
+    m.write_text(manifest_text)
+    proc = run_cli("check", str(tree), "-m", str(m), "--format", "json", *args)
+    assert proc.returncode in (0, 1), proc.stderr
+    text = run_cli("check", str(tree), "-m", str(m), "-v", *args)
+    assert text.returncode == proc.returncode, text.stderr
+    return proc.returncode, json.loads(proc.stdout), text.stdout
+
+
+def by_id(result: dict) -> dict[str, dict]:
+    return {c["id"]: c for c in result["checks"]}
+
+
+def test_lane_rules_pass_at_the_pinned_commit(lane: Lane, tree: Path, tmp_path: Path) -> None:
+    rc, result, text = check(tree, lane_manifest(lane.base), tmp_path, "--repo", f"lane={lane.path}")
+    assert rc == 0, text
+    checks = by_id(result)
+    for rid in LANE_RULES:
+        assert checks[rid]["status"] == "pass", checks[rid]
+        assert checks[rid]["source"] == "lane"
+    # found_lines are read back from the blob at the pinned commit
+    blob = git.Repo(lane.path).commit(lane.base).tree / SPECULATOR
+    lines = blob.data_stream.read().decode().splitlines()
+    a, b = checks["lane-capacity-draft-logits-none"]["found_lines"]
+    assert (a, b) == (35, 35)
+    assert lines[a - 1].strip() == "self.draft_logits = None"
+    for cid in CITES:
+        assert checks[cid]["status"] == "pass" and checks[cid]["source"] == "lane"
+    assert checks["lane:commit"]["status"] == "pass"
+
+
+def test_lane_rules_fail_each_with_its_reason_on_the_breaking_commit(
+    lane: Lane, tree: Path, tmp_path: Path
+) -> None:
+    rc, result, text = check(tree, lane_manifest(lane.sampled), tmp_path,
+                             "--repo", f"lane={lane.path}")
+    assert rc == 1
+    checks = by_id(result)
+    reasons = {rid: checks[rid]["message"] for rid in LANE_RULES}
+    assert all(checks[rid]["status"] == "fail" for rid in LANE_RULES), reasons
+    assert "raise NotImplementedError($$$MSG)` not found in RemoteSpeculator.check_mode" in \
+        reasons["lane-refuses-non-greedy"]
+    assert "SAMPLE_PROBABI" in reasons["lane-hello-greedy"]
+    assert "does not satisfy: contains `SAMPLE_GREEDY`" in reasons["lane-hello-greedy"]
+    assert "must be absent" in reasons["lane-wire-no-distribution"]
+    assert "line 20" in reasons["lane-wire-no-distribution"]  # the new `probs` field
+    assert "not found in CapacitySpeculator.propose" in reasons["lane-capacity-draft-logits-none"]
+    assert "not found in propose_tokens" in reasons["lane-worker-bias-then-argmax"]
+    for cid in CITES:
+        assert checks[cid]["status"] == "fail", checks[cid]
+        assert "no longer in" in checks[cid]["message"]
+    for rid in LANE_RULES:
+        assert rid in text
+
+
+def test_a_later_commit_that_keeps_the_claims_reports_drift_not_fail(
+    lane: Lane, tree: Path, tmp_path: Path
+) -> None:
+    """The docs commit shifts the speculator by two lines: claims hold, spans drift."""
+    rc, result, _ = check(tree, lane_manifest(lane.docs), tmp_path, "--repo", f"lane={lane.path}")
+    checks = by_id(result)
+    assert all(checks[rid]["status"] == "pass" for rid in LANE_RULES)
+    moved = checks["cite-capacity-none"]
+    assert moved["status"] == "drift" and moved["found_lines"] == [36, 37]
+    assert checks["cite-worker-argmax"]["status"] == "pass"
+    assert rc == 1
+    assert check(tree, lane_manifest(lane.docs), tmp_path, "--repo", f"lane={lane.path}",
+                 "--allow-drift")[0] == 0
+
+
+def test_the_work_tree_is_never_read(lane: Lane, tree: Path, tmp_path: Path) -> None:
+    """Dirty, staged or deleted work-tree files change nothing: blobs are read."""
+    clone = tmp_path / "dirty"
+    shutil.copytree(lane.path, clone)
+    before_pass = check(tree, lane_manifest(lane.base), tmp_path, "--repo", f"lane={clone}")
+    before_fail = check(tree, lane_manifest(lane.sampled), tmp_path, "--repo", f"lane={clone}")
+    # main (checked out) holds the breaking commit: make its work tree greedy again,
+    # stage part of it, and delete the wire module outright.
+    (clone / WORKER).write_text(WORKER_BASE)
+    repo = git.Repo(clone)
+    repo.index.add([WORKER])
+    (clone / WIRE).unlink()
+    (clone / SPECULATOR).write_text("raise SystemExit('not the committed file')\n")
+    assert repo.is_dirty()
+    after_pass = check(tree, lane_manifest(lane.base), tmp_path, "--repo", f"lane={clone}")
+    after_fail = check(tree, lane_manifest(lane.sampled), tmp_path, "--repo", f"lane={clone}")
+    for before, after in ((before_pass, after_pass), (before_fail, after_fail)):
+        b, a = before[1], after[1]
+        b.pop("manifest"), a.pop("manifest")
+        assert before[0] == after[0]
+        assert b["checks"] == a["checks"]
+    assert before_pass[0] == 0 and before_fail[0] == 1
+
+
+def test_a_commit_missing_from_the_clone_fails_and_says_to_fetch(
+    lane: Lane, tree: Path, tmp_path: Path
+) -> None:
+    absent = "0123456789abcdef0123456789abcdef01234567"
+    rc, result, text = check(tree, lane_manifest(absent), tmp_path, "--repo", f"lane={lane.path}")
+    assert rc == 1
+    checks = by_id(result)
+    commit = checks["lane:commit"]
+    assert commit["status"] == "fail"
+    assert f"commit {absent[:12]} is not in {lane.path}; fetch it" in commit["message"]
+    assert f"fetch origin {absent}" in commit["message"]
+    for rid in LANE_RULES:
+        assert checks[rid]["status"] == "fail" and "fetch it" in checks[rid]["message"]
+    assert "fetch it" in text
+
+
+def test_a_source_not_given_is_skip_everywhere_and_require_all_closes_the_gate(
+    lane: Lane, tree: Path, tmp_path: Path
+) -> None:
+    rc, result, text = check(tree, lane_manifest(lane.base), tmp_path)
+    assert rc == 0
+    lane_checks = [c for c in result["checks"] if c["source"] == "lane"]
+    assert len(lane_checks) == len(LANE_RULES) + len(CITES) + 1
+    assert {c["status"] for c in lane_checks} == {"skip"}
+    assert all("--repo lane=PATH" in c["message"] for c in lane_checks)
+    assert result["counts"]["skip"] == len(lane_checks)
+    assert "skip" in text and "--repo lane=PATH" in text
+    m = tmp_path / "lane.yaml"
+    md = run_cli("report", str(tree), "-m", str(m))
+    if md.returncode == 0:  # the report command may be built elsewhere; when it is, skip shows
+        assert "skip" in md.stdout.lower()
+    rc_all, _, _ = check(tree, lane_manifest(lane.base), tmp_path, "--require-all")
+    assert rc_all == 1
+
+
+REFS = """\
+    refs:
+      main: {{commit: {docs}, moving: true}}
+      offload-x86host: {{commit: {offload}, moving: true}}
+      v1: {{commit: {base}}}
+      release: {{commit: {base}}}
+      gone: {{commit: {base}, moving: true}}
+      vanished: {{commit: {base}}}
+"""
+
+
+def test_refs_report_where_they_point_now(lane: Lane, tree: Path, tmp_path: Path) -> None:
+    refs = REFS.format(docs=lane.docs, offload=lane.offload, base=lane.base)
+    rc, result, _ = check(tree, lane_manifest(lane.base, refs=refs), tmp_path,
+                          "--repo", f"lane={lane.path}")
+    checks = by_id(result)
+    main = checks["lane:ref:main"]
+    assert main["status"] == "pass" and main["actual"] == lane.sampled
+    assert "moving ref: information" in main["message"]
+    assert "1 commit(s) ahead of the recorded" in main["message"]
+    offload = checks["lane:ref:offload-x86host"]
+    assert offload["status"] == "pass" and "still at the recorded" in offload["message"]
+    assert checks["lane:ref:v1"]["status"] == "pass"
+    release = checks["lane:ref:release"]
+    assert release["status"] == "fail" and release["message"].startswith("fixed ref moved")
+    assert release["expected"] == lane.base and release["actual"] == lane.docs
+    assert checks["lane:ref:gone"]["status"] == "skip"
+    assert checks["lane:ref:vanished"]["status"] == "fail"
+    assert "not in" in checks["lane:ref:vanished"]["message"]
+    assert rc == 1
+
+
+CONTENT = """\
+    contains:
+      wire-at-base: {{path: {wire}}}
+      wire-bytes: {{path: {wire}, sha256: {wire_sha}}}
+      wire-bytes-anywhere: {{sha256: {wire_sha}}}
+      offload-on-branch: {{commit: {offload}, path: spark/remote_dspark/offload.py}}
+    lacks:
+      no-offload-at-base: {{path: spark/remote_dspark/offload.py}}
+      sampled-wire-not-at-base: {{sha256: {sampled_sha}}}
+      should-fail: {{commit: {offload}, path: spark/remote_dspark/offload.py}}
+"""
+
+
+def test_contains_and_lacks(lane: Lane, tree: Path, tmp_path: Path) -> None:
+    import hashlib
+
+    from lanerepo import WIRE_BASE, WIRE_SAMPLED
+
+    content = CONTENT.format(
+        wire=WIRE, offload=lane.offload,
+        wire_sha=hashlib.sha256(WIRE_BASE.encode()).hexdigest(),
+        sampled_sha=hashlib.sha256(WIRE_SAMPLED.encode()).hexdigest(),
+    )
+    rc, result, _ = check(tree, lane_manifest(lane.base, refs=content), tmp_path,
+                          "--repo", f"lane={lane.path}")
+    checks = by_id(result)
+    for cid in ("wire-at-base", "wire-bytes", "wire-bytes-anywhere", "offload-on-branch",
+                "no-offload-at-base", "sampled-wire-not-at-base"):
+        assert checks[f"lane:{cid}"]["status"] == "pass", checks[f"lane:{cid}"]
+    assert WIRE in checks["lane:wire-bytes-anywhere"]["message"]
+    bad = checks["lane:should-fail"]
+    assert bad["status"] == "fail"
+    assert bad["message"] == (f"must not contain: spark/remote_dspark/offload.py is in commit "
+                              f"{lane.offload[:12]}")
+    assert rc == 1
+
+
+def test_repo_options_from_a_config_file_and_usage_errors(
+    lane: Lane, tree: Path, tmp_path: Path
+) -> None:
+    m = tmp_path / "lane.yaml"
+    m.write_text(lane_manifest(lane.base))
+    cfg = tmp_path / "conf" / "pp1audit.toml"
+    cfg.parent.mkdir()
+    # a relative path in the config is relative to the config file, not the cwd
+    rel = os.path.relpath(lane.path, cfg.parent)
+    cfg.write_text(f'[repos]\nlane = "{rel}"\n')
+    proc = run_cli("check", str(tree), "-m", str(m), "--config", str(cfg), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert by_id(json.loads(proc.stdout))["lane-hello-greedy"]["status"] == "pass"
+    # ./pp1audit.toml is picked up without --config
+    proc = run_cli("check", str(tree), "-m", str(m), "--format", "json", cwd=cfg.parent)
+    assert proc.returncode == 0 and by_id(json.loads(proc.stdout))["lane:commit"]["status"] == "pass"
+    # usage errors: exit 2, one line, naming the problem
+    cases = [
+        (["--repo", "lane"], "expected NAME=PATH"),
+        (["--repo", f"other={lane.path}"], "no git source 'other'"),
+        (["--repo", f"lane={tmp_path / 'nope'}"], "no such directory"),
+        (["--repo", f"lane={tree}"], "not a git repository"),
+        (["--fetch", "--offline"], "contradict"),
+    ]
+    for args, expected in cases:
+        proc = run_cli("check", str(tree), "-m", str(m), *args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    bad = tmp_path / "bad.toml"
+    for content, expected in (("[repos\n", "invalid TOML"), ("[other]\n", "unknown section"),
+                              ("[repos]\nlane = 3\n", "wrong type")):
+        bad.write_text(content)
+        proc = run_cli("check", str(tree), "-m", str(m), "--config", str(bad))
+        assert proc.returncode == 2 and str(bad) in proc.stderr and expected in proc.stderr
+
+
+def test_manifest_errors_for_provenance_keys(tree: Path, tmp_path: Path) -> None:
+    base = "pp1audit: 1\ntarget: {package: pkg}\n"
+    cases = {
+        "sources:\n  lane: {kind: git, commit: abc}\n": ("not a full commit id", 4),
+        "citations:\n  c: {at: a.py:1, source: nowhere, anchor: {exact: x}}\n":
+            ("no source 'nowhere'", 4),
+        "sources:\n  target: {kind: git, commit: " + "a" * 40 + "}\n": ("reserved", 4),
+        "sources:\n  s:\n    kind: git\n    commit: " + "a" * 40 + "\n    lacks:\n"
+        "      x: {donor: missing}\n": ("no pin 'missing'", 8),
+        "donors:\n  d: {url: 'ftp://x/y.patch', sha256: " + "a" * 64 + "}\n": ("not an http", 4),
+    }
+    for body, (message, line) in cases.items():
+        m = tmp_path / "m.yaml"
+        m.write_text(base + body)
+        proc = run_cli("check", str(tree), "-m", str(m))
+        assert proc.returncode == 2, body
+        assert message in proc.stderr, (body, proc.stderr)
+        assert f"m.yaml:{line}:" in proc.stderr, (body, proc.stderr)
