@@ -169,6 +169,8 @@ class _Planner:
         self.result = audit(manifest, source)
         self.doc = load_document(text)
         self.items: list[PinItem] = []
+        self.edited: set[tuple[str, ...]] = set()
+        """Key paths of the entries this pin changed: only their lines are re-emitted."""
 
     def checks(self, kind: str) -> dict[str, Check]:
         return {c.id: c for c in self.result.checks if c.kind == kind and c.source is None}
@@ -188,10 +190,12 @@ class _Planner:
             from pp1audit.yamlrt import set_scalar
 
             set_scalar(target, "version", check.actual)
+            self.edited.add(("target", "version"))
             self.items.append(PinItem("version", "version", CHANGED, m.version, check.actual,
                                       path=check.path))
         else:
             _eol_mark(target, "version", check.message)
+            self.edited.add(("target", "version"))
             self.items.append(PinItem("version", "version", UNRESOLVED, m.version, None,
                                       check.message, path=check.path))
 
@@ -206,12 +210,14 @@ class _Planner:
             except SourceError as exc:
                 reason = f"{exc.message}; the old digest is kept"
                 _eol_mark(fmap, path, reason)
+                self.edited.add(("files", path))
                 self.items.append(PinItem("file", path, UNRESOLVED, digest, None, reason, path=path))
                 continue
             if new == digest:
                 self.items.append(PinItem("file", path, UNCHANGED, digest, new, path=path))
             else:
                 set_scalar(fmap, path, new)
+                self.edited.add(("files", path))
                 self.items.append(PinItem("file", path, CHANGED, digest, new, path=path))
 
     # -- citations --------------------------------------------------------------
@@ -261,6 +267,7 @@ class _Planner:
     def _unresolved_citation(self, cit: Citation, rec: Any, reason: str) -> None:
         if cit.unresolved is None:
             _insert_after(rec, "at", "unresolved", reason)
+            self.edited.add(("citations", cit.id))
         self.items.append(PinItem(
             "citation", cit.id, UNRESOLVED, str(cit.span), None, reason, path=cit.span.path,
             old_lines=(cit.span.start, cit.span.end)))
@@ -301,6 +308,8 @@ class _Planner:
                 else:
                     del anchor[key]
         pinned = (span.start, span.end)
+        if found != pinned or text_changed or context_changed:
+            self.edited.add(("citations", cit.id))
         if found != pinned:
             outcome, detail = MOVED, f"{_lines_str(pinned)} → {_lines_str(found)}"
         elif text_changed:
@@ -333,6 +342,7 @@ class _Planner:
     def _unresolved_invariant(self, check: Check, invariants: Any, allowed: bool) -> None:
         if invariants is not None and check.id in invariants:
             rec = invariants[check.id]
+            self.edited.add(("invariants", check.id))
             if allowed and hasattr(rec, "insert"):
                 if "unresolved" not in rec:
                     rec.insert(len(rec), "unresolved", check.message)
@@ -354,10 +364,30 @@ def plan(manifest: Manifest, text: str, source: Source) -> PinPlan:
     p.files()
     p.citations()
     p.others()
-    new_text = p.doc.dump()
+    new_text = _minimal(text, p.doc.dump(), p.edited)
     items = tuple(p.items)
     _prove(manifest.path, new_text, source, items)
     return PinPlan(manifest.path, source.kind, source.location, text, new_text, items)
+
+
+def _minimal(old_text: str, dumped: str, edited: set[tuple[str, ...]]) -> str:
+    """The dump spliced into the original text so that only edited entries change.
+
+    The splice is kept only when it loads to exactly the data of the full dump;
+    otherwise the full dump (same data, ruamel's layout) is used.
+    """
+    import yaml
+
+    from pp1audit.yamlrt import splice
+
+    if not edited:
+        return old_text
+    spliced = splice(old_text, dumped, edited)
+    try:
+        same = yaml.safe_load(spliced) == yaml.safe_load(dumped)
+    except yaml.YAMLError:  # pragma: no cover - a splice bug; the dump is still right
+        same = False
+    return spliced if same else dumped
 
 
 def _prove(name: str, new_text: str, source: Source, items: tuple[PinItem, ...]) -> None:

@@ -12,6 +12,7 @@ only here, inside functions: ``pp1audit check`` never pays for it.
 from __future__ import annotations
 
 import io
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -131,3 +132,70 @@ def set_scalar(mapping: Any, key: str, value: str) -> bool:
         new = value
     mapping[key] = new
     return True
+
+
+def _key_lines(mapping: Any) -> list[tuple[str, int]] | None:
+    """(key, 0-based line) of a block mapping's keys; None when they are not in order."""
+    out = []
+    for key in mapping:
+        try:
+            line = mapping.lc.key(key)[0]
+        except (AttributeError, KeyError, TypeError):
+            return None
+        out.append((str(key), line))
+    lines = [line for _, line in out]
+    if any(b <= a for a, b in itertools.pairwise(lines)):
+        return None  # a flow mapping, or keys on one line: cannot be cut by lines
+    return out
+
+
+def _segments(mapping: Any, start: int, end: int) -> tuple[int, dict[str, tuple[int, int]]] | None:
+    """Line ranges of each entry of ``mapping`` within [start, end); None if not cuttable."""
+    keys = _key_lines(mapping)
+    if keys is None or not keys:
+        return None
+    bounds = [line for _, line in keys] + [end]
+    if bounds[0] < start:
+        return None
+    return bounds[0], {k: (bounds[i], bounds[i + 1]) for i, (k, _) in enumerate(keys)}
+
+
+def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]]) -> str:
+    """``new_text`` where it was edited, ``old_text`` byte for byte everywhere else.
+
+    ruamel keeps comments and order but re-emits every node it dumps, and it
+    cannot keep every layout (a flow list wrapped by hand comes back on one
+    line). A pin edits a few entries; so the document is cut by the lines of its
+    top-level keys, and of second-level keys where an entry below was edited,
+    and only the edited entries' lines come from the new dump. Anything that
+    cannot be cut cleanly falls back to the new dump of that part (still
+    correct, just reformatted); the caller proves the result loads equal.
+    """
+    y = make_yaml()
+    old_doc, new_doc = y.load(old_text), y.load(new_text)
+    old_lines = old_text.splitlines(keepends=True)
+    new_lines = new_text.splitlines(keepends=True)
+
+    def cut(old_map: Any, new_map: Any, o: tuple[int, int], n: tuple[int, int], depth: int,
+            prefix: tuple[str, ...]) -> list[str] | None:
+        so, sn = _segments(old_map, *o), _segments(new_map, *n)
+        if so is None or sn is None or list(so[1]) != list(sn[1]):
+            return None
+        out = old_lines[o[0] : so[0]]  # header and leading comments: unchanged
+        for key, (a, b) in so[1].items():
+            path = (*prefix, key)
+            na, nb = sn[1][key]
+            if path in edited:
+                out.extend(new_lines[na:nb])
+            elif depth < 2 and any(e[: len(path)] == path for e in edited):
+                old_child, new_child = old_map[key], new_map[key]
+                part = None
+                if hasattr(old_child, "lc") and hasattr(new_child, "lc"):
+                    part = cut(old_child, new_child, (a, b), (na, nb), depth + 1, path)
+                out.extend(part if part is not None else new_lines[na:nb])
+            else:
+                out.extend(old_lines[a:b])
+        return out
+
+    result = cut(old_doc, new_doc, (0, len(old_lines)), (0, len(new_lines)), 1, ())
+    return new_text if result is None else "".join(result)

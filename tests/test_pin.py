@@ -1,0 +1,229 @@
+"""``pp1audit pin`` on a realistic hand-annotated manifest (tests/data/pp1-probe.yaml,
+written by ``init`` over real vLLM 0.31.0, then commented by hand), carried to the
+real vLLM 0.30.0 wheel (a rollback) and back, and onto trees whose cited text was
+deleted or made ambiguous."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, run_cli
+
+from pp1audit.manifest import load_manifest
+
+PROBE = REPO / "tests" / "data" / "pp1-probe.yaml"
+RUNNER = "vllm/v1/worker/gpu/model_runner.py"
+
+
+def wheel_lines(wheel: Path, path: str) -> list[str]:
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.read(path).decode("utf-8").splitlines()
+
+
+def find_block(lines: list[str], block: list[str]) -> list[int]:
+    """1-based starts where ``block`` occurs line for line: the test's own relocation."""
+    n = len(block)
+    return [i + 1 for i in range(len(lines) - n + 1) if lines[i : i + n] == block]
+
+
+def pin_json(target: Path, manifest: Path, *extra: str) -> tuple[int, dict, str]:
+    proc = run_cli("pin", str(target), "-m", str(manifest), "--format", "json", *extra)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+def rows(review: dict, outcome: str, kind: str = "citation") -> dict[str, dict]:
+    return {i["id"]: i for i in review["items"] if i["outcome"] == outcome and i["kind"] == kind}
+
+
+def test_rollback_to_030_moves_exactly_the_citations_whose_lines_moved(
+    vllm_wheel_030: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "probe-030.yaml"
+    rc, review, err = pin_json(vllm_wheel_030, PROBE, "-o", str(out))
+    assert rc == 0 and f"wrote {out}" in err
+    # The test's own account of what moved: where each anchor's text is in 0.30.0.
+    old = load_manifest(PROBE)
+    expected_moved = {}
+    for cid, cit in old.citations.items():
+        assert cit.anchor is not None and cit.anchor.exact is not None
+        starts = find_block(wheel_lines(vllm_wheel_030, cit.span.path), cit.anchor.exact)
+        assert len(starts) == 1, cid
+        if starts[0] != cit.span.start:
+            expected_moved[cid] = starts[0]
+    moved = rows(review, "moved")
+    assert set(moved) == set(expected_moved) == {
+        "runner-passes-draft-logits", "speculator-allocates-draft-logits",
+        "verify-signature", "greedy-default",
+    }
+    assert {cid: r["new_lines"][0] for cid, r in moved.items()} == expected_moved
+    assert set(rows(review, "unchanged")) == {"ratio-test", "one-hot-draft-logprob"}
+    assert rows(review, "unresolved") == {}
+    # A few against the 0.30.0 files themselves.
+    new = load_manifest(out)
+    runner = new.citations["runner-passes-draft-logits"].span
+    assert (runner.start, runner.end) == (1559, 1564)
+    lines = wheel_lines(vllm_wheel_030, RUNNER)
+    assert lines[1562].strip() == "self.speculator.draft_logits,"
+    greedy = new.citations["greedy-default"].span
+    assert str(greedy) == "vllm/config/speculative.py:588"
+    assert wheel_lines(vllm_wheel_030, greedy.path)[587].strip() == (
+        'draft_sample_method: DraftSampleMethod = "greedy"')
+    assert new.version == "0.30.0"
+    assert rows(review, "changed", "version")["version"]["new"] == "0.30.0"
+    assert len(rows(review, "changed", "file")) == 5
+    # The carried manifest is a passing audit of 0.30.0, and no longer of 0.31.0.
+    assert run_cli("check", str(vllm_wheel_030), "-m", str(out)).returncode == 0
+    assert run_cli("check", str(vllm_wheel_030), "-m", str(PROBE)).returncode == 1
+
+
+def test_text_review_table_and_manifest_diff(vllm_wheel_030: Path) -> None:
+    proc = run_cli("pin", str(vllm_wheel_030), "-m", str(PROBE))
+    assert proc.returncode == 0, proc.stderr
+    assert "review only" in proc.stderr
+    table, diff = proc.stdout.split("\n--- ", 1)
+    line = next(x for x in table.splitlines() if "runner-passes-draft-logits" in x)
+    assert line.split()[:2] == ["moved", "citation"] and line.endswith("1605–1610 → 1559–1564")
+    assert "hash changed" in table and "0.31.0 → 0.30.0" in table
+    assert table.splitlines()[-1].startswith("summary: 2 unchanged, 4 moved, 6 changed, 0 unresolved")
+    assert "-    at: vllm/v1/worker/gpu/model_runner.py:1605-1610" in diff
+    assert "+    at: vllm/v1/worker/gpu/model_runner.py:1559-1564" in diff
+
+
+def test_comments_and_key_order_survive_a_round_trip(
+    vllm_wheel_030: Path, vllm_tree: Path, tmp_path: Path
+) -> None:
+    original = PROBE.read_text(encoding="utf-8")
+    there, back = tmp_path / "030.yaml", tmp_path / "031.yaml"
+    assert run_cli("pin", str(vllm_wheel_030), "-m", str(PROBE), "-o", str(there)).returncode == 0
+    carried = there.read_text(encoding="utf-8")
+    comments = [x.strip() for x in original.splitlines() if x.lstrip().startswith("# ")
+                and not x.startswith("        ")]
+    assert len(comments) == 8
+    for c in comments:
+        assert c in carried
+    assert "version: 0.30.0   # re-pinned by `pp1audit pin`" in carried
+    assert "one-hot-draft-logprob:  # without draft logits the draft logprob is zero" in carried
+
+    def key_orders(text: str) -> list[list[str]]:
+        data = yaml.safe_load(text)
+        out = [list(data)] + [list(rec) for rec in data["citations"].values()]
+        return out + [list(rec["anchor"]) for rec in data["citations"].values()]
+
+    assert key_orders(carried) == key_orders(original)
+    assert yaml.safe_load(carried)["citations"]["runner-passes-draft-logits"]["claim"] == (
+        yaml.safe_load(original)["citations"]["runner-passes-draft-logits"]["claim"])
+    # And back to 0.31.0: byte for byte the manifest we started from.
+    assert run_cli("pin", str(vllm_tree), "-m", str(there), "-o", str(back)).returncode == 0
+    assert back.read_text(encoding="utf-8") == original
+
+
+def test_pin_on_the_same_tree_changes_nothing(vllm_tree: Path, tmp_path: Path) -> None:
+    m = tmp_path / "m.yaml"
+    shutil.copy(PROBE, m)
+    rc, review, _ = pin_json(vllm_tree, m, "--in-place")
+    assert rc == 0
+    assert {i["outcome"] for i in review["items"]} == {"unchanged"}
+    assert m.read_bytes() == PROBE.read_bytes()
+
+
+def delete_runner_call(text: str) -> str:
+    """The cited rejection-sampler call, gone: the text the citation quotes no longer exists."""
+    old = (
+        "            sampler_output = self.rejection_sampler(\n"
+        "                logits,\n"
+        "                input_batch,\n"
+        "                # Draft logits are needed for probabilistic rejection sampling.\n"
+        "                self.speculator.draft_logits,\n"
+        "            )\n"
+    )
+    assert text.count(old) == 1
+    return text.replace(old, "            sampler_output = self.rejection_sampler(logits, input_batch, None)\n")
+
+
+def test_deleted_text_is_unresolved_and_nothing_is_written(
+    tree_copy: Path, tmp_path: Path, edit: Callable[[Path, Callable[[str], str]], None]
+) -> None:
+    edit(tree_copy / RUNNER, delete_runner_call)
+    m = tmp_path / "m.yaml"
+    shutil.copy(PROBE, m)
+    out = tmp_path / "new.yaml"
+    for extra in (["--in-place"], ["-o", str(out)]):
+        proc = run_cli("pin", str(tree_copy), "-m", str(m), *extra)
+        assert proc.returncode == 1
+        assert "not written: 1 unresolved" in proc.stderr
+        line = next(x for x in proc.stdout.splitlines() if "runner-passes-draft-logits" in x)
+        assert line.split()[:2] == ["UNRESOLVED", "citation"]
+        assert "is no longer in" in line
+        assert m.read_bytes() == PROBE.read_bytes()
+        assert not out.exists()
+
+
+def test_allow_unresolved_writes_it_marked_and_check_fails_it(
+    tree_copy: Path, vllm_tree: Path, tmp_path: Path,
+    edit: Callable[[Path, Callable[[str], str]], None],
+) -> None:
+    edit(tree_copy / RUNNER, delete_runner_call)
+    out = tmp_path / "new.yaml"
+    rc, review, err = pin_json(tree_copy, PROBE, "-o", str(out), "--allow-unresolved")
+    assert rc == 1 and "1 marked unresolved" in err
+    assert set(rows(review, "unresolved")) == {"runner-passes-draft-logits"}
+    new = load_manifest(out)
+    marked = new.citations["runner-passes-draft-logits"]
+    assert marked.unresolved is not None and "is no longer in" in marked.unresolved
+    # Never invented: the span and the anchor stay what the audit wrote.
+    old = load_manifest(PROBE).citations["runner-passes-draft-logits"]
+    assert marked.span == old.span and marked.anchor == old.anchor
+    assert list(yaml.safe_load(out.read_text())["citations"]["runner-passes-draft-logits"]) == [
+        "title", "claim", "at", "unresolved", "anchor"]
+    # The file pin moved on (its bytes are what they are), the citation fails marked...
+    proc = run_cli("check", str(tree_copy), "-m", str(out), "--format", "json")
+    assert proc.returncode == 1
+    bad = {c["id"]: c for c in json.loads(proc.stdout)["checks"] if c["status"] != "pass"}
+    assert list(bad) == ["runner-passes-draft-logits"]
+    assert bad["runner-passes-draft-logits"]["status"] == "fail"
+    assert "marked unresolved by pin" in bad["runner-passes-draft-logits"]["message"]
+    # ...everywhere, even where its text is intact: a marked manifest never passes.
+    assert run_cli("check", str(vllm_tree), "-m", str(out)).returncode == 1
+    # A second pin keeps it unresolved rather than quietly resolving it.
+    rc, review, _ = pin_json(vllm_tree, out)
+    assert rc == 1 and set(rows(review, "unresolved")) == {"runner-passes-draft-logits"}
+
+
+def test_an_ambiguous_relocation_is_unresolved(make_files: Callable[..., Path],
+                                               tmp_path: Path) -> None:
+    root = make_files({"pkg/__init__.py": "", "pkg/a.py": "x = 0\nfire()\ny = 1\n"})
+    m = tmp_path / "m.yaml"
+    init = run_cli("init", str(root), "-p", "pkg", "--context", "0", "--cite", "fire=pkg/a.py:2",
+                   "-o", str(m))
+    assert init.returncode == 0, init.stderr
+    (root / "pkg" / "a.py").write_text("a = 1\nb = 2\nc = 3\nfire()\nd = 4\nfire()\n")
+    rc, review, _ = pin_json(root, m, "--in-place")
+    assert rc == 1
+    item = rows(review, "unresolved")["fire"]
+    assert "2 equally good places" in item["detail"]
+    # check would call it drift to the nearest; pin refuses to pick one for the audit.
+    proc = run_cli("check", str(root), "-m", str(m), "--format", "json")
+    cite = next(c for c in json.loads(proc.stdout)["checks"] if c["id"] == "fire")
+    assert cite["status"] == "drift" and cite["found_lines"] == [4, 4]
+
+
+@pytest.mark.parametrize("args", [
+    ["-o", "x.yaml", "--in-place"],
+    ["--format", "xml"],
+])
+def test_usage_errors_exit_2(vllm_tree: Path, tmp_path: Path, args: list[str]) -> None:
+    proc = run_cli("pin", str(vllm_tree), "-m", str(PROBE), *args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_unusable_target_exit_2(tmp_path: Path) -> None:
+    proc = run_cli("pin", str(tmp_path / "missing"), "-m", str(PROBE))
+    assert proc.returncode == 2 and "no such file" in proc.stderr
