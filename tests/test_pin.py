@@ -144,7 +144,8 @@ def delete_runner_call(text: str) -> str:
         "            )\n"
     )
     assert text.count(old) == 1
-    return text.replace(old, "            sampler_output = self.rejection_sampler(logits, input_batch, None)\n")
+    new = "            sampler_output = self.rejection_sampler(logits, input_batch, None)\n"
+    return text.replace(old, new)
 
 
 def test_deleted_text_is_unresolved_and_nothing_is_written(
