@@ -141,6 +141,22 @@ def check_url(url: str) -> None:
     raise FetchError(f"{url}: scheme '{parts.scheme}' refused (https only)")
 
 
+def _os_reason(exc: BaseException) -> str | None:
+    """The innermost OS error's text ("Connection reset by peer"), if one is in the chain."""
+    stack: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.strerror:
+            return e.strerror
+        stack.extend(a for a in e.args if isinstance(a, BaseException))
+        stack.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+    return None
+
+
 def _one_line(exc: BaseException) -> str:
     """A requests/urllib3 exception as one short line (they nest and repeat themselves)."""
     text = " ".join(str(exc).split())
@@ -247,9 +263,13 @@ def _download_once(
     except requests.exceptions.SSLError as exc:
         raise FetchError(f"{current}: TLS verification failed: {_one_line(exc)}") from None
     except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-        timed_out = isinstance(exc, requests.Timeout) or "timed out" in str(exc)
-        what = "timed out" if timed_out else "connection failed"
-        raise _Retryable(f"{current}: {what}: {_one_line(exc)}") from None
+        if isinstance(exc, requests.ConnectTimeout):
+            why = f"connect timed out after {policy.connect_timeout:g} s"
+        elif isinstance(exc, requests.Timeout) or "timed out" in str(exc):
+            why = f"read timed out after {policy.read_timeout:g} s (server stalled)"
+        else:
+            why = f"connection failed: {_os_reason(exc) or _one_line(exc)}"
+        raise _Retryable(f"{current}: {why}") from None
     except requests.RequestException as exc:
         raise FetchError(f"{current}: {_one_line(exc)}") from None
 

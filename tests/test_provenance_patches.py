@@ -1,0 +1,123 @@
+"""Donor hunk status on the real vLLM 0.31.0 tree: applied, not applied, conflict.
+
+The donor patch is made here from real 0.31.0 files (difflib, in the unified
+format git and ``patch`` use) and parsed back by pp1audit with ``unidiff``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import replace_file
+
+from pp1audit.patches import APPLIED, CONFLICT, NOT_APPLIED, PatchError, parse_patch, patch_status
+from pp1audit.sources import DirectorySource, WheelSource
+from pp1audit.store import FileStore
+
+CONFIG = "vllm/config/speculative.py"
+SAMPLER = "vllm/v1/worker/gpu/spec_decode/rejection_sampler.py"
+
+pytestmark = pytest.mark.vllm
+
+
+def donor_edits(tree: Path) -> dict[str, tuple[str, str]]:
+    """A 0055-like donor change on real files: path -> (original text, patched text)."""
+    config = (tree / CONFIG).read_text()
+    sampler = (tree / SAMPLER).read_text()
+    new_config = config.replace(
+        '    draft_sample_method: DraftSampleMethod = "greedy"',
+        '    draft_sample_method: DraftSampleMethod = "probabilistic"\n'
+        '    hybrid_draft: bool = True\n'
+        '    """Sample requests already in the full-window regime; argmax for the rest."""',
+    )
+    new_sampler = sampler.replace(
+        "        processed_logits = self.sampler.apply_sampling_params(",
+        "        # hybrid draft: one-hot logits for argmax requests\n"
+        "        processed_logits = self.sampler.apply_sampling_params(",
+    )
+    assert new_config != config and new_sampler != sampler
+    return {CONFIG: (config, new_config), SAMPLER: (sampler, new_sampler)}
+
+
+def make_patch(edits: dict[str, tuple[str, str]]) -> bytes:
+    """A multi-file unified diff with a mail preamble, as ``git format-patch`` writes."""
+    out = ["From 0055 Mon Sep 17 00:00:00 2001\n", "Subject: [PATCH] dsv41 hybrid draft\n",
+           "\n", "Prose about the experiment; not part of the diff.\n", "---\n"]
+    for path, (old, new) in edits.items():
+        out.append(f"diff --git a/{path} b/{path}\n")
+        out.extend(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                        f"a/{path}", f"b/{path}", n=3))
+    out.append("-- \n2.43.0\n")
+    return "".join(out).encode()
+
+
+def statuses(tree: Path, patch: bytes) -> list[str]:
+    return [s.status for s in patch_status(patch, FileStore(DirectorySource(tree)))]
+
+
+def test_pristine_tree_reports_not_applied(vllm_tree: Path) -> None:
+    patch = make_patch(donor_edits(vllm_tree))
+    hunks = parse_patch(patch)
+    assert [h.path for h in hunks] == [CONFIG, SAMPLER]
+    result = patch_status(patch, FileStore(DirectorySource(vllm_tree)))
+    assert [s.status for s in result] == [NOT_APPLIED, NOT_APPLIED]
+    # the reported lines hold the hunk's original text in the real file
+    lines = (vllm_tree / CONFIG).read_text().splitlines()
+    a, b = result[0].lines  # type: ignore[misc]
+    assert '    draft_sample_method: DraftSampleMethod = "greedy"' in lines[a - 1 : b]
+
+
+def test_the_same_on_the_wheel_read_in_place(vllm_tree: Path, vllm_wheel: Path) -> None:
+    patch = make_patch(donor_edits(vllm_tree))
+    with WheelSource(vllm_wheel) as wheel:
+        assert [s.status for s in patch_status(patch, FileStore(wheel))] == [NOT_APPLIED] * 2
+
+
+def test_patched_copy_reports_applied(tree_copy: Path) -> None:
+    edits = donor_edits(tree_copy)
+    patch = make_patch(edits)
+    for path, (_, new) in edits.items():
+        replace_file(tree_copy / path, new.encode())
+    result = patch_status(patch, FileStore(DirectorySource(tree_copy)))
+    assert [s.status for s in result] == [APPLIED, APPLIED]
+    lines = (tree_copy / CONFIG).read_text().splitlines()
+    a, b = result[0].lines  # type: ignore[misc]
+    assert "    hybrid_draft: bool = True" in lines[a - 1 : b]
+
+
+def test_half_applied_and_overlapping_edit_is_conflict(
+    tree_copy: Path, edit: Callable[[Path, Callable[[str], str]], None]
+) -> None:
+    patch = make_patch(donor_edits(tree_copy))
+    # someone changed the same default another way; the sampler hunk stays pristine
+    edit(tree_copy / CONFIG, lambda t: t.replace(
+        'draft_sample_method: DraftSampleMethod = "greedy"',
+        'draft_sample_method: DraftSampleMethod = "synthetic"'))
+    result = patch_status(patch, FileStore(DirectorySource(tree_copy)))
+    assert [s.status for s in result] == [CONFLICT, NOT_APPLIED]
+    assert "neither the original nor the patched lines" in result[0].reason
+
+
+def test_file_missing_is_conflict_and_new_file_absent_is_not_applied(tree_copy: Path) -> None:
+    edits = donor_edits(tree_copy)
+    added = "vllm/v1/worker/gpu/spec_decode/hybrid.py"
+    patch = make_patch(edits) + (
+        f"diff --git a/{added} b/{added}\nnew file mode 100644\n--- /dev/null\n+++ b/{added}\n"
+        "@@ -0,0 +1,2 @@\n+HYBRID = True\n+WINDOW = 8\n"
+    ).encode()
+    (tree_copy / SAMPLER).unlink()
+    result = patch_status(patch, FileStore(DirectorySource(tree_copy)))
+    assert [s.status for s in result] == [NOT_APPLIED, CONFLICT, NOT_APPLIED]
+    assert "missing" in result[1].reason
+    (tree_copy / added).write_text("HYBRID = True\nWINDOW = 8\n")
+    assert patch_status(patch, FileStore(DirectorySource(tree_copy)))[2].status == APPLIED
+
+
+def test_not_a_patch_is_a_one_line_error() -> None:
+    with pytest.raises(PatchError, match="no hunks found"):
+        parse_patch(b"just prose\n")
+    with pytest.raises(PatchError, match="not UTF-8"):
+        parse_patch(b"\xff\xfe")
