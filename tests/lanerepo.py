@@ -148,7 +148,8 @@ WIRE_SAMPLED = WIRE_BASE.replace(
 ''')
 
 WORKER_SAMPLED = WORKER_BASE.replace(
-    '''        token = argmax(biased)''', '''        token = random.choices(range(len(biased)), weights=biased)[0]''',
+    "        token = argmax(biased)",
+    "        token = random.choices(range(len(biased)), weights=biased)[0]",
 ).replace('from __future__ import annotations\n', 'from __future__ import annotations\n\nimport random\n')
 
 DOCS_HEADER = '''\
