@@ -245,3 +245,26 @@ def test_no_progress_bar_for_json_or_a_pipe() -> None:
     assert for_terminal("json", False) is None
     if not sys.stderr.isatty():
         assert for_terminal("text", False) is None
+
+
+def test_package_directory_target_is_audited_from_its_parent(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    (root / "pkg" / "extra.py").write_text("x = 1\n", encoding="utf-8")
+    with DirectorySource(root / "pkg", mount="pkg") as source:
+        checks = {c.id: c for c in record_checks("pkg", source, cache=_nocache())}
+    assert set(bad(checks)) == {"record:pkg/extra.py"}
+    assert checks["tree"].actual == run(root)["tree"].actual
+
+
+def test_text_output_of_a_problem(tmp_path: Path, make_files) -> None:  # type: ignore[no-untyped-def]
+    from conftest import run_cli
+
+    root = install(tmp_path / "site")
+    (root / "pkg" / "mod.py").write_text("def answer():\n    return 43\n", encoding="utf-8")
+    manifest = make_files({"m.yaml": "pp1audit: 1\ntarget: {package: pkg, record: true}\n"})
+    proc = run_cli("check", str(root), "-m", str(manifest / "m.yaml"),
+                   env={"PP1AUDIT_NO_CACHE": "1"})
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == ""
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("fail"))
+    assert "record:pkg/mod.py" in line and "modified: content differs from RECORD (same size)" in line
