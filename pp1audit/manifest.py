@@ -183,8 +183,9 @@ def _invariant_anchor(
     if inv.file != span.path:
         raise _fail(loaded, file, at, f"invariant '{inv.id}' is on {inv.file}, "
                     f"not on the cited file {span.path}")
-    if rec.get("source", TARGET) != TARGET:
-        raise _fail(loaded, file, at, "invariants are checked on the target only")
+    if rec.get("source", TARGET) != (inv.source or TARGET):
+        raise _fail(loaded, file, at, f"invariant '{inv.id}' reads source "
+                    f"'{inv.source or TARGET}', the citation '{rec.get('source', TARGET)}'")
     extra = [k for k in ("exact", "sha256", "prefix", "suffix") if k in rec["anchor"]]
     if extra:
         raise _fail(loaded, file, ("citations", cid, "anchor", extra[0]),

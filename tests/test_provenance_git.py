@@ -24,7 +24,8 @@ LANE_RULES = (
     "lane-worker-bias-then-argmax",
 )
 
-CITES = ("cite-speculator-refuses", "cite-capacity-none", "cite-worker-argmax")
+CITES = ("cite-speculator-refuses", "cite-capacity-none", "cite-worker-argmax",
+         "cite-by-invariant")
 
 
 def lane_manifest(commit: str, refs: str = "") -> str:
@@ -89,6 +90,10 @@ def lane_manifest(commit: str, refs: str = "") -> str:
               exact: |2
                         proposal = super().propose(batch)
                         self.draft_logits = None
+          cite-by-invariant:
+            source: lane
+            at: {SPECULATOR}:35
+            anchor: {{invariant: lane-capacity-draft-logits-none}}
           cite-worker-argmax:
             source: lane
             at: {WORKER}:22-23
@@ -165,7 +170,7 @@ def test_lane_rules_fail_each_with_its_reason_on_the_breaking_commit(
     assert "not found in propose_tokens" in reasons["lane-worker-bias-then-argmax"]
     for cid in CITES:
         assert checks[cid]["status"] == "fail", checks[cid]
-        assert "no longer in" in checks[cid]["message"]
+        assert "no longer in" in checks[cid]["message"] or "does not hold" in checks[cid]["message"]
     for rid in LANE_RULES:
         assert rid in text
 
@@ -180,6 +185,9 @@ def test_a_later_commit_that_keeps_the_claims_reports_drift_not_fail(
     moved = checks["cite-capacity-none"]
     assert moved["status"] == "drift" and moved["found_lines"] == [36, 37]
     assert checks["cite-worker-argmax"]["status"] == "pass"
+    by_rule = checks["cite-by-invariant"]
+    assert by_rule["status"] == "drift" and by_rule["found_lines"] == [37, 37]
+    assert "where invariant 'lane-capacity-draft-logits-none' matches" in by_rule["message"]
     assert rc == 1
     assert check(tree, lane_manifest(lane.docs), tmp_path, "--repo", f"lane={lane.path}",
                  "--allow-drift")[0] == 0
@@ -359,6 +367,10 @@ def test_manifest_errors_for_provenance_keys(tree: Path, tmp_path: Path) -> None
         "sources:\n  s:\n    kind: git\n    commit: " + "a" * 40 + "\n    lacks:\n"
         "      x: {donor: missing}\n": ("no pin 'missing'", 8),
         "donors:\n  d: {url: 'ftp://x/y.patch', sha256: " + "a" * 64 + "}\n": ("not an http", 4),
+        "sources:\n  lane: {kind: git, commit: " + "a" * 40 + "}\n"
+        "invariants:\n  i: {file: a.py, pattern: x = 1}\n"
+        "citations:\n  c: {at: a.py:1, source: lane, anchor: {invariant: i}}\n":
+            ("invariant 'i' reads source 'target', the citation 'lane'", 8),
     }
     for body, (message, line) in cases.items():
         m = tmp_path / "m.yaml"

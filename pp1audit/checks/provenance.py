@@ -17,6 +17,7 @@ asks for explicitly).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -194,7 +195,27 @@ class ProvenanceRun:
         pinned = self.prov.pins(name).get(citation.span.path)
         if pinned is None and citation.anchor is None and name in self.prov.sources:
             return self._commit_fixed_citation(citation, store, name)
-        return check_citation(citation, pinned, store, source=name)
+        return check_citation(citation, pinned, store, source=name,
+                              invariant_anchor=self._invariant_anchor(store))
+
+    def _engine(self, store: FileStore) -> Engine:
+        """One structural-match engine per source store (each file parsed once per run)."""
+        from pp1audit.matcher import Engine
+
+        engine = self._engines.get(id(store))
+        if engine is None:
+            engine = self._engines[id(store)] = Engine(store)
+        return engine
+
+    def _invariant_anchor(self, store: FileStore) -> Callable[[Citation, Check], Check]:
+        """How a citation in this store follows an invariant anchor (on the same source)."""
+
+        def follow(citation: Citation, base: Check) -> Check:
+            from pp1audit.checks.invariants import anchored_citation
+
+            return anchored_citation(citation, base, self._engine(store), self.manifest.invariants)
+
+        return follow
 
     def _commit_fixed_citation(self, citation: Citation, store: FileStore, name: str) -> Check:
         """A git citation with neither pin nor anchor: the pinned commit fixes its content.
@@ -226,17 +247,13 @@ class ProvenanceRun:
     def invariant(self, inv: Invariant) -> Check:
         """An invariant on a file of a named git source (pinned commit) or remote pin."""
         from pp1audit.checks.invariants import check_invariant
-        from pp1audit.matcher import Engine
 
         name = inv.source or TARGET
         store = self.git_store(name) if name in self.prov.sources else self.remote_store(name)
         if isinstance(store, _Unavailable):
             return Check(id=inv.id, kind="invariant", status=store.status, path=inv.file,
                          source=name, message=store.message)
-        engine = self._engines.get(id(store))
-        if engine is None:
-            engine = self._engines[id(store)] = Engine(store)
-        return check_invariant(inv, engine, source=name)
+        return check_invariant(inv, self._engine(store), source=name)
 
     def checks(self) -> list[Check]:
         """Every provenance check the manifest asks for, in manifest order."""
