@@ -228,3 +228,24 @@ def test_usage_errors_exit_2(vllm_tree: Path, tmp_path: Path, args: list[str]) -
 def test_unusable_target_exit_2(tmp_path: Path) -> None:
     proc = run_cli("pin", str(tmp_path / "missing"), "-m", str(PROBE))
     assert proc.returncode == 2 and "no such file" in proc.stderr
+
+
+def test_a_gone_file_keeps_its_old_digest_marked(make_files: Callable[..., Path],
+                                                 tmp_path: Path) -> None:
+    root = make_files({"pkg/__init__.py": "", "pkg/a.py": "a = 1\n", "pkg/b.py": "b = 2\n"})
+    m = tmp_path / "m.yaml"
+    proc = run_cli("init", str(root), "-p", "pkg", "--cite", "a=pkg/a.py:1", "--cite",
+                   "b=pkg/b.py:1", "-o", str(m))
+    assert proc.returncode == 0, proc.stderr
+    before = m.read_text()
+    (root / "pkg" / "b.py").unlink()
+    rc, review, _ = pin_json(root, m, "--in-place")
+    assert rc == 1 and m.read_text() == before
+    assert {(i["kind"], i["id"]) for i in review["items"] if i["outcome"] == "unresolved"} == {
+        ("file", "pkg/b.py"), ("citation", "b")}
+    rc, _, _ = pin_json(root, m, "--in-place", "--allow-unresolved")
+    assert rc == 1
+    after = m.read_text()
+    old_digest = load_manifest(tmp_path / "m.yaml").files["pkg/b.py"]
+    assert f"pkg/b.py: {old_digest}  # pp1audit pin: UNRESOLVED: missing from the target" in after
+    assert run_cli("check", str(root), "-m", str(m)).returncode == 1

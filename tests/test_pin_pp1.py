@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,28 @@ def test_pp1_comments_and_key_order_survive(pp1_031: tuple[Path, dict], vllm_tre
     rc, review = pin_json(vllm_tree, out, "-o", str(again))
     assert rc == 0 and again.read_text() == out.read_text()
     assert not outcome_ids(review, "moved")
+
+
+def test_a_broken_invariant_is_unresolved_and_marked_only_when_allowed(
+    tree_copy: Path, tmp_path: Path, edit: Callable[[Path, Callable[[str], str]], None]
+) -> None:
+    edit(tree_copy / RUNNER, lambda t: t.replace(
+        "                self.speculator.draft_logits,\n            )\n",
+        "                None,\n            )\n", 1))
+    out = tmp_path / "out.yaml"
+    rc, review = pin_json(tree_copy, PP1, "-o", str(out))
+    assert rc == 1 and not out.exists()
+    unresolved = {(i["kind"], i["id"]) for i in review["items"] if i["outcome"] == "unresolved"}
+    # The invariant is re-checked and fails; the citation anchored on it cannot be placed.
+    assert unresolved == {("invariant", "runner-passes-draft-logits"),
+                          ("citation", "runner-passes-draft-logits")}
+    rc, _ = pin_json(tree_copy, PP1, "-o", str(out), "--allow-unresolved")
+    assert rc == 1
+    text = out.read_text(encoding="utf-8")
+    assert "  runner-passes-draft-logits:  # pp1audit pin: UNRESOLVED: " in text
+    assert load_manifest(out).citations["runner-passes-draft-logits"].unresolved
+    proc = run_cli("check", str(tree_copy), "-m", str(out), "--format", "json")
+    assert proc.returncode == 1
+    failing = {(c["kind"], c["id"]) for c in json.loads(proc.stdout)["checks"]
+               if c["status"] == "fail"}
+    assert failing == unresolved
