@@ -133,8 +133,8 @@ class ProvenanceRun:
             elif failed is not None:
                 hit = _Unavailable(self._fetch_status(failed), str(failed))
             else:
-                hit = _Unavailable(Status.SKIP, f"{pin.download} is not in the cache "
-                                   f"({self.cache().root}); run pp1audit fetch")
+                hit = _Unavailable(Status.SKIP, f"not fetched: no copy in the cache "
+                                   f"{self.cache().root}; run pp1audit fetch")
             self._remote[pin_id] = hit
         return self._remote[pin_id]
 
