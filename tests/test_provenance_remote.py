@@ -29,6 +29,8 @@ PATCH = (
     b"From 0055 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] hybrid draft\n\n---\n"
     b"diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
     b"@@ -1,3 +1,3 @@\n a = 1\n-method = 'greedy'\n+method = 'probabilistic'\n c = 3\n"
+    b"diff --git a/docs/hybrid.md b/docs/hybrid.md\n--- a/docs/hybrid.md\n+++ b/docs/hybrid.md\n"
+    b"@@ -1 +1 @@\n-greedy\n+hybrid\n"
 )
 PATCH_SHA = hashlib.sha256(PATCH).hexdigest()
 WRONG_SHA = "0" * 64
@@ -182,7 +184,9 @@ def test_fetch_with_correct_digest_caches_and_check_passes(
     checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
     assert checks["hybrid-0055"]["status"] == "pass"
     assert checks["hybrid-0055:hunks"]["status"] == "pass"
-    assert checks["hybrid-0055:hunks"]["message"].startswith("hybrid-0055 is not applied")
+    assert checks["hybrid-0055:hunks"]["message"] == (
+        "hybrid-0055 is not applied in the target: all 1 hunk(s) not applied; "
+        "1 hunk(s) outside pkg/ not checked")
     assert checks["hybrid-0055:pkg/mod.py#1"]["actual"] == "not applied"
     # the same patch applied in the target: the audit's statement fails, per hunk
     (tree / "pkg/mod.py").write_text("a = 1\nmethod = 'probabilistic'\nc = 3\n")

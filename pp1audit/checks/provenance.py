@@ -386,7 +386,7 @@ class ProvenanceRun:
 
     def donor_checks(self, pin: RemotePin) -> list[Check]:
         """The donor patch's hunks in the tree it applies to: a summary and one check per hunk."""
-        from pp1audit.patches import APPLIED, NOT_APPLIED, PatchError, patch_status, tally
+        from pp1audit.patches import APPLIED, NOT_APPLIED, PatchError, hunk_status, parse_patch, tally
 
         cid = f"{pin.id}:hunks"
         where = "the target" if pin.applies_to == TARGET else (
@@ -404,25 +404,38 @@ class ProvenanceRun:
         if isinstance(tree, _Unavailable):
             return [Check(**base, status=tree.status, message=tree.message)]
         try:
-            statuses = patch_status(patch.get(pin.path).data, tree, pin.strip)
+            hunks = parse_patch(patch.get(pin.path).data, pin.strip)
         except PatchError as exc:
             return [Check(**base, status=Status.ERROR, message=f"{pin.id}: {exc}")]
+        # An installed package holds only the package directory: a donor's tests,
+        # docs or C++ sources are outside it and cannot be judged there.
+        outside = ""
+        if pin.applies_to == TARGET:
+            scope = self.manifest.package + "/"
+            inside = [h for h in hunks if h.path.startswith(scope)]
+            if len(inside) < len(hunks):
+                outside = f"; {len(hunks) - len(inside)} hunk(s) outside {scope} not checked"
+            if not inside:
+                return [Check(**base, status=Status.ERROR,
+                              message=f"{pin.id} changes nothing under {scope}{outside}")]
+            hunks = inside
+        statuses = [hunk_status(h, tree) for h in hunks]
         counts = tally(statuses)
         total = len(statuses)
-        actual = ", ".join(f"{v} {k}" for k, v in counts.items())
+        actual = ", ".join(f"{v} {k}" for k, v in counts.items()) + outside
         want = {"applied": APPLIED, "not-applied": NOT_APPLIED}.get(pin.expect or "")
         off = [s for s in statuses if want is not None and s.status != want]
         if want is None:
             status, message = Status.PASS, f"{total} hunk(s) in {where}: {actual} (information)"
         elif not off:
             status = Status.PASS
-            message = f"{pin.id} is {want} in {where}: all {total} hunk(s) {want}"
+            message = f"{pin.id} is {want} in {where}: all {total} hunk(s) {want}{outside}"
         else:
             status = Status.FAIL
             listed = "; ".join(f"{s.label} {s.status}" for s in off[:5])
             more = f"; and {len(off) - 5} more" if len(off) > 5 else ""
-            message = (f"{pin.id} is not {want} in {where}: {len(off)} of {total} hunk(s) "
-                       f"are not: {listed}{more}")
+            message = (f"{pin.id} should be {want} in {where}, but {len(off)} of {total} "
+                       f"hunk(s) are not: {listed}{more}{outside}")
         out = [Check(**base, status=status, actual=actual, message=message)]
         for s in statuses:
             ok = want is None or s.status == want
