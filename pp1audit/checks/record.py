@@ -54,7 +54,9 @@ def _normal(inv: Inventory, path: str) -> str:
         if path.startswith(inv.root + "/"):
             return path[len(inv.root) + 1:]
         return path
-    return posixpath.normpath(path)
+    if "./" in path or "//" in path or path.endswith("/."):
+        return posixpath.normpath(path)
+    return path
 
 
 def _primary(inv: Inventory, dists: list[str], package: str, present: set[str]) -> str | None:
@@ -112,7 +114,8 @@ def record_checks(
             record_problem = f"{record_path} is missing or not a regular file"
         else:
             try:
-                rows = [replace(r, path=_normal(inv, r.path)) for r in parse_record(data, record_path)]
+                rows = [r if _normal(inv, r.path) == r.path else replace(r, path=_normal(inv, r.path))
+                        for r in parse_record(data, record_path)]
             except RecordError as exc:
                 record_problem = str(exc)
 
