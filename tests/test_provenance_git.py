@@ -379,3 +379,46 @@ def test_manifest_errors_for_provenance_keys(tree: Path, tmp_path: Path) -> None
         assert proc.returncode == 2, body
         assert message in proc.stderr, (body, proc.stderr)
         assert f"m.yaml:{line}:" in proc.stderr, (body, proc.stderr)
+
+
+def test_donor_hunks_in_a_git_source_and_lacks_its_bytes(
+    lane: Lane, tree: Path, tmp_path: Path
+) -> None:
+    """A real `git diff` of the breaking change, as a donor: judged at a commit's blobs."""
+    import hashlib
+
+    patch = (git.Repo(lane.path).git.diff(lane.docs, lane.sampled) + "\n").encode()
+    digest = hashlib.sha256(patch).hexdigest()
+    cache = tmp_path / "cache"
+    (cache / "sha256").mkdir(parents=True)
+    (cache / "sha256" / digest).write_bytes(patch)  # where `pp1audit fetch` puts it
+    donor = dedent(f"""
+        donors:
+          sampled:
+            url: https://example.invalid/sampled.patch
+            sha256: '{digest}'
+            expect: not-applied
+            applies_to: lane
+    """)
+    lacks = f"    lacks:\n      no-donor-bytes: {{commit: {lane.sampled}, donor: sampled}}\n"
+
+    def run(commit: str) -> tuple[int, dict[str, dict]]:
+        text = lane_manifest(commit, refs=lacks) + donor
+        rc, result, _ = check(tree, text, tmp_path, "--repo", f"lane={lane.path}",
+                              "--cache-dir", str(cache))
+        return rc, by_id(result)
+
+    rc, checks = run(lane.base)
+    assert checks["sampled"]["status"] == "pass"
+    assert checks["sampled:hunks"]["status"] == "pass"
+    assert checks["sampled:hunks"]["message"].startswith(
+        f"sampled is not applied in lane@{lane.base[:12]}: all ")
+    assert checks["lane:no-donor-bytes"]["status"] == "pass"
+    assert checks["lane:no-donor-bytes"]["message"] == (
+        f"no file in commit {lane.sampled[:12]} has sampled's bytes")
+    assert rc == 0
+    rc, checks = run(lane.sampled)
+    assert rc == 1
+    assert checks["sampled:hunks"]["status"] == "fail"
+    assert checks["sampled:hunks"]["actual"] == "6 applied, 0 not applied, 0 conflict"
+    assert checks[f"sampled:{WIRE}#1"]["actual"] == "applied"

@@ -121,3 +121,52 @@ def test_not_a_patch_is_a_one_line_error() -> None:
         parse_patch(b"just prose\n")
     with pytest.raises(PatchError, match="not UTF-8"):
         parse_patch(b"\xff\xfe")
+
+
+def seed_cache(cache: Path, data: bytes) -> str:
+    """Put bytes where ``pp1audit fetch`` would (content-addressed); return the digest."""
+    import hashlib
+
+    digest = hashlib.sha256(data).hexdigest()
+    (cache / "sha256").mkdir(parents=True, exist_ok=True)
+    (cache / "sha256" / digest).write_bytes(data)
+    return digest
+
+
+def test_check_states_not_applied_as_a_fact_on_the_real_tree(
+    vllm_tree: Path, tree_copy: Path, tmp_path: Path
+) -> None:
+    import json
+
+    from conftest import run_cli
+
+    edits = donor_edits(vllm_tree)
+    digest = seed_cache(tmp_path / "cache", make_patch(edits))
+    m = tmp_path / "m.yaml"
+    m.write_text(
+        "pp1audit: 1\ntarget: {package: vllm}\ndonors:\n  hybrid-0055:\n"
+        "    url: https://example.invalid/0055-dsv41-hybrid-draft.patch\n"
+        f"    sha256: '{digest}'\n    expect: not-applied\n"
+    )
+
+    def run(tree: Path) -> tuple[int, dict[str, dict]]:
+        proc = run_cli("check", str(tree), "-m", str(m), "--cache-dir", str(tmp_path / "cache"),
+                       "--offline", "--format", "json")
+        assert proc.returncode in (0, 1), proc.stderr
+        return proc.returncode, {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+
+    rc, checks = run(vllm_tree)
+    assert rc == 0
+    assert checks["hybrid-0055:hunks"]["message"] == (
+        "hybrid-0055 is not applied in the target: all 2 hunk(s) not applied")
+    for path, (_, new) in edits.items():
+        replace_file(tree_copy / path, new.encode())
+    rc, checks = run(tree_copy)
+    assert rc == 1
+    summary = checks["hybrid-0055:hunks"]
+    assert summary["status"] == "fail" and summary["actual"] == "2 applied, 0 not applied, 0 conflict"
+    hunk = checks[f"hybrid-0055:{CONFIG}#1"]
+    assert hunk["status"] == "fail" and hunk["actual"] == "applied"
+    lines = (tree_copy / CONFIG).read_text().splitlines()
+    a, b = hunk["found_lines"]
+    assert '    draft_sample_method: DraftSampleMethod = "probabilistic"' in lines[a - 1 : b]
