@@ -364,13 +364,13 @@ def plan(manifest: Manifest, text: str, source: Source) -> PinPlan:
     p.files()
     p.citations()
     p.others()
-    new_text = _minimal(text, p.doc.dump(), p.edited)
+    new_text = _minimal(text, p.doc.dump(), p.edited, p.doc.data)
     items = tuple(p.items)
     _prove(manifest.path, new_text, source, items)
     return PinPlan(manifest.path, source.kind, source.location, text, new_text, items)
 
 
-def _minimal(old_text: str, dumped: str, edited: set[tuple[str, ...]]) -> str:
+def _minimal(old_text: str, dumped: str, edited: set[tuple[str, ...]], old_doc: Any) -> str:
     """The dump spliced into the original text so that only edited entries change.
 
     The splice is kept only when it loads to exactly the data of the full dump;
@@ -382,9 +382,10 @@ def _minimal(old_text: str, dumped: str, edited: set[tuple[str, ...]]) -> str:
 
     if not edited:
         return old_text
-    spliced = splice(old_text, dumped, edited)
+    spliced = splice(old_text, dumped, edited, old_doc)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
     try:
-        same = yaml.safe_load(spliced) == yaml.safe_load(dumped)
+        same = yaml.load(spliced, Loader=loader) == yaml.load(dumped, Loader=loader)
     except yaml.YAMLError:  # pragma: no cover - a splice bug; the dump is still right
         same = False
     return spliced if same else dumped

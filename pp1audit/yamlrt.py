@@ -160,7 +160,8 @@ def _segments(mapping: Any, start: int, end: int) -> tuple[int, dict[str, tuple[
     return bounds[0], {k: (bounds[i], bounds[i + 1]) for i, (k, _) in enumerate(keys)}
 
 
-def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]]) -> str:
+def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]],
+           old_doc: Any = None) -> str:
     """``new_text`` where it was edited, ``old_text`` byte for byte everywhere else.
 
     ruamel keeps comments and order but re-emits every node it dumps, and it
@@ -170,9 +171,13 @@ def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]]) -> str:
     and only the edited entries' lines come from the new dump. Anything that
     cannot be cut cleanly falls back to the new dump of that part (still
     correct, just reformatted); the caller proves the result loads equal.
+    ``old_doc`` may be the edited document loaded from ``old_text``: its keys
+    down to the second level keep the positions they were read at.
     """
     y = make_yaml()
-    old_doc, new_doc = y.load(old_text), y.load(new_text)
+    if old_doc is None:
+        old_doc = y.load(old_text)
+    new_doc = y.load(new_text)
     old_lines = old_text.splitlines(keepends=True)
     new_lines = new_text.splitlines(keepends=True)
 
