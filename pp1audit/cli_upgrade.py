@@ -148,7 +148,8 @@ def pin(
         plan = pin_mod.plan(m, text, source)
     dest = path if in_place else output
     if fmt == "json":
-        _out(json.dumps(pin_mod.as_dict(plan), indent=2, ensure_ascii=False) + "\n")
+        as_json = pin_mod.as_dict(plan, str(dest) if dest is not None else None)
+        _out(json.dumps(as_json, indent=2, ensure_ascii=False) + "\n")
     else:
         diff = pin_mod.manifest_diff(plan, str(dest) if dest is not None else None)
         _out(pin_mod.render_review(plan) + ("\n" + diff if diff else ""))

@@ -450,11 +450,12 @@ def render_review(plan: PinPlan, verbose: bool = True) -> str:
     return "\n".join(out) + "\n"
 
 
-def as_dict(plan: PinPlan) -> dict[str, Any]:
-    """The review as JSON-ready data (``pp1audit.pin/1``)."""
+def as_dict(plan: PinPlan, new_name: str | None = None) -> dict[str, Any]:
+    """The review as JSON-ready data (``pp1audit.pin/1``), the manifest diff included."""
     return {
         "format": "pp1audit.pin/1",
         "manifest": plan.manifest_path,
+        "manifest_diff": manifest_diff(plan, new_name),
         "target": {"kind": plan.target_kind, "location": plan.target_location},
         "counts": plan.counts(),
         "items": [

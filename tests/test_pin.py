@@ -48,6 +48,7 @@ def test_rollback_to_030_moves_exactly_the_citations_whose_lines_moved(
     out = tmp_path / "probe-030.yaml"
     rc, review, err = pin_json(vllm_wheel_030, PROBE, "-o", str(out))
     assert rc == 0 and f"wrote {out}" in err
+    assert "+    at: vllm/v1/worker/gpu/model_runner.py:1559-1564\n" in review["manifest_diff"]
     # The test's own account of what moved: where each anchor's text is in 0.30.0.
     old = load_manifest(PROBE)
     expected_moved = {}
