@@ -147,7 +147,13 @@ def compare(source: bytes, pyc: bytes, optimize: int) -> str | None:
     return "its code differs from compiling the source" + detail
 
 
-def _compare_task(args: tuple[bytes, bytes, int]) -> str | None:
+_TASKS: list[tuple[bytes, bytes, int]] = []
+"""Set before forking workers: children read the bytes from inherited memory, not a pipe."""
+
+
+def _compare_task(args: tuple[bytes, bytes, int] | int) -> str | None:
+    if isinstance(args, int):
+        return compare(*_TASKS[args])
     return compare(*args)
 
 
@@ -322,14 +328,20 @@ def _run(todo: list[tuple[PycName, bytes, bytes, str]], progress: Progress | Non
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-        ctx = multiprocessing.get_context(method)
+        global _TASKS
+        fork = "fork" in multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if fork else None)
+        items: list[int] | list[tuple[bytes, bytes, int]] = list(range(len(tasks))) if fork else tasks
         results: list[str | None] = []
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-            for i, r in enumerate(pool.map(_compare_task, tasks, chunksize=32)):
-                results.append(r)
-                if progress is not None and i % 32 == 0:
-                    progress.update(i)
+        _TASKS = tasks
+        try:
+            with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+                for i, r in enumerate(pool.map(_compare_task, items, chunksize=32)):
+                    results.append(r)
+                    if progress is not None and i % 32 == 0:
+                        progress.update(i)
+        finally:
+            _TASKS = []
         return results
     finally:
         if progress is not None and tasks:

@@ -47,6 +47,13 @@ def kind_of_mode(mode: int) -> str:
     return OTHER
 
 
+def _readlink(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One non-directory entry: logical path, type, size, and mtime on disk (None in a wheel)."""
@@ -130,7 +137,7 @@ class DirInventory(Inventory):
                     if kind == DIR:
                         stack.append((d.path, prefix + d.name + "/"))
                         continue
-                    link = os.readlink(d.path) if kind == SYMLINK else None
+                    link = _readlink(d.path) if kind == SYMLINK else None
                     out.append(Entry(prefix + d.name, kind, st.st_size, int(st.st_mtime), d.path, link))
         out.sort(key=lambda e: e.path)
         return out
@@ -142,7 +149,7 @@ class DirInventory(Inventory):
         except OSError:
             return None
         kind = kind_of_mode(st.st_mode)
-        link = os.readlink(real) if kind == SYMLINK else None
+        link = _readlink(real) if kind == SYMLINK else None
         return Entry(path, kind, st.st_size, int(st.st_mtime), real, link)
 
 

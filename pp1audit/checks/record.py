@@ -229,7 +229,7 @@ def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: P
     status = {"fail": Status.FAIL, "skip": Status.SKIP, "error": Status.ERROR}
     return [summary, *(
         Check(id=f"bytecode:{f.path}", kind=KIND, status=status[f.status], path=f.path,
-              message=f"{f.path}: {f.message}", expected=f.source)
+              message=f"{f.path}: {f.message}")
         for f in rep.findings
     )]
 
