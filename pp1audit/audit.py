@@ -8,14 +8,12 @@ report, tests) gets identical results for identical inputs.
 from __future__ import annotations
 
 from pp1audit import __version__
-from pp1audit.checks.citations import check_citation
+from pp1audit.checks.citations import InvariantAnchor, check_citation
 from pp1audit.checks.files import check_file
-from pp1audit.checks.invariants import anchored_citation, check_invariant
 from pp1audit.checks.provenance import ProvenanceRun
 from pp1audit.checks.version import check_version
 from pp1audit.hashing import Progress
 from pp1audit.manifest import Citation, Manifest
-from pp1audit.matcher import Engine
 from pp1audit.result import Check, GatePolicy, Result, TargetInfo
 from pp1audit.runconfig import ProvenanceOptions
 from pp1audit.sources import Source
@@ -46,12 +44,17 @@ def _run_checks(manifest: Manifest, store: FileStore, prov: ProvenanceRun) -> li
         checks.append(check_version(manifest.package, manifest.version, store))
     for path, digest in manifest.files.items():
         checks.append(check_file(path, digest, store))
-    # One engine per run: each Python file parsed once, each invariant evaluated
-    # once, whether a citation anchors on it, an invariant check judges it, or both.
-    engine = Engine(store)
+    by_invariant: InvariantAnchor | None = None
+    if manifest.invariants:  # ast-grep and the matcher load only for manifests with rules
+        from pp1audit.checks.invariants import anchored_citation, check_invariant
+        from pp1audit.matcher import Engine
 
-    def by_invariant(citation: Citation, base: Check) -> Check:
-        return anchored_citation(citation, base, engine, manifest.invariants)
+        # One engine per run: each Python file parsed once, each invariant evaluated
+        # once, whether a citation anchors on it, an invariant check judges it, or both.
+        engine = Engine(store)
+
+        def by_invariant(citation: Citation, base: Check) -> Check:
+            return anchored_citation(citation, base, engine, manifest.invariants)
 
     for citation in manifest.citations.values():
         if citation.source is not None:  # in a named git source or a remote pin
@@ -59,7 +62,7 @@ def _run_checks(manifest: Manifest, store: FileStore, prov: ProvenanceRun) -> li
             continue
         checks.append(check_citation(citation, manifest.files.get(citation.span.path), store,
                                      invariant_anchor=by_invariant))
-    for invariant in manifest.invariants.values():
+    for invariant in manifest.invariants.values():  # (non-empty: engine is set above)
         if invariant.source is not None:  # in a named git source or a remote pin
             checks.append(prov.invariant(invariant))
             continue

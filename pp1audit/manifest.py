@@ -11,14 +11,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pp1audit.errors import ManifestError, Pp1Error
 from pp1audit.paths import path_problem
 from pp1audit.provenance import TARGET, Provenance, parse_provenance
-from pp1audit.rules import Invariant, RuleError, parse_invariant
 from pp1audit.spans import Span, parse_span
 from pp1audit.yamlpos import KeyPath, Loaded, keypath_str, load
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pp1audit.rules import Invariant
 
 
 def text_lines(text: str) -> list[str]:
@@ -161,6 +163,10 @@ def _anchor(loaded: Loaded, file: str, base: KeyPath, raw: dict[str, Any] | None
 
 def _invariants(loaded: Loaded, file: str, raw: dict[str, Any]) -> dict[str, Invariant]:
     """Parse ``invariants``; a rule error points at its key (``rules.RuleError``)."""
+    if not raw.get("invariants"):
+        return {}
+    from pp1audit.rules import RuleError, parse_invariant  # only manifests with rules pay
+
     out: dict[str, Invariant] = {}
     for iid, rec in (raw.get("invariants") or {}).items():
         try:
