@@ -365,3 +365,39 @@ def test_anchor_picks_the_match_nearest_the_pinned_lines(make_files: MakeFiles) 
     exact = run(make_files, inv, citations="c: {at: 'pkg/mod.py:8-13', anchor: {invariant: r}}\n")
     assert exact["citation:c"].status is Status.PASS
     assert exact["citation:c"].found_lines == (8, 13)
+
+
+def test_guarded_by_an_elif_but_not_by_the_if_before_it(make_files: MakeFiles) -> None:
+    code = ("class S:\n    def __init__(self, cfg):\n        self.x: int | None = None\n"
+            "        if cfg.a:\n            pass\n"
+            "        elif cfg.mode == \"probabilistic\":\n            self.x = 1\n")
+    rule = """\
+        file: pkg/mod.py
+        in: S.__init__
+        pattern: "self.x: $T = None"
+        every: {{pattern: self.x = $V, guarded_by: {guard}}}
+    """
+    ok = one(make_files, rule.format(guard="'$C.mode == \"probabilistic\"'"), code)
+    assert ok.status is Status.PASS, ok.message
+    bad = one(make_files, rule.format(guard="$C.a"), code)
+    assert bad.status is Status.FAIL and "line 7: it is not inside an `if $C.a:` block" in bad.message
+
+
+def test_manifest_without_invariants_does_not_load_ast_grep(
+    tmp_path: Path, make_files: MakeFiles
+) -> None:
+    root = make_files({"pkg/__init__.py": "", "pkg/mod.py": CODE})
+    man = tmp_path / "m.yaml"
+    man.write_text("pp1audit: 1\ntarget: {package: pkg}\nfiles: {}\n")
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom pp1audit.manifest import load_manifest\n"
+        "from pp1audit.audit import audit\nfrom pp1audit.sources import DirectorySource\n"
+        f"audit(load_manifest(Path({str(man)!r})), DirectorySource(Path({str(root)!r})))\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('ast_grep', 'pp1audit.matcher', "
+        "'pp1audit.rules'))))\n"
+    )
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
