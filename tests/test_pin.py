@@ -250,3 +250,31 @@ def test_a_gone_file_keeps_its_old_digest_marked(make_files: Callable[..., Path]
     old_digest = load_manifest(tmp_path / "m.yaml").files["pkg/b.py"]
     assert f"pkg/b.py: {old_digest}  # pp1audit pin: UNRESOLVED: missing from the target" in after
     assert run_cli("check", str(root), "-m", str(m)).returncode == 1
+
+
+def test_whitespace_only_change_is_requoted_and_version_loss_is_unresolved(
+    make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = make_files({
+        "pkg/__init__.py": "",
+        "pkg/_version.py": "__version__ = '1.0'\n",
+        "pkg/a.py": "def f():\n    return  g(1,\n             2)\n",
+    })
+    m = tmp_path / "m.yaml"
+    proc = run_cli("init", str(root), "-p", "pkg", "--cite", "ret=pkg/a.py:2-3", "-o", str(m))
+    assert proc.returncode == 0, proc.stderr
+    (root / "pkg" / "a.py").write_text("def f():\n    return g(1,\n        2)\n")
+    out = tmp_path / "out.yaml"
+    rc, review, _ = pin_json(root, m, "-o", str(out))
+    assert rc == 0
+    assert rows(review, "changed")["ret"]["detail"].startswith("same place; anchor text re-quoted")
+    anchor = load_manifest(out).citations["ret"].anchor
+    assert anchor is not None and anchor.exact == ["    return g(1,", "        2)"]
+    assert run_cli("check", str(root), "-m", str(out)).returncode == 0
+    # A tree that no longer says its version: the old pin is kept, marked, and fails.
+    (root / "pkg" / "_version.py").unlink()
+    rc, review, _ = pin_json(root, out, "--in-place", "--allow-unresolved")
+    assert rc == 1
+    assert rows(review, "unresolved", "version")["version"]["old"] == "1.0"
+    assert "version: '1.0'  # pp1audit pin: UNRESOLVED: " in out.read_text()
+    assert run_cli("check", str(root), "-m", str(out)).returncode == 1

@@ -4,6 +4,7 @@ context, highlighting on request, and the citation's status."""
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from conftest import REPO, run_cli
@@ -73,3 +74,16 @@ def test_show_errors_are_one_line_exit_2(vllm_tree: Path) -> None:
         proc = run_cli("show", str(vllm_tree), spec, "-m", str(PROBE))
         assert proc.returncode == 2, spec
         assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_show_a_citation_whose_text_is_gone(
+    tree_copy: Path, edit: Callable[[Path, Callable[[str], str]], None]
+) -> None:
+    edit(tree_copy / RUNNER, lambda t: t.replace(
+        "                self.speculator.draft_logits,\n", "                None,\n", 1))
+    proc = run_cli("show", str(tree_copy), "runner-passes-draft-logits", "-m", str(PROBE))
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert lines[-2].startswith("citation runner-passes-draft-logits: fail")
+    assert lines[-1] == "not found on this tree; showing the pinned lines 1605-1610"
+    assert "None," in next(x for x in lines if x.startswith("> 1609"))
