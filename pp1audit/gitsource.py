@@ -102,6 +102,13 @@ class Clone:
         self.repo.close()
 
 
+class MissingBlob(MissingFile):
+    """The path is not in the commit's tree (a ``fail``, like any missing pinned file)."""
+
+    def __init__(self, path: str, commit: str) -> None:
+        SourceError.__init__(self, path, f"is not in commit {commit[:12]}")
+
+
 @dataclass(frozen=True)
 class _Entry:
     mode: int
@@ -130,11 +137,25 @@ class GitSource(Source):
             self._entries = entries
         return self._entries
 
+    def _lookup(self, path: str) -> _Entry | None:
+        """One path's entry: walks only the subtrees on the way (no whole-tree listing)."""
+        if self._entries is not None:
+            return self._entries.get(path)
+        try:
+            item = self.commit.tree / path
+        except KeyError:
+            return None
+        if item.type == "tree":
+            return None
+        return _Entry(item.mode, item)
+
     def _entry(self, path: str) -> _Entry:
         self._check_path(path)
-        entry = self._index().get(path)
+        entry = self._lookup(path)
         if entry is None:
-            raise MissingFile(path)
+            if self._is_tree(path):
+                raise SourceError(path, f"is a directory in commit {self.hexsha[:12]}")
+            raise MissingBlob(path, self.hexsha)
         kind = entry.mode & 0o170000
         if kind == _SYMLINK:
             raise SourceError(path, f"is a symbolic link in commit {self.hexsha[:12]}; not followed")
@@ -150,8 +171,22 @@ class GitSource(Source):
             raise SourceError(path, f"cannot read blob {entry.blob.hexsha[:12]}: {exc}") from None
         return data
 
+    def _is_tree(self, path: str) -> bool:
+        try:
+            return bool((self.commit.tree / path).type == "tree")
+        except KeyError:
+            return False
+
     def exists(self, path: str) -> bool:
-        return path in self._index()
+        if self._check_safe(path):
+            return self._lookup(path) is not None or self._is_tree(path)
+        return False
+
+    @staticmethod
+    def _check_safe(path: str) -> bool:
+        from pp1audit.paths import path_problem
+
+        return path_problem(path) is None
 
     def iter_files(self, under: str = "") -> Iterator[str]:
         prefix = under.rstrip("/") + "/" if under else ""

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from pp1audit.errors import MissingFile, Pp1Error
+from pp1audit.errors import MissingFile, Pp1Error, SourceError
 from pp1audit.sources import Source
 
 CHUNK = 64 * 1024
@@ -311,6 +311,13 @@ def _store(response: Any, url: str, sha256: str, final: Path, policy: FetchPolic
         raise
 
 
+class NotThePin(MissingFile):
+    """A path other than the one file a remote pin holds (a ``fail``, like a missing file)."""
+
+    def __init__(self, path: str, pinned: str) -> None:
+        SourceError.__init__(self, path, f"is not this remote pin's file ({pinned})")
+
+
 class RemoteSource(Source):
     """One pinned remote file, from verified cached bytes, at its logical path.
 
@@ -328,7 +335,7 @@ class RemoteSource(Source):
     def read(self, path: str) -> bytes:
         self._check_path(path)
         if path != self.path:
-            raise MissingFile(path)
+            raise NotThePin(path, self.path)
         return self.data
 
     def exists(self, path: str) -> bool:

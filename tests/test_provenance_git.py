@@ -422,3 +422,67 @@ def test_donor_hunks_in_a_git_source_and_lacks_its_bytes(
     assert checks["sampled:hunks"]["status"] == "fail"
     assert checks["sampled:hunks"]["actual"] == "6 applied, 0 not applied, 0 conflict"
     assert checks[f"sampled:{WIRE}#1"]["actual"] == "applied"
+
+
+def test_git_source_refuses_symlinks_and_names_missing_blobs(tmp_path: Path) -> None:
+    from pp1audit.errors import MissingFile, SourceError
+    from pp1audit.gitsource import Clone
+
+    root = tmp_path / "r"
+    repo = git.Repo.init(root)
+    (root / "real.py").write_text("x = 1\n")
+    os.symlink("/etc/passwd", root / "link.py")
+    repo.index.add(["real.py", "link.py"])
+    sha = repo.index.commit("with a symlink").hexsha
+    clone = Clone("r", root)
+    try:
+        source = clone.source(sha)
+        assert source is not None
+        assert source.read("real.py") == b"x = 1\n"
+        with pytest.raises(SourceError, match="is a symbolic link"):
+            source.read("link.py")
+        with pytest.raises(MissingFile, match=f"is not in commit {sha[:12]}"):
+            source.read("gone.py")
+        with pytest.raises(SourceError, match=r"contains '\.\.'"):
+            source.read("../real.py")
+        assert list(source.iter_files()) == ["link.py", "real.py"]
+        assert clone.source("f" * 40) is None
+    finally:
+        clone.close()
+
+
+def test_citation_in_a_remote_pin(tree: Path, tmp_path: Path) -> None:
+    """A cached remote file is a source like any other: its pin proves its lines."""
+    import hashlib
+
+    data = b"def rejection_sample(target, draft):\n    return accept(target, draft)\n"
+    digest = hashlib.sha256(data).hexdigest()
+    cache = tmp_path / "cache"
+    (cache / "sha256").mkdir(parents=True)
+    (cache / "sha256" / digest).write_bytes(data)
+    text = dedent(f"""
+        pp1audit: 1
+        target: {{package: pkg}}
+        remotes:
+          upstream-rs:
+            url: https://example.invalid/vllm/blob/e4db46c7/vllm/v1/sample/rejection_sampler.py
+            sha256: '{digest}'
+            commit: e4db46c79bca354fef07197465faea14ca563c09
+            path: vllm/v1/sample/rejection_sampler.py
+        citations:
+          upstream-accepts:
+            source: upstream-rs
+            at: vllm/v1/sample/rejection_sampler.py:1-2
+          wrong-path:
+            source: upstream-rs
+            at: vllm/v1/sample/other.py:1
+            anchor: {{exact: "x"}}
+    """)
+    rc, result, _ = check(tree, text, tmp_path, "--cache-dir", str(cache))
+    checks = by_id(result)
+    assert checks["upstream-rs"]["kind"] == "file" and checks["upstream-rs"]["status"] == "pass"
+    assert "pins commit e4db46c79bca" in checks["upstream-rs"]["message"]
+    assert checks["upstream-accepts"]["status"] == "pass"
+    assert checks["wrong-path"]["status"] == "fail"
+    assert "is not this remote pin's file" in checks["wrong-path"]["message"]
+    assert rc == 1
