@@ -107,6 +107,9 @@ def test_pp1_rollback_to_030(pp1_031: tuple[Path, dict], vllm_wheel_030: Path,
     assert set(outcome_ids(review, "unresolved")) == lost
     got = outcome_ids(review, "moved")
     assert {c: r["new_lines"][0] for c, r in got.items() if c in moved} == moved
+    invariant_anchored = {c for c, cit in load_manifest(m31).citations.items()
+                          if cit.anchor is not None and cit.anchor.invariant is not None}
+    assert set(got) - set(moved) <= invariant_anchored
     assert {"runner-passes-draft-logits", "config-default-greedy"} <= set(got)
     greedy = got["config-default-greedy"]["new_lines"]
     assert file_lines(vllm_wheel_030, "vllm/config/speculative.py")[greedy[0] - 1].strip() == (
