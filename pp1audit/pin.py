@@ -382,6 +382,8 @@ def _minimal(old_text: str, dumped: str, edited: set[tuple[str, ...]], old_doc: 
 
     if not edited:
         return old_text
+    if "\r\n" in old_text:  # ruamel writes LF; a CRLF manifest stays CRLF
+        dumped = dumped.replace("\r\n", "\n").replace("\n", "\r\n")
     spliced = splice(old_text, dumped, edited, old_doc)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
     try:

@@ -278,3 +278,13 @@ def test_whitespace_only_change_is_requoted_and_version_loss_is_unresolved(
     assert rows(review, "unresolved", "version")["version"]["old"] == "1.0"
     assert "version: '1.0'  # pp1audit pin: UNRESOLVED: " in out.read_text()
     assert run_cli("check", str(root), "-m", str(out)).returncode == 1
+
+
+def test_a_crlf_manifest_stays_crlf(vllm_wheel_030: Path, tmp_path: Path) -> None:
+    m = tmp_path / "crlf.yaml"
+    m.write_bytes(PROBE.read_bytes().replace(b"\n", b"\r\n"))
+    out = tmp_path / "out.yaml"
+    assert run_cli("pin", str(vllm_wheel_030), "-m", str(m), "-o", str(out)).returncode == 0
+    data = out.read_bytes()
+    assert data.count(b"\r\n") == data.count(b"\n") > 100
+    assert run_cli("check", str(vllm_wheel_030), "-m", str(out)).returncode == 0
