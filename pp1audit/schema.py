@@ -459,9 +459,10 @@ def validator() -> Any:
     try:
         from pp1audit import _schema_validator as generated
     except ImportError:  # pragma: no cover - the module ships with the package
-        generated = None
-    if generated is not None and schema_sha256() == generated.SCHEMA_SHA256:
-        return generated.validate
+        pass
+    else:
+        if schema_sha256() == generated.SCHEMA_SHA256:
+            return generated.validate
     import fastjsonschema
 
     return fastjsonschema.compile(SCHEMA)
