@@ -342,3 +342,36 @@ def test_offline_never_opens_a_socket(
         main(["check", str(tree), "-m", str(m), "--cache-dir", str(cache), "--fetch"])
     assert attempts
     assert cached_files(cache) == []
+
+
+def test_tls_is_always_verified(tmp_path: Path) -> None:
+    """An https server with a self-signed certificate is refused, and nothing is cached."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a self-signed certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    httpd = _serve([0], Counter(), threading.Event())
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"https://127.0.0.1:{httpd.server_address[1]}/0055.patch"
+        with pytest.raises(FetchError) as info:
+            download(url, PATCH_SHA, Cache(tmp_path / "cache"), FAST)
+        assert str(info.value).startswith(f"{url}: TLS verification failed")
+        assert "\n" not in str(info.value)
+        assert cached_files(tmp_path / "cache") == []
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
