@@ -486,3 +486,33 @@ def test_citation_in_a_remote_pin(tree: Path, tmp_path: Path) -> None:
     assert checks["wrong-path"]["status"] == "fail"
     assert "is not this remote pin's file" in checks["wrong-path"]["message"]
     assert rc == 1
+
+
+@pytest.mark.vllm
+def test_pp1_manifest_lane_section_on_a_clone_that_lacks_the_lane_base(
+    lane: Lane, vllm_tree: Path
+) -> None:
+    """The shipped PP1 manifest's lane source, pointed at a clone without cc9515f…:
+    every lane citation fails saying to fetch; the moving refs report their move."""
+    from conftest import REPO
+
+    pp1 = REPO / "manifests" / "pp1.yaml"
+    if not pp1.exists():
+        pytest.skip("manifests/pp1.yaml not written yet")
+    proc = run_cli("check", str(vllm_tree), "-m", str(pp1), "--repo", f"lane={lane.path}",
+                   "--format", "json", "--offline")
+    assert proc.returncode == 1, proc.stderr
+    result = json.loads(proc.stdout)
+    lane_checks = [c for c in result["checks"] if c["source"] == "lane"]
+    assert lane_checks
+    citations = [c for c in lane_checks if c["kind"] == "citation"]
+    assert citations and all(c["status"] == "fail" for c in citations)
+    assert all("cc9515fdd4e2 is not in" in c["message"] and "fetch it" in c["message"]
+               for c in citations)
+    refs = {c["id"]: c for c in lane_checks if ":ref:" in c["id"]}
+    assert refs["lane:ref:main"]["status"] == "pass"
+    assert refs["lane:ref:main"]["actual"] == lane.sampled
+    assert "moving ref: information" in refs["lane:ref:main"]["message"]
+    assert refs["lane:ref:offload-x86host"]["actual"] == lane.offload
+    others = [c for c in result["checks"] if c["source"] == "henryous"]
+    assert others and all(c["status"] == "skip" for c in others)
