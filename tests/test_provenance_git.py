@@ -260,6 +260,7 @@ REFS = """\
       release: {{commit: {base}}}
       gone: {{commit: {base}, moving: true}}
       vanished: {{commit: {base}}}
+      refs/heads/main: {{commit: {offload}}}
 """
 
 
@@ -281,6 +282,9 @@ def test_refs_report_where_they_point_now(lane: Lane, tree: Path, tmp_path: Path
     assert checks["lane:ref:gone"]["status"] == "skip"
     assert checks["lane:ref:vanished"]["status"] == "fail"
     assert "not in" in checks["lane:ref:vanished"]["message"]
+    diverged = checks["lane:ref:refs/heads/main"]
+    assert diverged["status"] == "fail"
+    assert "not a descendant of the recorded" in diverged["message"]
     assert rc == 1
 
 

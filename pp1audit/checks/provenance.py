@@ -308,14 +308,16 @@ class ProvenanceRun:
         if now == ref.commit:
             return Check(**base, status=Status.PASS, actual=now,
                          message=f"{full} still at the recorded {short(now)}")
+        recorded = short(ref.commit)
         if clone.is_ancestor(ref.commit, now):
             n = clone.count_between(ref.commit, now)
-            how = f"{n} commit(s) ahead of" if n is not None else "ahead of"
+            ahead = f"{n} commit(s)" if n is not None else "commits"
+            text = f"{full} now at {short(now)}, {ahead} ahead of the recorded {recorded}"
         elif clone.commit(ref.commit) is None:
-            how = "moved from (not in this clone)"
+            text = f"{full} now at {short(now)}; the recorded {recorded} is not in this clone"
         else:
-            how = "moved away from (not a descendant of)"
-        text = f"{full} now at {short(now)}, {how} the recorded {short(ref.commit)}"
+            text = (f"{full} now at {short(now)}, not a descendant of the recorded {recorded} "
+                    "(history rewritten or reset)")
         if ref.moving:
             return Check(**base, status=Status.PASS, actual=now,
                          message=f"{text} (moving ref: information)")
