@@ -283,8 +283,11 @@ def _store(response: Any, url: str, sha256: str, final: Path, policy: FetchPolic
         )
     import tempfile
 
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".part-", dir=final.parent)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".part-", dir=final.parent)
+    except OSError as exc:
+        raise FetchError(f"{final.parent}: cannot write to the cache: {exc.strerror}") from None
     try:
         digest = hashlib.sha256()
         size = 0
@@ -305,6 +308,14 @@ def _store(response: Any, url: str, sha256: str, final: Path, policy: FetchPolic
         os.chmod(tmp, 0o444)
         os.replace(tmp, final)
         return size
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        import requests
+
+        if isinstance(exc, requests.RequestException):  # these are IOErrors too: the network
+            raise
+        raise FetchError(f"{final.parent}: cannot write to the cache: {exc.strerror}") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
