@@ -155,62 +155,84 @@ def hash_entries(
     (each thread then opens the zip once: ``ZipFile`` serialises reads of one
     shared handle).
     """
-    out: dict[str, Digest] = {}
-    todo: list[Entry] = []
-    for e in entries:
-        if e.kind != "file":
-            out[e.path] = Digest(None, 0, error=f"is a {e.kind}; not opened")
-        else:
-            todo.append(e)
-    todo.sort(key=lambda e: e.size, reverse=True)
-    n = min(workers or default_workers(), max(1, len(todo)))
-    done = [0] * n
-    lock = threading.Lock()
-    position = [0]
+    return HashRun(entries, wheel=wheel, keep=keep, workers=workers, progress=progress).result()
 
-    end = [len(todo)]
 
-    def take(smallest: bool) -> Entry | None:
+class HashRun:
+    """``hash_entries`` started in the background: the caller works on (parsing
+    RECORD, say) while the threads hash, then collects with ``result()``."""
+
+    def __init__(
+        self,
+        entries: Sequence[Entry],
+        *,
+        wheel: str | None = None,
+        keep: Callable[[Entry], bool] = lambda e: False,
+        workers: int | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.out: dict[str, Digest] = {}
+        todo: list[Entry] = []
+        for e in entries:
+            if e.kind != "file":
+                self.out[e.path] = Digest(None, 0, error=f"is a {e.kind}; not opened")
+            else:
+                todo.append(e)
+        todo.sort(key=lambda e: e.size, reverse=True)
+        self._todo = todo
+        self._wheel = wheel
+        self._keep = keep
+        n = min(workers or default_workers(), max(1, len(todo)))
+        self._done = [0] * n
+        self._lock = threading.Lock()
+        self._front = 0
+        self._end = len(todo)
+        self._progress = progress
+        if progress is not None:
+            progress.start("hashing", sum(max(e.size, 1) for e in todo))
+        self._pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="pp1audit-hash")
+        self._futures = [self._pool.submit(self._work, i) for i in range(n)]
+
+    def _take(self, smallest: bool) -> Entry | None:
         # Most workers take the largest file left; one takes the smallest. Small
         # files cost Python-level work under the GIL, large ones hash without
         # it: running both kinds at once keeps every core hashing.
-        with lock:
-            if position[0] >= end[0]:
+        with self._lock:
+            if self._front >= self._end:
                 return None
             if smallest:
-                end[0] -= 1
-                return todo[end[0]]
-            position[0] += 1
-            return todo[position[0] - 1]
+                self._end -= 1
+                return self._todo[self._end]
+            self._front += 1
+            return self._todo[self._front - 1]
 
-    def work(slot: int) -> None:
+    def _work(self, slot: int) -> None:
         buf = bytearray(BUFFER)
-        zf = zipfile.ZipFile(wheel) if wheel is not None else None
+        zf = zipfile.ZipFile(self._wheel) if self._wheel is not None else None
         try:
-            while (e := take(slot == 1)) is not None:
-                want = keep(e)
+            while (e := self._take(slot == 1)) is not None:
+                want = self._keep(e)
                 d = hash_member(zf, e.ref, want) if zf is not None else hash_path(e.ref, want, buf)
-                out[e.path] = d
-                done[slot] += max(e.size, 1)
+                self.out[e.path] = d
+                self._done[slot] += max(e.size, 1)
         finally:
             if zf is not None:
                 zf.close()
 
-    total = sum(max(e.size, 1) for e in todo)
-    if progress is not None:
-        progress.start("hashing", total)
-    try:
-        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="pp1audit-hash") as pool:
-            futures = [pool.submit(work, i) for i in range(n)]
-            pending = set(futures)
+    def result(self) -> dict[str, Digest]:
+        """Wait for every worker (reporting progress meanwhile) and return the digests."""
+        try:
+            pending = set(self._futures)
             while pending:
                 _, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)
-                if progress is not None:
-                    progress.update(sum(done))
-                for f in futures:
-                    if f.done() and f.exception() is not None:
-                        raise f.exception()  # type: ignore[misc]
-    finally:
-        if progress is not None:
-            progress.stop()
-    return out
+                if self._progress is not None:
+                    self._progress.update(sum(self._done))
+                for f in self._futures:
+                    exc = f.exception() if f.done() else None
+                    if exc is not None:
+                        raise exc
+        finally:
+            self._pool.shutdown(wait=True)
+            if self._progress is not None:
+                self._progress.stop()
+        return self.out

@@ -268,3 +268,15 @@ def test_text_output_of_a_problem(tmp_path: Path, make_files) -> None:  # type: 
     assert proc.stderr == ""
     line = next(x for x in proc.stdout.splitlines() if x.startswith("fail"))
     assert "record:pkg/mod.py" in line and "modified: content differs from RECORD (same size)" in line
+
+
+def test_record_rows_with_another_algorithm(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    rec = root / "pkg-1.0.dist-info" / "RECORD"
+    data = (root / "pkg" / "mod.py").read_bytes()
+    digest = base64.urlsafe_b64encode(hashlib.sha512(data).digest()).rstrip(b"=").decode()
+    lines = [x for x in rec.read_text().splitlines() if not x.startswith("pkg/mod.py,")]
+    rec.write_text("\n".join([*lines, f"pkg/mod.py,sha512={digest},{len(data)}"]) + "\n")
+    assert bad(run(root)) == {}
+    (root / "pkg" / "mod.py").write_bytes(data.replace(b"42", b"24"))
+    assert set(bad(run(root))) >= {"record:pkg/mod.py"}

@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode
 from pp1audit.errors import TargetError
-from pp1audit.hashing import Digest, Progress, hash_entries
+from pp1audit.hashing import Digest, HashRun, Progress, hash_entries
 from pp1audit.inventory import DirInventory, Entry, Inventory, inventory_for
 from pp1audit.record import (
     Problem,
@@ -100,6 +100,11 @@ def record_checks(
     files = inv.walk(package)
     if not files:
         return [_error("record", f"no files under {package}/ in the target", package + "/")]
+    wheel = inv.location if inv.kind == "wheel" else None
+    # Hash the package directory (nearly all the bytes) in the background while
+    # RECORD is found and parsed here.
+    run = HashRun(files, wheel=wheel, progress=progress,
+                  keep=keep_for_bytecode if record else lambda e: False)
     dists = distributions(inv, package)
     primary = _primary(inv, dists, package, {e.path for e in files})
 
@@ -123,21 +128,18 @@ def record_checks(
     by_path = {e.path: e for e in files}
     for row in rows:
         located[row.path] = by_path.get(row.path) or inv.entry(row.path)
-    to_hash = dict(by_path)
-    for path, e in located.items():
-        if e is not None:
-            to_hash.setdefault(path, e)
-    wheel = inv.location if inv.kind == "wheel" else None
+    outside = [e for p, e in located.items() if e is not None and p not in by_path]
     other_algo = {(r.path, r.algorithm or "") for r in rows
                   if r.algorithm not in (None, "sha256") and located.get(r.path) is not None}
-    other_paths = {p for p, _ in other_algo}
-    digests = hash_entries(
-        list(to_hash.values()), wheel=wheel, progress=progress,
-        keep=lambda e: (record and keep_for_bytecode(e)) or e.path in other_paths,
-    )
+    digests = run.result()
+    # The dist-info files and scripts RECORD lists (a few kB), and any rows
+    # with another algorithm than sha256 (read again, whole).
+    digests.update(hash_entries(outside, wheel=wheel))
     extra: dict[tuple[str, str], bytes] = {}
+    again = hash_entries([e for p, _ in other_algo if (e := located.get(p)) is not None],
+                         wheel=wheel, keep=lambda e: True) if other_algo else {}
     for path, algo in other_algo:
-        d = digests.get(path)
+        d = again.get(path)
         if d is not None and d.data is not None:
             extra[(path, algo)] = hashlib.new(algo, d.data).digest()
 
