@@ -36,7 +36,10 @@ class ProvenanceOptions:
     """Everything provenance checks need beyond the manifest and the target."""
 
     repos: dict[str, Path] = field(default_factory=dict)
-    """Named git source -> local clone (``--repo NAME=PATH``)."""
+    """Named git source -> local clone (``--repo NAME=PATH``, or the config file)."""
+    named_on_command_line: frozenset[str] = frozenset()
+    """Names given with ``--repo``: a manifest without them is a usage error. Names only
+    in a config file may belong to other manifests and are ignored when unknown."""
     cache_dir: Path | None = None
     """Remote-pin cache; None: ``remote.default_cache_dir()``."""
     fetch: bool = False
@@ -117,9 +120,11 @@ def resolve_options(
         config = Path(CONFIG_NAME)
     base = load_config(config) if config is not None else ProvenanceOptions()
     merged = dict(base.repos)
+    named: set[str] = set()
     for value in repos:
         name, path = parse_repo_option(value)
         merged[name] = path
+        named.add(name)
     policy = base.policy
     if timeout is not None:
         policy = replace(policy, connect_timeout=timeout, read_timeout=timeout)
@@ -128,6 +133,6 @@ def resolve_options(
     if attempts is not None:
         policy = replace(policy, attempts=max(1, attempts))
     return ProvenanceOptions(
-        repos=merged, cache_dir=cache_dir or base.cache_dir, fetch=fetch, offline=offline,
-        policy=policy,
+        repos=merged, named_on_command_line=frozenset(named),
+        cache_dir=cache_dir or base.cache_dir, fetch=fetch, offline=offline, policy=policy,
     )

@@ -334,7 +334,9 @@ def test_repo_options_from_a_config_file_and_usage_errors(
     cfg.parent.mkdir()
     # a relative path in the config is relative to the config file, not the cwd
     rel = os.path.relpath(lane.path, cfg.parent)
-    cfg.write_text(f'[repos]\nlane = "{rel}"\n')
+    # a name the manifest does not use is ignored in a config file (it may serve
+    # other manifests), but is a usage error on the command line (below)
+    cfg.write_text(f'[repos]\nlane = "{rel}"\nother = "/nonexistent"\n')
     proc = run_cli("check", str(tree), "-m", str(m), "--config", str(cfg), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     assert by_id(json.loads(proc.stdout))["lane-hello-greedy"]["status"] == "pass"

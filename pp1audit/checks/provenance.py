@@ -59,7 +59,7 @@ class ProvenanceRun:
         self.prov = manifest.provenance
         self.options = options or ProvenanceOptions()
         self.target = target
-        unknown = sorted(set(self.options.repos) - set(self.prov.sources))
+        unknown = sorted(self.options.named_on_command_line - set(self.prov.sources))
         if unknown:
             known = ", ".join(sorted(self.prov.sources)) or "none"
             raise Pp1Error(
@@ -76,9 +76,10 @@ class ProvenanceRun:
     # -- opening things -------------------------------------------------------
 
     def open_clones(self) -> None:
-        """Open every clone given; a path that is not a git repository is exit 2."""
+        """Open every clone the manifest uses; a path that is not a git repository is exit 2."""
         for name in self.options.repos:
-            self.clone(name)
+            if name in self.prov.sources:
+                self.clone(name)
 
     def clone(self, name: str) -> Clone | None:
         """The clone given for a source, or None when ``--repo`` did not name it."""
