@@ -42,6 +42,8 @@ NOT_CARRIED = "not carried"
 MARK = "pp1audit pin: UNRESOLVED"
 """Comment put on pins that have no ``unresolved`` key (version, files) when marked."""
 
+_SEVERAL = re.compile(r"\((\d+) places match")
+"""How checks/invariants.py says an invariant anchor matched in several places."""
 _SEP = re.compile(r"^[^:]+:\d+(?P<sep>\s*[-–]\s*)\d+$")
 
 
@@ -256,6 +258,10 @@ class _Planner:
         if check.excerpt is not None and check.excerpt != "\n".join(lines[a - 1 : b]):
             return f"{cit.span.path} changed while it was being read"
         anchor = cit.anchor
+        several = _SEVERAL.search(check.message)
+        if check.status is Status.DRIFT and anchor is not None and anchor.invariant and several:
+            return (f"invariant '{anchor.invariant}' matches in {several[1]} places in "
+                    f"{cit.span.path}; which one the audit means is for a human to say")
         if check.status is Status.DRIFT and anchor is not None and (anchor.exact or anchor.sha256):
             match = relocate(lines, cit.span, anchor.exact, anchor.prefix, anchor.suffix,
                              anchor.sha256)

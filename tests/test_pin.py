@@ -288,3 +288,25 @@ def test_a_crlf_manifest_stays_crlf(vllm_wheel_030: Path, tmp_path: Path) -> Non
     data = out.read_bytes()
     assert data.count(b"\r\n") == data.count(b"\n") > 100
     assert run_cli("check", str(vllm_wheel_030), "-m", str(out)).returncode == 0
+
+
+def test_an_invariant_anchor_matching_in_several_places_is_unresolved(
+    make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = make_files({"pkg/__init__.py": "", "pkg/a.py": "def g():\n    foo(1)\n    foo(2)\n"})
+    m = tmp_path / "m.yaml"
+    m.write_text(
+        "pp1audit: 1\ntarget: {package: pkg}\n"
+        "invariants:\n  calls-foo:\n    file: pkg/a.py\n    pattern: foo($X)\n"
+        "citations:\n  first-call:\n    at: pkg/a.py:2\n    anchor: {invariant: calls-foo}\n"
+    )
+    assert run_cli("check", str(root), "-m", str(m)).returncode == 0
+    (root / "pkg" / "a.py").write_text("# moved\n\ndef g():\n    foo(1)\n    foo(2)\n")
+    rc, review, _ = pin_json(root, m)
+    assert rc == 1
+    assert "matches in 2 places" in rows(review, "unresolved")["first-call"]["detail"]
+    # With one match left, the move is certain and carried.
+    (root / "pkg" / "a.py").write_text("# moved\n\ndef g():\n    foo(1)\n")
+    rc, review, _ = pin_json(root, m, "--in-place")
+    assert rc == 0 and rows(review, "moved")["first-call"]["new_lines"] == [4, 4]
+    assert "at: pkg/a.py:4\n" in m.read_text()
