@@ -483,6 +483,14 @@ def test_citation_in_a_remote_pin(tree: Path, tmp_path: Path) -> None:
             source: upstream-rs
             at: vllm/v1/sample/other.py:1
             anchor: {{exact: "x"}}
+        invariants:
+          upstream-accepts-with-draft:
+            source: upstream-rs
+            file: vllm/v1/sample/rejection_sampler.py
+            in: rejection_sample
+            pattern: accept($$$ARGS)
+            where:
+              ARGS: {{has: draft}}
     """)
     rc, result, _ = check(tree, text, tmp_path, "--cache-dir", str(cache))
     checks = by_id(result)
@@ -491,6 +499,8 @@ def test_citation_in_a_remote_pin(tree: Path, tmp_path: Path) -> None:
     assert checks["upstream-accepts"]["status"] == "pass"
     assert checks["wrong-path"]["status"] == "fail"
     assert "is not this remote pin's file" in checks["wrong-path"]["message"]
+    inv = checks["upstream-accepts-with-draft"]
+    assert inv["status"] == "pass" and inv["source"] == "upstream-rs" and inv["found_lines"] == [2, 2]
     assert rc == 1
 
 
