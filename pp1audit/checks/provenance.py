@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pp1audit.checks.citations import check_citation
-from pp1audit.errors import Pp1Error
+from pp1audit.errors import Pp1Error, SourceError
 from pp1audit.manifest import Citation, Manifest
 from pp1audit.provenance import TARGET, ContentRule, GitSourceSpec, RefPin, RemotePin
 from pp1audit.result import Check, Status
@@ -224,8 +224,6 @@ class ProvenanceRun:
         Git names blobs by their hash, so the span read at the pinned commit is the
         cited text; what can still fail is the file or the lines being absent.
         """
-        from pp1audit.errors import SourceError
-
         span = citation.span
         pinned = (span.start, span.end)
         base: dict[str, Any] = {"id": citation.id, "kind": "citation", "path": span.path,
@@ -332,9 +330,6 @@ class ProvenanceRun:
         if isinstance(store, _Unavailable):
             return Check(**base, status=store.status, message=store.message)
         source: GitSource = store.source  # type: ignore[assignment]
-        at = f"commit {short(rule.commit)}"
-        what = (f"{rule.donor}'s bytes" if rule.donor
-                else f"a file with SHA-256 {short(rule.sha256)}" if rule.sha256 else None)
         data = None
         if rule.donor is not None:
             cached = self.remote_store(rule.donor)
@@ -343,6 +338,24 @@ class ProvenanceRun:
                 data = cached.get(pin.path).data
         problems: list[str] = []
         facts: list[str] = []
+        try:
+            self._judge_content(rule, store, source, data, problems, facts, base)
+        except SourceError as exc:
+            return Check(**base, status=Status.ERROR, message=f"{exc.path}: {exc.message}")
+        verb = "must contain" if rule.present else "must not contain"
+        if problems:
+            return Check(**base, status=Status.FAIL, message=f"{verb}: " + "; ".join(problems))
+        return Check(**base, status=Status.PASS, message="; ".join(facts))
+
+    @staticmethod
+    def _judge_content(
+        rule: ContentRule, store: FileStore, source: GitSource, data: bytes | None,
+        problems: list[str], facts: list[str], base: dict[str, Any],
+    ) -> None:
+        """Collect what holds (``facts``) and what does not (``problems``) for one rule."""
+        at = f"commit {short(rule.commit)}"
+        what = (f"{rule.donor}'s bytes" if rule.donor
+                else f"a file with SHA-256 {short(rule.sha256)}" if rule.sha256 else None)
         if rule.path is not None:
             present = source.exists(rule.path)
             if rule.present and not present:
@@ -370,10 +383,6 @@ class ProvenanceRun:
                 problems.append(f"{at} has {what} at {', '.join(found)}")
             else:
                 facts.append(f"no file in {at} has {what}")
-        verb = "must contain" if rule.present else "must not contain"
-        if problems:
-            return Check(**base, status=Status.FAIL, message=f"{verb}: " + "; ".join(problems))
-        return Check(**base, status=Status.PASS, message="; ".join(facts))
 
     def pin_check(self, pin: RemotePin) -> Check:
         """The cached copy of a remote pin exists and still has its digest."""
