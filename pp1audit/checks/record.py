@@ -169,7 +169,9 @@ def _record_checks(ver: object, record_path: str | None, problem: str | None, pa
         id="record", kind=KIND, status=Status.PASS, path=record_path,
         message=(f"{ok:,} of {ok + len(ver.problems):,} files match {record_path}"
                  f" ({size / 1e6:,.0f} MB hashed; {ver.bytecode_listed:,} bytecode entries left to the "
-                 f"bytecode check; {ver.unhashed} unhashed entries as installers write them)"
+                 f"bytecode check; {ver.unhashed} unhashed entries as installers write them"
+                 + (f"; {ver.outside_absent} outside the target root not present" if ver.outside_absent
+                    else "") + ")"
                  + (f"; {len(ver.problems)} problem(s) reported separately" if ver.problems else "")),
     )
     return [summary, *(_problem_check(p) for p in ver.problems)]
