@@ -127,11 +127,14 @@ def test_diff_of_pp1_between_the_wheels(vllm_wheel_030: Path, vllm_wheel: Path) 
     rc, result = diff_json(vllm_wheel_030, vllm_wheel, PP1)
     assert rc == 1
     want = expected(PP1, vllm_wheel_030, vllm_wheel)
-    assert want["changed"] and want["moved"]
+    assert want["moved"]
     by_invariant = {c for c, cit in load_manifest(PP1).citations.items()
                     if cit.anchor is not None and cit.anchor.invariant is not None}
     for status, names in want.items():
-        assert ids(result, status) - by_invariant == names, status
+        assert ids(result, status) - by_invariant == names - by_invariant, status
+    # Invariant-anchored spans whose text differs between the releases are "changed":
+    # _verify gained a parameter in 0.31.0, and the resample comments were rewritten.
+    assert {"rejection-sampler-verify", "utils-resample"} <= ids(result, "changed")
     # The invariant-anchored runner citation moved with the call it describes.
     runner = next(i for i in result["items"] if i["id"] == "runner-passes-draft-logits")
     assert runner["status"] == "moved"
