@@ -11,7 +11,7 @@ from pp1audit import __version__
 from pp1audit.checks.citations import InvariantAnchor, check_citation
 from pp1audit.checks.files import check_file
 from pp1audit.checks.provenance import ProvenanceRun
-from pp1audit.checks.version import check_version
+from pp1audit.checks.version import check_version, declared_version
 from pp1audit.hashing import Progress
 from pp1audit.manifest import Citation, Manifest
 from pp1audit.result import Check, GatePolicy, Result, TargetInfo
@@ -90,6 +90,8 @@ def audit(
         checks.extend(record_checks(manifest.package, source, record=record or manifest.record,
                                     tree_sha256=manifest.tree_sha256, progress=progress))
     found_version = next((c.actual for c in checks if c.kind == "version"), None)
+    if found_version is None:
+        found_version = declared_version(manifest.package, store)
     target = TargetInfo(
         kind=source.kind, location=source.location, package=manifest.package, version=found_version
     )

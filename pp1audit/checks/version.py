@@ -64,3 +64,11 @@ def check_version(package: str, expected: str, store: FileStore) -> Check:
         path=path, expected=expected, actual=actual,
         message=f"version is {actual}" if ok else f"version is {actual}, pinned {expected}",
     )
+
+
+def declared_version(package: str, store: FileStore) -> str | None:
+    """The version the target declares, for reports; None when it cannot be read."""
+    try:
+        return read_version(store.get(version_path(package)).data)
+    except SourceError:
+        return None
