@@ -13,6 +13,8 @@ would execute something other than the audited files:
 * Another distribution claiming the package (a second ``*.dist-info`` /
   ``*.egg-info`` for the same name or installing the same top-level package):
   files of two versions mixed in one directory, or an uninstall leftover.
+* ``sitecustomize`` / ``usercustomize`` modules in the target root, which
+  ``site`` imports at every start (same RECORD attribution as ``.pth``).
 * Another importable ``<package>`` ahead of the target on ``sys.path``: the
   standard library directories of the interpreter this site-packages belongs
   to (``lib/pythonX.Y`` and ``lib-dynload``; for a venv, those of its base
@@ -187,10 +189,27 @@ def check_copies(inv: Inventory, package: str, primary: str | None, report: Shad
                     f"(standard library directory): Python imports that one", f"shadow:{copy}"))
 
 
+def check_customize(inv: Inventory, report: ShadowReport) -> None:
+    """``sitecustomize`` / ``usercustomize`` in the root: ``site`` imports them at every start."""
+    hooks = module_names("sitecustomize") | module_names("usercustomize")
+    for name, kind in inv.children(""):
+        if name not in hooks and not (kind == DIR and name in ("sitecustomize", "usercustomize")):
+            continue
+        data = read_small(inv, name) if kind == FILE else None
+        good = _owners(inv, name, hashlib.sha256(data).digest())[0] if data is not None else []
+        if good:
+            report.notes.append(f"{name} runs at startup; installed by {good[0]} (matches its RECORD)")
+            continue
+        report.findings.append(Shadow(
+            name, f"{name} is imported by site at every interpreter start, before any package; "
+            "no installed distribution's RECORD vouches for it", f"shadow:{name}"))
+
+
 def check_shadowing(inv: Inventory, package: str, primary: str | None) -> ShadowReport:
     """All shadowing checks for one target."""
     report = ShadowReport()
     check_pth(inv, package, report)
+    check_customize(inv, report)
     check_copies(inv, package, primary, report)
     return report
 

@@ -297,3 +297,11 @@ def test_console_script_outside_the_root_verified_when_present(tmp_path: Path) -
     checks = run(root)
     assert bad(checks) == {}
     assert "1 outside the target root not present" in checks["record"].message
+
+
+def test_sitecustomize_runs_at_startup(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    (root / "sitecustomize.py").write_text("import pkg.mod\n", encoding="utf-8")
+    checks = bad(run(root))
+    assert list(checks) == ["shadow:sitecustomize.py"]
+    assert "imported by site at every interpreter start" in checks["shadow:sitecustomize.py"].message
