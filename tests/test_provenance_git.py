@@ -173,6 +173,8 @@ def test_lane_rules_fail_each_with_its_reason_on_the_breaking_commit(
         assert "no longer in" in checks[cid]["message"] or "does not hold" in checks[cid]["message"]
     for rid in LANE_RULES:
         assert rid in text
+    # text names the source of each path: the path is relative to the lane repository
+    assert f"lane:{SPECULATOR}" in text and f"lane:{WORKER}" in text
 
 
 def test_a_later_commit_that_keeps_the_claims_reports_drift_not_fail(

@@ -21,10 +21,12 @@ _STYLE = {
 def _where(check: Check) -> str:
     if check.path is None:
         return ""
+    # a file of a named git source or remote pin: say which, the path is relative to it
+    path = check.path if check.source in (None, "target") else f"{check.source}:{check.path}"
     if check.lines is None:
-        return check.path
+        return path
     a, b = check.lines
-    where = f"{check.path}:{a}" if a == b else f"{check.path}:{a}-{b}"
+    where = f"{path}:{a}" if a == b else f"{path}:{a}-{b}"
     if check.found_lines and check.found_lines != check.lines:
         c, d = check.found_lines
         where += f" → {c}" if c == d else f" → {c}-{d}"
