@@ -255,6 +255,7 @@ def check_bytecode(
     todo: list[tuple[PycName, bytes, bytes, str]] = []
     stale = orphans = cached = 0
     other: dict[str, int] = {}
+    foreign: dict[str, list[str]] = {}
     for e in files:
         name = pyc_name(e.path)
         if name is None or e.kind != FILE:
@@ -274,10 +275,7 @@ def check_bytecode(
             loads, _ = would_load(d.data, src, sd.data, check_source_hash=False)
             if loads:
                 other[name.tag] = other.get(name.tag, 0) + 1
-                findings.append(Finding(
-                    e.path, "skip",
-                    f"bytecode for another interpreter ({name.tag}) that it would load instead of "
-                    f"{name.source}; unverifiable with {TAG}", name.source))
+                foreign.setdefault(name.tag, []).append(e.path)
             else:
                 stale += 1
             continue
@@ -307,6 +305,16 @@ def check_bytecode(
             f"tampered bytecode: Python would run this instead of {name.source} ({why}), but "
             f"{problem}", name.source))
     cache.add(good)
+    # One ``skip`` per foreign interpreter, not per file: auditing a cpython-312
+    # image from cpython-311 must not print 2,800 checks.
+    for tag, paths in sorted(foreign.items()):
+        paths.sort()
+        more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
+        findings.append(Finding(
+            paths[0], "skip",
+            f"{len(paths):,} bytecode file(s) for another interpreter ({tag}) that it would load "
+            f"instead of their sources{more}: unverifiable with {TAG}; run pp1audit under {tag} "
+            "to verify them", None))
     findings.sort(key=lambda f: f.path)
     return BytecodeReport(findings, verified, cached, stale, orphans, other)
 

@@ -154,12 +154,18 @@ def test_pyc_for_another_interpreter_is_unverifiable_not_failed(tmp_path: Path) 
     root = install(tmp_path / "site")
     src = root / "pkg" / "mod.py"
     mine = Path(importlib.util.cache_from_source(str(src)))
-    other = mine.with_name("mod.cpython-399.pyc")
-    other.write_bytes(mine.read_bytes())  # a header that matches: that interpreter would load it
+    init = Path(importlib.util.cache_from_source(str(root / "pkg" / "__init__.py")))
+    for pyc in (mine, init):  # headers that match: that interpreter would load them
+        pyc.with_name(pyc.name.replace(sys.implementation.cache_tag, "cpython-399")).write_bytes(
+            pyc.read_bytes())
     checks = bad(run(root))
-    assert list(checks) == ["bytecode:pkg/__pycache__/mod.cpython-399.pyc"]
-    assert checks["bytecode:pkg/__pycache__/mod.cpython-399.pyc"].status is Status.SKIP
-    assert "unverifiable" in checks["bytecode:pkg/__pycache__/mod.cpython-399.pyc"].message
+    key = "bytecode:other:pkg/__pycache__/__init__.cpython-399.pyc"
+    assert list(checks) == [key]  # one check per foreign interpreter, not per file
+    assert checks[key].status is Status.SKIP
+    assert checks[key].message == (
+        "pkg/__pycache__/__init__.cpython-399.pyc: 2 bytecode file(s) for another interpreter "
+        "(cpython-399) that it would load instead of their sources (and 1 more): unverifiable "
+        f"with {sys.implementation.cache_tag}; run pp1audit under cpython-399 to verify them")
 
 
 def test_second_distribution_and_module_beside_the_package(tmp_path: Path) -> None:

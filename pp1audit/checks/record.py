@@ -232,7 +232,8 @@ def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: P
     )
     status = {"fail": Status.FAIL, "skip": Status.SKIP, "error": Status.ERROR}
     return [summary, *(
-        Check(id=f"bytecode:{f.path}", kind=KIND, status=status[f.status], path=f.path,
+        Check(id=f"bytecode:{f.path}" if f.status != "skip" else f"bytecode:other:{f.path}",
+              kind=KIND, status=status[f.status], path=f.path,
               message=f"{f.path}: {f.message}")
         for f in rep.findings
     )]
