@@ -311,3 +311,26 @@ def test_sitecustomize_runs_at_startup(tmp_path: Path) -> None:
     checks = bad(run(root))
     assert list(checks) == ["shadow:sitecustomize.py"]
     assert "imported by site at every interpreter start" in checks["shadow:sitecustomize.py"].message
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_drawn_on_a_terminal_only_for_text(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pp1audit.progress import TerminalProgress
+
+    fake = _Tty()
+    monkeypatch.setattr(sys, "stderr", fake)
+    assert for_terminal("json", False) is None
+    bar = for_terminal("text", False)
+    assert isinstance(bar, TerminalProgress)
+    root = install(tmp_path / "site")
+    entries = DirInventory(str(root)).walk("pkg")
+    hash_entries(entries, progress=bar)  # quicker than the 0.5 s delay: nothing drawn
+    assert fake.getvalue() == ""
+    bar.delay = 0
+    hash_entries(entries, progress=bar)
+    assert "hashing" in fake.getvalue()
