@@ -246,6 +246,12 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
             unresolved=rec.get("unresolved"),
         )
 
+    # Check ids must be unique in a result: a citation and an invariant may not share one.
+    for iid in invariants:
+        if iid in citations:
+            raise _fail(loaded, file, ("invariants", iid),
+                        f"'{iid}' is also a citation id; check ids must be unique", key=True)
+
     from pp1audit.report import validate as validate_report
 
     for keypath, message in validate_report(raw):

@@ -161,12 +161,12 @@ def test_a_broken_invariant_is_unresolved_and_marked_only_when_allowed(
     assert rc == 1 and not out.exists()
     unresolved = {(i["kind"], i["id"]) for i in review["items"] if i["outcome"] == "unresolved"}
     # The invariant is re-checked and fails; the citation anchored on it cannot be placed.
-    assert unresolved == {("invariant", "runner-passes-draft-logits"),
+    assert unresolved == {("invariant", "runner-sampler-gets-draft-logits"),
                           ("citation", "runner-passes-draft-logits")}
     rc, _ = pin_json(tree_copy, PP1, "-o", str(out), "--allow-unresolved")
     assert rc == 1
     text = out.read_text(encoding="utf-8")
-    assert "  runner-passes-draft-logits:  # pp1audit pin: UNRESOLVED: " in text
+    assert "  runner-sampler-gets-draft-logits:  # pp1audit pin: UNRESOLVED: " in text
     assert load_manifest(out).citations["runner-passes-draft-logits"].unresolved
     proc = run_cli("check", str(tree_copy), "-m", str(out), "--format", "json")
     assert proc.returncode == 1
