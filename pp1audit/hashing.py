@@ -7,7 +7,11 @@ Why this shape:
   plain threads (one per core) hash in parallel without processes to start or
   bytes to copy between them.
 * Reads are large (4 MiB) into one reusable buffer per thread, so a 300 MB
-  shared object costs ~75 syscalls and no allocations.
+  shared object costs ~75 syscalls and no allocations. ``mmap`` measured ~9 %
+  faster on the large files (no copy out of the page cache) but a file
+  truncated while mapped kills the process with SIGBUS: an audited tree must
+  never be able to crash the auditor, so reads it is. (Buffer sizes from
+  128 KiB to 4 MiB measured the same.)
 * Files are taken largest first: on a tree where two files are 60 % of the
   bytes, the big ones start at once, instead of one thread finishing a 300 MB
   file alone at the end; meanwhile one thread works up from the smallest
