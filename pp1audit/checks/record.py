@@ -194,7 +194,8 @@ def _tree_check(files: list[Entry], digests: dict[str, Digest], package: str, pi
     base = f"tree digest over {td.files:,} files under {package}/ (dist-info and __pycache__ excluded)"
     if pin is None:
         return Check(id="tree", kind=KIND, status=Status.PASS, path=package + "/",
-                     message=base + "; pin it as target.tree_sha256", actual=td.sha256)
+                     message=f"{base}: {td.sha256} (pin it as target.tree_sha256)",
+                     actual=td.sha256)
     if pin == td.sha256:
         return Check(id="tree", kind=KIND, status=Status.PASS, path=package + "/",
                      message=base + " matches the pin", expected=pin, actual=td.sha256)
