@@ -7,17 +7,21 @@ report, tests) gets identical results for identical inputs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pp1audit import __version__
 from pp1audit.checks.citations import InvariantAnchor, check_citation
 from pp1audit.checks.files import check_file
 from pp1audit.checks.provenance import ProvenanceRun
 from pp1audit.checks.version import check_version, declared_version
-from pp1audit.hashing import Progress
 from pp1audit.manifest import Citation, Manifest
 from pp1audit.result import Check, GatePolicy, Result, TargetInfo
 from pp1audit.runconfig import ProvenanceOptions
 from pp1audit.sources import Source
 from pp1audit.store import FileStore
+
+if TYPE_CHECKING:
+    from pp1audit.hashing import Progress
 
 
 def run_checks(

@@ -98,15 +98,10 @@ def _schema_check(loaded: Loaded, file: str) -> None:
     invalid manifest pays for jsonschema, whose errors carry exact key paths
     (fastjsonschema's dotted names break on keys such as ``a/b.py``).
     """
-    import fastjsonschema
+    from pp1audit.schema import SCHEMA, is_valid
 
-    from pp1audit.schema import SCHEMA, validator
-
-    try:
-        validator()(loaded.data)
+    if is_valid(loaded.data):
         return
-    except fastjsonschema.JsonSchemaValueException:
-        pass
     import jsonschema
 
     errors = jsonschema.Draft7Validator(SCHEMA).iter_errors(loaded.data)
