@@ -155,7 +155,7 @@ def test_one_byte_flipped_in_a_shared_object(venv_copy: Path, manifest: Path,
     assert list(bad) == [f"record:{SO}"]
     check = bad[f"record:{SO}"]
     assert check["status"] == "fail" and check["kind"] == "record"
-    assert check["message"] == f"{SO}: modified: content differs from RECORD (same size)"
+    assert check["message"] == "Modified: content differs from RECORD (same size)"
     assert check["expected"] != check["actual"]
     assert by_id(result)["tree"]["actual"] != by_id(clean)["tree"]["actual"]
 
@@ -166,8 +166,7 @@ def test_deleted_module(venv_copy: Path, manifest: Path, bytecode_cache: Path) -
     assert rc == 1
     bad = flagged(result)
     assert list(bad) == ["record:vllm/envs.py"]
-    assert bad["record:vllm/envs.py"]["message"] == (
-        "vllm/envs.py: listed in RECORD but missing from the target")
+    assert bad["record:vllm/envs.py"]["message"] == "Listed in RECORD but missing from the target"
     # Its leftover __pycache__ file is never loaded without the source: not a finding.
     assert "1 without source are ignored by Python" in by_id(result)["bytecode"]["message"]
 
@@ -180,7 +179,7 @@ def test_extra_module_dropped_into_the_package(venv_copy: Path, manifest: Path,
     bad = flagged(result)
     assert list(bad) == ["record:vllm/telemetry_helper.py"]
     assert bad["record:vllm/telemetry_helper.py"]["message"].startswith(
-        "vllm/telemetry_helper.py: unlisted: in the package directory but not in RECORD")
+        "Unlisted: in the package directory but not in RECORD")
 
 
 def test_tampered_bytecode_that_python_would_run(venv_copy: Path, manifest: Path,
@@ -210,7 +209,7 @@ def test_tampered_bytecode_that_python_would_run(venv_copy: Path, manifest: Path
     bad = flagged(result)
     assert list(bad) == [f"bytecode:{VERSION_PYC}"]
     msg = bad[f"bytecode:{VERSION_PYC}"]["message"]
-    assert msg.startswith(f"{VERSION_PYC}: tampered bytecode: Python would run this instead of "
+    assert msg.startswith("Tampered bytecode: Python would run this instead of "
                           f"{VERSION_PY} (its header matches the source's mtime and size)"), msg
     assert "only in the bytecode: '6.6.6'" in msg and "only in the source: '0.31.0'" in msg
     # The source-level version check still reads 0.31.0: that is what the audit saw.
@@ -239,7 +238,7 @@ def test_fifo_in_the_package_is_reported_not_opened(venv_copy: Path, manifest: P
     bad = flagged(result)
     assert list(bad) == ["record:vllm/model_cache"]
     assert bad["record:vllm/model_cache"]["message"] == (
-        "vllm/model_cache: is a FIFO in the package directory, not in RECORD; not opened")
+        "Is a FIFO in the package directory, not in RECORD; not opened")
 
 
 def test_manifest_record_key_equals_the_option(venv_copy: Path, manifest: Path,

@@ -180,7 +180,7 @@ def _record_checks(ver: object, record_path: str | None, problem: str | None, pa
 def _problem_check(p: Problem) -> Check:
     status = Status.ERROR if p.what == "unreadable" else Status.FAIL
     return Check(id=f"record:{p.path}", kind=KIND, status=status, path=p.path,
-                 message=f"{p.path}: {p.message}", expected=p.expected, actual=p.actual)
+                 message=p.message[:1].upper() + p.message[1:], expected=p.expected, actual=p.actual)
 
 
 def _tree_check(files: list[Entry], digests: dict[str, Digest], package: str, pin: str | None,
@@ -235,7 +235,7 @@ def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: P
     return [summary, *(
         Check(id=f"bytecode:{f.path}" if f.status != "skip" else f"bytecode:other:{f.path}",
               kind=KIND, status=status[f.status], path=f.path,
-              message=f"{f.path}: {f.message}")
+              message=f.message[:1].upper() + f.message[1:])
         for f in rep.findings
     )]
 
