@@ -158,13 +158,14 @@ def _compare_task(args: tuple[bytes, bytes, int] | int) -> str | None:
 
 
 def cache_dir() -> Path:
-    """Where verified pairs are remembered: ``PP1AUDIT_CACHE_DIR`` or the user cache."""
+    """Where verified pairs are remembered: ``PP1AUDIT_CACHE_DIR`` or the user cache
+    (the same directory as the remote-pin cache, ``pp1audit.remote``)."""
     env = os.environ.get("PP1AUDIT_CACHE_DIR")
     if env:
         return Path(env)
     import platformdirs
 
-    return Path(platformdirs.user_cache_dir("pp1audit"))
+    return Path(platformdirs.user_cache_dir("pp1audit", appauthor=False))
 
 
 class VerifiedCache:
