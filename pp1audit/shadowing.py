@@ -147,16 +147,14 @@ def _ahead_dirs(root: str) -> list[str]:
     if os.path.basename(parent).startswith("python"):
         out += [parent, os.path.join(parent, "lib-dynload")]
         prefix = os.path.dirname(os.path.dirname(parent))
-        cfg = os.path.join(prefix, "pyvenv.cfg")
         home = None
-        try:
-            with open(cfg, encoding="utf-8") as f:
-                for line in f:
-                    k, sep, v = line.partition("=")
-                    if sep and k.strip() == "home":
-                        home = v.strip()
-        except OSError:
-            pass
+        # The target is untrusted: read pyvenv.cfg like any audited file (regular
+        # files only, bounded), so a FIFO in its place cannot hang the run.
+        data = read_small(DirInventory(prefix), "pyvenv.cfg", limit=1 << 20)
+        for line in (data or b"").decode("utf-8", "replace").splitlines():
+            k, sep, v = line.partition("=")
+            if sep and k.strip() == "home":
+                home = v.strip()
         if home:
             base_lib = os.path.join(os.path.dirname(home), "lib", os.path.basename(parent))
             out += [base_lib, os.path.join(base_lib, "lib-dynload")]

@@ -334,3 +334,15 @@ def test_progress_bar_drawn_on_a_terminal_only_for_text(tmp_path: Path,
     bar.delay = 0
     hash_entries(entries, progress=bar)
     assert "hashing" in fake.getvalue()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifos_where_small_files_are_read_never_hang(tmp_path: Path) -> None:
+    prefix = tmp_path / "venv"
+    root = install(prefix / "lib" / "python3.11" / "site-packages")
+    os.mkfifo(prefix / "pyvenv.cfg")
+    os.mkfifo(root / "evil.pth")
+    os.mkfifo(root / "sitecustomize.py")
+    checks = bad(run(root))  # would block forever on opening any of them
+    assert set(checks) == {"pth:evil.pth", "shadow:sitecustomize.py"}
+    assert checks["pth:evil.pth"].message == "evil.pth is a FIFO; not opened"
