@@ -346,3 +346,17 @@ def test_fifos_where_small_files_are_read_never_hang(tmp_path: Path) -> None:
     checks = bad(run(root))  # would block forever on opening any of them
     assert set(checks) == {"pth:evil.pth", "shadow:sitecustomize.py"}
     assert checks["pth:evil.pth"].message == "evil.pth is a FIFO; not opened"
+
+
+def test_symlinks_are_reported_not_followed(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    outside = tmp_path / "outside.py"
+    outside.write_text("import os\n", encoding="utf-8")
+    (root / "pkg" / "mod.py").unlink()
+    (root / "pkg" / "mod.py").symlink_to(outside)  # listed file replaced by a link
+    (root / "pkg" / "linked").symlink_to(tmp_path)  # a directory link: not descended
+    checks = bad(run(root))
+    assert set(checks) == {"record:pkg/mod.py", "record:pkg/linked"}
+    assert checks["record:pkg/mod.py"].message == (
+        "Is a symbolic link, RECORD lists a regular file; not opened")
+    assert checks["record:pkg/linked"].actual == f"symbolic link -> {tmp_path}"
