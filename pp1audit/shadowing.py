@@ -139,13 +139,17 @@ def check_pth(inv: Inventory, package: str, report: ShadowReport) -> None:
 
 
 def _ahead_dirs(root: str) -> list[str]:
-    """Standard library directories searched before this site-packages."""
+    """Standard library directories searched before this site-packages.
+
+    ``<prefix>/lib/pythonX.Y`` and its ``lib-dynload``; in a venv (a
+    ``pyvenv.cfg`` at the prefix) those of the base interpreter instead, whose
+    directory ``home`` names.
+    """
     parent = os.path.dirname(root)
     if os.path.basename(root) not in ("site-packages", "dist-packages"):
         return []
     out = []
     if os.path.basename(parent).startswith("python"):
-        out += [parent, os.path.join(parent, "lib-dynload")]
         prefix = os.path.dirname(os.path.dirname(parent))
         home = None
         # The target is untrusted: read pyvenv.cfg like any audited file (regular
@@ -158,6 +162,8 @@ def _ahead_dirs(root: str) -> list[str]:
         if home:
             base_lib = os.path.join(os.path.dirname(home), "lib", os.path.basename(parent))
             out += [base_lib, os.path.join(base_lib, "lib-dynload")]
+        else:
+            out += [parent, os.path.join(parent, "lib-dynload")]
     return [d for d in out if os.path.isdir(d) and os.path.realpath(d) != os.path.realpath(root)]
 
 

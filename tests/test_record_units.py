@@ -360,3 +360,20 @@ def test_symlinks_are_reported_not_followed(tmp_path: Path) -> None:
     assert checks["record:pkg/mod.py"].message == (
         "Is a symbolic link, RECORD lists a regular file; not opened")
     assert checks["record:pkg/linked"].actual == f"symbolic link -> {tmp_path}"
+
+
+def test_copy_in_a_venvs_base_interpreter_stdlib(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    root = install(venv / "lib" / "python3.11" / "site-packages")
+    base = tmp_path / "base"
+    (base / "bin").mkdir(parents=True)
+    (base / "lib" / "python3.11").mkdir(parents=True)
+    (base / "lib" / "python3.11" / "pkg.py").write_text("answer = 0\n", encoding="utf-8")
+    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n", encoding="utf-8")
+    (venv / "lib" / "python3.11" / "pkg.py").write_text("\n", encoding="utf-8")  # not on a venv's path
+    checks = bad(run(root))
+    stdlib_copy = base / "lib" / "python3.11" / "pkg.py"
+    assert list(checks) == [f"shadow:{stdlib_copy}"]
+    assert checks[f"shadow:{stdlib_copy}"].message == (
+        f"another 'pkg' at {stdlib_copy} is ahead of the audited copy on sys.path "
+        "(standard library directory): Python imports that one")
