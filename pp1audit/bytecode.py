@@ -119,23 +119,45 @@ def _constants(code: types.CodeType) -> set[str]:
     return out
 
 
-def compare(source: bytes, pyc: bytes, optimize: int) -> str | None:
-    """None when ``pyc`` holds exactly the compiled ``source``; else why not (one phrase).
+def compare(source: bytes, pyc: bytes, optimize: int) -> tuple[str, str] | None:
+    """None when ``pyc`` holds exactly the compiled ``source``; else ``(status, why)``.
 
-    Runs in worker processes: plain bytes in, a short string out.
+    ``status`` is ``fail`` (the bytecode is not the source) or ``error`` (this
+    pair could not be judged: the compiler ran out of memory or recursion
+    depth on pathologically nested code). Runs in worker processes: plain
+    bytes in, a short tuple out, never an exception (one that escaped a worker
+    would end the whole run instead of this file's check).
     """
+    try:
+        return _compare(source, pyc, optimize)
+    except (MemoryError, RecursionError) as exc:
+        return "error", f"it could not be compared with its source ({_resource(exc)})"
+
+
+def _resource(exc: BaseException) -> str:
+    """A phrase for a compiler resource failure (MemoryError's message is empty)."""
+    if isinstance(exc, MemoryError):
+        return "the compiler ran out of memory, e.g. on too deeply nested code"
+    return f"{exc or 'maximum recursion depth exceeded'}, e.g. on too deeply nested code"
+
+
+def _compare(source: bytes, pyc: bytes, optimize: int) -> tuple[str, str] | None:
     body = pyc[16:]
     try:
         code = marshal.loads(body)
     except (EOFError, ValueError, TypeError):
-        return "its code cannot be unmarshalled (the import would fail)"
+        return "fail", "its code cannot be unmarshalled (the import would fail)"
     if not isinstance(code, types.CodeType):
-        return "it holds no code object"
+        return "fail", "it holds no code object"
     try:
         fresh = compile(source, code.co_filename, "exec", dont_inherit=True, optimize=optimize)
     except (SyntaxError, ValueError) as exc:
-        return f"the source does not compile ({exc}) yet this bytecode would run"
-    if marshal.dumps(fresh) == body or fresh == code:
+        return "fail", f"the source does not compile ({exc}) yet this bytecode would run"
+    try:
+        same = marshal.dumps(fresh) == body
+    except ValueError:  # "object too deeply nested to marshal"
+        same = False
+    if same or fresh == code:
         return None
     extra = sorted(_constants(code) - _constants(fresh))
     missing = sorted(_constants(fresh) - _constants(code))
@@ -144,14 +166,14 @@ def compare(source: bytes, pyc: bytes, optimize: int) -> str | None:
         detail += "; only in the bytecode: " + ", ".join(x[:60] for x in extra[:4])
     if missing:
         detail += "; only in the source: " + ", ".join(x[:60] for x in missing[:4])
-    return "its code differs from compiling the source" + detail
+    return "fail", "its code differs from compiling the source" + detail
 
 
 _TASKS: list[tuple[bytes, bytes, int]] = []
 """Set before forking workers: children read the bytes from inherited memory, not a pipe."""
 
 
-def _compare_task(args: tuple[bytes, bytes, int] | int) -> str | None:
+def _compare_task(args: tuple[bytes, bytes, int] | int) -> tuple[str, str] | None:
     if isinstance(args, int):
         return compare(*_TASKS[args])
     return compare(*args)
@@ -217,7 +239,8 @@ def default_cache() -> VerifiedCache:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One bytecode problem: ``fail`` (would run, differs) or ``skip`` (unverifiable)."""
+    """One bytecode problem: ``fail`` (would run, differs), ``skip`` (another
+    interpreter's) or ``error`` (could not be compared: the compiler gave up)."""
 
     path: str
     status: str
@@ -301,10 +324,12 @@ def check_bytecode(
             good.append(key)
             verified += 1
             continue
+        status, phrase = problem
+        head = "tampered bytecode" if status == "fail" else "unverified bytecode"
         findings.append(Finding(
-            name.pyc, "fail",
-            f"tampered bytecode: Python would run this instead of {name.source} ({why}), but "
-            f"{problem}", name.source))
+            name.pyc, status,
+            f"{head}: Python would run this instead of {name.source} ({why}), but "
+            f"{phrase}", name.source))
     cache.add(good)
     # One ``skip`` per foreign interpreter, not per file: auditing a cpython-312
     # image from cpython-311 must not print 2,800 checks.
@@ -321,7 +346,7 @@ def check_bytecode(
 
 
 def _run(todo: list[tuple[PycName, bytes, bytes, str]], progress: Progress | None,
-         workers: int | None) -> list[str | None]:
+         workers: int | None) -> list[tuple[str, str] | None]:
     tasks = [(src, pyc, name.optimize) for name, pyc, src, _ in todo]
     n = min(workers or default_workers(), len(tasks))
     if progress is not None and tasks:
@@ -341,7 +366,7 @@ def _run(todo: list[tuple[PycName, bytes, bytes, str]], progress: Progress | Non
         fork = "fork" in multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if fork else None)
         items: list[int] | list[tuple[bytes, bytes, int]] = list(range(len(tasks))) if fork else tasks
-        results: list[str | None] = []
+        results: list[tuple[str, str] | None] = []
         _TASKS = tasks
         try:
             with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:

@@ -355,6 +355,13 @@ class Engine:
                                "invariants cannot be judged on it")
         except ValueError as exc:  # e.g. NUL bytes
             return SourceError(path, f"is not valid Python ({exc})")
+        except (MemoryError, RecursionError) as exc:
+            # Pathologically nested code (``x = ----…1``) exhausts the compiler:
+            # this file cannot be judged, the rest of the run can.
+            why = ("the compiler ran out of memory" if isinstance(exc, MemoryError)
+                   else str(exc) or "maximum recursion depth exceeded")
+            return SourceError(path, f"could not be parsed as Python ({why}, e.g. on too deeply "
+                               "nested code); invariants cannot be judged on it")
         return ParsedFile(path, SgRoot(text, "python").root(), text.split("\n"))
 
     def outcome(self, inv: Invariant) -> Outcome:

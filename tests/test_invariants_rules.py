@@ -253,6 +253,11 @@ def test_pattern_not_found(make_files: MakeFiles) -> None:
     ("def f(:\n    pass\n", "is not valid Python (invalid syntax at line 1"),
     ("def f():\n  x = 1\n    y = 2\n", "is not valid Python (unexpected indent at line 3"),
     (b"x = '\xff'\n", "is not UTF-8 text"),
+    # Nesting that exhausts the compiler (MemoryError / RecursionError), not a syntax error:
+    pytest.param("def f():\n    x = " + "-" * 20000 + "1\n", "could not be parsed as Python (",
+                 id="nested-too-deep-memory"),
+    pytest.param("x = " + "not " * 3000 + "1\n", "could not be parsed as Python (",
+                 id="nested-too-deep-recursion"),
 ])
 def test_unparsable_file_is_an_error_check(
     make_files: MakeFiles, code: str | bytes, words: str

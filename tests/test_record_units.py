@@ -377,3 +377,20 @@ def test_copy_in_a_venvs_base_interpreter_stdlib(tmp_path: Path) -> None:
     assert checks[f"shadow:{stdlib_copy}"].message == (
         f"another 'pkg' at {stdlib_copy} is ahead of the audited copy on sys.path "
         "(standard library directory): Python imports that one")
+
+
+@pytest.mark.parametrize("pad", [0, 3 << 20], ids=["in-process", "worker-processes"])
+def test_source_too_nested_to_compile_is_an_error_check_not_a_crash(tmp_path: Path,
+                                                                    pad: int) -> None:
+    # An unchecked hash-based pyc is loaded whatever the source says; the source
+    # is nested so deeply that compiling it exhausts the compiler (MemoryError).
+    # Past 2 MiB of sources the comparison runs in worker processes.
+    root = install(tmp_path / "site")
+    pyc = _tamper_pyc(root, py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    (root / "pkg" / "mod.py").write_text(
+        "#" * pad + "\ndef f():\n    x = " + "-" * 20000 + "1\n", encoding="utf-8")
+    checks = bad(run(root))
+    key = f"bytecode:{pyc.relative_to(root).as_posix()}"
+    assert checks[key].status is Status.ERROR
+    assert "could not be compared with its source" in checks[key].message
+    assert checks["record:pkg/mod.py"].status is Status.FAIL  # the run went on
