@@ -34,8 +34,10 @@ import hashlib
 import io
 import os
 import stat
+import struct
 import threading
 import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -132,8 +134,13 @@ def hash_member(zf: zipfile.ZipFile, name: str, keep: bool) -> Digest:
                 total += len(chunk)
                 if keep:
                     parts.append(chunk)
-    except (OSError, zipfile.BadZipFile, ValueError, KeyError) as exc:
-        return Digest(None, total, error=f"cannot read from the wheel: {exc}")
+    except (OSError, zipfile.BadZipFile, ValueError, KeyError, EOFError, zlib.error,
+            NotImplementedError, RuntimeError, struct.error) as exc:
+        # zipfile lets through what its decompressors raise: zlib.error (corrupt
+        # deflate data), EOFError (truncated stream), NotImplementedError
+        # (unsupported method), RuntimeError (encrypted member). A member that
+        # cannot be read is that file's error, never the end of the run.
+        return Digest(None, total, error=f"cannot read from the wheel: {exc or type(exc).__name__}")
     return Digest(h.digest(), total, b"".join(parts) if keep else None)
 
 

@@ -163,7 +163,7 @@ class WheelInventory(Inventory):
         try:
             with zipfile.ZipFile(wheel) as zf:
                 infos = zf.infolist()
-        except (OSError, zipfile.BadZipFile) as exc:
+        except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
             raise TargetError(f"{wheel}: not a readable wheel ({exc})") from None
         self._entries: dict[str, Entry] = {}
         self._dirs: set[str] = set()

@@ -394,3 +394,32 @@ def test_source_too_nested_to_compile_is_an_error_check_not_a_crash(tmp_path: Pa
     assert checks[key].status is Status.ERROR
     assert "could not be compared with its source" in checks[key].message
     assert checks["record:pkg/mod.py"].status is Status.FAIL  # the run went on
+
+
+def test_wheel_with_a_corrupt_deflate_member_is_a_per_file_error(tmp_path: Path) -> None:
+    root = install(tmp_path / "site", compile_pyc=False)
+    whl = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as zf:
+        for p in sorted(root.rglob("*")):
+            if p.is_file():
+                zf.write(p, p.relative_to(root).as_posix())
+    with zipfile.ZipFile(whl) as zf:
+        info = zf.getinfo("pkg/mod.py")
+    data = bytearray(whl.read_bytes())
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start] = 0xFF  # deflate block type 3: "invalid block type" (zlib.error)
+    whl.write_bytes(bytes(data))
+    checks = bad(run(whl))
+    assert checks["record:pkg/mod.py"].status is Status.ERROR
+    assert "cannot read from the wheel" in checks["record:pkg/mod.py"].message
+    from conftest import run_cli
+
+    proc = run_cli("check", str(whl), "--record", "-m", str(_record_manifest(tmp_path)),
+                   env={"PP1AUDIT_NO_CACHE": "1"})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def _record_manifest(tmp_path: Path) -> Path:
+    man = tmp_path / "m.yaml"
+    man.write_text("pp1audit: 1\ntarget: {package: pkg}\n", encoding="utf-8")
+    return man
