@@ -87,9 +87,12 @@ def provenance_options(fn: Any) -> Any:
               help="Size cap per file (default 32 MiB); larger bodies are aborted.")
 @click.option("--attempts", type=click.IntRange(min=1), default=None,
               help="Tries per file on 5xx or connection errors (default 3).")
+@click.option("--total-timeout", type=click.FloatRange(min=0.01, max=3600), default=None,
+              help="Seconds for one file's whole download, tries included (default 120).")
 def fetch(
     manifest: Path | None, repos: tuple[str, ...], config: Path | None, cache_dir: Path | None,
     timeout: float | None, max_bytes: int | None, attempts: int | None,
+    total_timeout: float | None = None,
 ) -> int:
     """Download the manifest's remote pins and donors into the content-addressed cache.
 
@@ -100,7 +103,8 @@ def fetch(
     from pp1audit.runconfig import resolve_options
 
     options = resolve_options(config, repos, cache_dir, fetch=True, timeout=timeout,
-                              max_bytes=max_bytes, attempts=attempts)
+                              max_bytes=max_bytes, attempts=attempts,
+                              total_timeout=total_timeout)
     m = _load_manifest(manifest)
     outcomes = fetch_manifest(m, options)
     lines = [f"{'ok' if ok else 'FAILED':6}  {pid}: {msg}" for pid, ok, msg in outcomes]

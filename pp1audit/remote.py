@@ -11,13 +11,18 @@ evidence:
 * https only; plain http solely for loopback addresses (the tests' servers);
   TLS verification always on; every redirect hop obeys the same rule and the
   digest is still enforced on whatever the last hop served;
-* connect and read timeouts; a size cap enforced while streaming (and up front
-  from Content-Length);
+* connect and read timeouts, and a total deadline for the whole download
+  (all tries and redirects), checked between reads: a server dripping a byte
+  every few seconds never trips the read timeout but cannot hold a run
+  forever; a size cap enforced while streaming (and up front from
+  Content-Length);
 * bounded retries with exponential backoff on 5xx and connection errors, none on
   4xx (a 404 will not heal);
 * the body goes to a temporary file next to its final place, is hashed while
   written, and is renamed into the cache only when the digest matches — no
-  partial or unverified file ever lands, whatever fails.
+  partial or unverified file ever lands, whatever fails; temporary files left
+  by a killed run (``.part-*`` older than ``STALE_PART``) are removed before the
+  next download.
 
 Every failure is a ``FetchError`` whose text is one line. ``requests`` is
 imported inside ``download`` only.
@@ -42,6 +47,10 @@ CHUNK = 64 * 1024
 MAX_REDIRECTS = 5
 CACHE_ENV = "PP1AUDIT_CACHE_DIR"
 """Environment variable overriding the default cache directory."""
+PART_PREFIX = ".part-"
+STALE_PART = 600.0
+"""Seconds after which a ``.part-*`` file in the cache is a leftover of a killed run
+(a live download rewrites its file far more often than that)."""
 
 
 class FetchError(Pp1Error):
@@ -68,6 +77,8 @@ class FetchPolicy:
     """Tries in all (1 = no retry); only 5xx answers and connection errors are retried."""
     backoff: float = 0.5
     """First wait between tries; doubled each time."""
+    total_timeout: float = 120.0
+    """Seconds for the whole download, tries and redirects included."""
 
 
 def default_cache_dir() -> Path:
@@ -195,30 +206,62 @@ def download(url: str, sha256: str, cache: Cache, policy: FetchPolicy | None = N
     except FetchError:
         pass  # a corrupt entry is replaced by a fresh, verified download
     check_url(url)
+    remove_stale_parts(final.parent)
     import requests
 
     session = requests.Session()
     # Loopback servers are local by definition: no proxy from the environment.
     session.trust_env = not is_loopback(urlsplit(url).hostname)
+    deadline = time.monotonic() + policy.total_timeout
     try:
-        return _download_with_retries(session, url, sha256, final, policy)
+        return _download_with_retries(session, url, sha256, final, policy, deadline)
     finally:
         session.close()
 
 
+def remove_stale_parts(directory: Path, older_than: float = STALE_PART) -> int:
+    """Delete ``.part-*`` files older than ``older_than`` seconds (a killed run's
+    leftovers: ``_store`` removes its own on every failure it survives). Best
+    effort; returns how many were removed."""
+    removed = 0
+    now = time.time()
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    for name in names:
+        if not name.startswith(PART_PREFIX):
+            continue
+        path = directory / name
+        with contextlib.suppress(OSError):
+            st = path.lstat()
+            if now - st.st_mtime > older_than:
+                path.unlink()
+                removed += 1
+    return removed
+
+
 def _download_with_retries(
-    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy
+    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy, deadline: float
 ) -> Fetched:
     attempt = 0
     while True:
         attempt += 1
         try:
-            return _download_once(session, url, sha256, final, policy)
+            return _download_once(session, url, sha256, final, policy, deadline)
         except _Retryable as exc:
-            if attempt >= policy.attempts:
+            wait = policy.backoff * (2 ** (attempt - 1))
+            if attempt >= policy.attempts or time.monotonic() + wait >= deadline:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
                 raise FetchError(f"{exc}{tries}") from None
-        time.sleep(policy.backoff * (2 ** (attempt - 1)))
+        time.sleep(wait)
+
+
+def _over_deadline(url: str, policy: FetchPolicy, deadline: float) -> None:
+    """``FetchError`` once the whole download has taken longer than allowed."""
+    if time.monotonic() > deadline:
+        raise FetchError(f"{url}: download did not finish within the total timeout of "
+                         f"{policy.total_timeout:g} s; aborted")
 
 
 class _Retryable(Exception):
@@ -226,16 +269,19 @@ class _Retryable(Exception):
 
 
 def _download_once(
-    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy
+    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy, deadline: float
 ) -> Fetched:
     import requests
 
     current = url
     hops: list[str] = []
-    timeout = (policy.connect_timeout, policy.read_timeout)
     try:
         for _ in range(MAX_REDIRECTS + 1):
             check_url(current)
+            _over_deadline(current, policy, deadline)
+            left = max(deadline - time.monotonic(), 0.01)
+            # No single wait may outlast the total deadline either.
+            timeout = (min(policy.connect_timeout, left), min(policy.read_timeout, left))
             response = session.get(
                 current, stream=True, timeout=timeout, allow_redirects=False, verify=True,
                 headers={"Accept-Encoding": "identity"},
@@ -257,12 +303,13 @@ def _download_once(
                     raise _Retryable(f"{current}: HTTP {status} {response.reason or ''}".rstrip())
                 if status != 200:
                     raise FetchError(f"{current}: HTTP {status} {response.reason or ''}".rstrip())
-                size = _store(response, current, sha256, final, policy)
+                size = _store(response, current, sha256, final, policy, deadline)
                 return Fetched(final, False, current, len(hops), size)
         raise FetchError(f"{url}: more than {MAX_REDIRECTS} redirects")
     except requests.exceptions.SSLError as exc:
         raise FetchError(f"{current}: TLS verification failed: {_one_line(exc)}") from None
     except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+        _over_deadline(current, policy, deadline)  # a wait cut short by the deadline says so
         if isinstance(exc, requests.ConnectTimeout):
             why = f"connect timed out after {policy.connect_timeout:g} s"
         elif isinstance(exc, requests.Timeout) or "timed out" in str(exc):
@@ -274,7 +321,34 @@ def _download_once(
         raise FetchError(f"{current}: {_one_line(exc)}") from None
 
 
-def _store(response: Any, url: str, sha256: str, final: Path, policy: FetchPolicy) -> int:
+def _chunks(response: Any) -> Iterator[bytes]:
+    """The body as it arrives: ``read1`` returns whatever bytes are there, so the
+    caller regains control after every packet (``iter_content`` blocks until a
+    whole chunk is filled, which a dripping server may take hours to do).
+    urllib3 errors are translated as ``iter_content`` translates them."""
+    import requests
+    from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError
+    from urllib3.exceptions import SSLError as Urllib3SSLError
+
+    raw = response.raw
+    if not hasattr(raw, "read1"):  # pragma: no cover - urllib3 < 2.3
+        yield from response.iter_content(CHUNK)
+        return
+    try:
+        while chunk := raw.read1(CHUNK, decode_content=True):
+            yield chunk
+    except ProtocolError as exc:
+        raise requests.exceptions.ChunkedEncodingError(exc) from None
+    except DecodeError as exc:
+        raise requests.exceptions.ContentDecodingError(exc) from None
+    except ReadTimeoutError as exc:
+        raise requests.ConnectionError(exc) from None
+    except Urllib3SSLError as exc:
+        raise requests.exceptions.SSLError(exc) from None
+
+
+def _store(response: Any, url: str, sha256: str, final: Path, policy: FetchPolicy,
+           deadline: float) -> int:
     """Stream the body to a temporary file, hash it, and rename it into place if it matches."""
     declared = response.headers.get("Content-Length")
     if declared is not None and declared.isdigit() and int(declared) > policy.max_bytes:
@@ -285,14 +359,15 @@ def _store(response: Any, url: str, sha256: str, final: Path, policy: FetchPolic
 
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".part-", dir=final.parent)
+        fd, tmp = tempfile.mkstemp(prefix=PART_PREFIX, dir=final.parent)
     except OSError as exc:
         raise FetchError(f"{final.parent}: cannot write to the cache: {exc.strerror}") from None
     try:
         digest = hashlib.sha256()
         size = 0
         with os.fdopen(fd, "wb") as fh:
-            for chunk in response.iter_content(CHUNK):
+            for chunk in _chunks(response):
+                _over_deadline(url, policy, deadline)
                 size += len(chunk)
                 if size > policy.max_bytes:
                     raise FetchError(

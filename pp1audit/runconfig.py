@@ -11,16 +11,20 @@ present)::
     dir = "~/.cache/pp1audit"
 
     [fetch]
-    timeout = 30         # seconds, connect and read
-    max_bytes = 33554432
-    attempts = 3
+    timeout = 30         # seconds, connect and read (0 < timeout <= 3600)
+    total_timeout = 120  # seconds for a whole download, tries included (same range)
+    max_bytes = 33554432 # >= 1
+    attempts = 3         # >= 1
 
-Command-line values win over the file. Unknown keys and wrong types are usage
-errors (exit 2) naming the file, never silently ignored.
+Command-line values win over the file. Unknown keys, wrong types and values out
+of range are usage errors (exit 2) naming the file, never silently ignored or
+clamped (a negative timeout would otherwise surface as a crash deep inside the
+HTTP client).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,8 @@ from pp1audit.errors import Pp1Error
 from pp1audit.remote import FetchPolicy
 
 CONFIG_NAME = "pp1audit.toml"
+MAX_TIMEOUT = 3600.0
+"""Longest accepted timeout, in seconds: beyond an hour a value is a typo (ms?)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,21 @@ def _expect(file: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> 
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         raise Pp1Error(f"{file}: '{key}' has the wrong type")
     return value
+
+
+def _seconds(file: Path, key: str, value: Any) -> float:
+    t = float(_expect(file, key, value, (int, float)))
+    if not (math.isfinite(t) and 0 < t <= MAX_TIMEOUT):
+        raise Pp1Error(f"{file}: '{key}' must be a number of seconds > 0 and <= {MAX_TIMEOUT:g}, "
+                       f"not {value!r}")
+    return t
+
+
+def _at_least_one(file: Path, key: str, value: Any) -> int:
+    n: int = _expect(file, key, value, int)
+    if n < 1:
+        raise Pp1Error(f"{file}: '{key}' must be at least 1, not {value!r}")
+    return n
 
 
 def load_config(file: Path) -> ProvenanceOptions:
@@ -97,14 +118,17 @@ def load_config(file: Path) -> ProvenanceOptions:
     policy = FetchPolicy()
     for key, value in fetch.items():
         if key == "timeout":
-            t = float(_expect(file, "fetch.timeout", value, (int, float)))
+            t = _seconds(file, "fetch.timeout", value)
             policy = replace(policy, connect_timeout=t, read_timeout=t)
+        elif key == "total_timeout":
+            policy = replace(policy, total_timeout=_seconds(file, "fetch.total_timeout", value))
         elif key == "max_bytes":
-            policy = replace(policy, max_bytes=_expect(file, "fetch.max_bytes", value, int))
+            policy = replace(policy, max_bytes=_at_least_one(file, "fetch.max_bytes", value))
         elif key == "attempts":
-            policy = replace(policy, attempts=max(1, _expect(file, "fetch.attempts", value, int)))
+            policy = replace(policy, attempts=_at_least_one(file, "fetch.attempts", value))
         else:
-            raise Pp1Error(f"{file}: unknown key 'fetch.{key}' (known: attempts, max_bytes, timeout)")
+            raise Pp1Error(f"{file}: unknown key 'fetch.{key}' "
+                           "(known: attempts, max_bytes, timeout, total_timeout)")
     return ProvenanceOptions(repos=repos, cache_dir=cache_dir, policy=policy)
 
 
@@ -112,6 +136,7 @@ def resolve_options(
     config: Path | None, repos: tuple[str, ...], cache_dir: Path | None, *,
     fetch: bool = False, offline: bool = False, timeout: float | None = None,
     max_bytes: int | None = None, attempts: int | None = None,
+    total_timeout: float | None = None,
 ) -> ProvenanceOptions:
     """Merge the config file (explicit, else ``./pp1audit.toml``) with command-line values."""
     if fetch and offline:
@@ -132,6 +157,8 @@ def resolve_options(
         policy = replace(policy, max_bytes=max_bytes)
     if attempts is not None:
         policy = replace(policy, attempts=max(1, attempts))
+    if total_timeout is not None:
+        policy = replace(policy, total_timeout=total_timeout)
     return ProvenanceOptions(
         repos=merged, named_on_command_line=frozenset(named),
         cache_dir=cache_dir or base.cache_dir, fetch=fetch, offline=offline, policy=policy,
