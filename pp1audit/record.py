@@ -168,7 +168,7 @@ class Problem:
 
     path: str
     what: str
-    """``modified`` | ``missing`` | ``unlisted`` | ``not-regular`` | ``unreadable``."""
+    """``modified`` | ``missing`` | ``unlisted`` | ``not-regular`` | ``unreadable`` | ``outside``."""
     message: str
     expected: str | None = None
     actual: str | None = None
@@ -196,12 +196,14 @@ def verify(
     package: str,
     *,
     extra_digests: dict[tuple[str, str], bytes] | None = None,
+    refused: set[str] | frozenset[str] = frozenset(),
 ) -> Verification:
     """Compare RECORD rows with what is on the target.
 
     ``located`` maps each RECORD path to its inventory entry (None: absent);
     ``digests`` holds SHA-256 results by the entry's logical path;
-    ``extra_digests`` holds digests for rows using another algorithm.
+    ``extra_digests`` holds digests for rows using another algorithm;
+    ``refused`` names rows pointing outside the installation (never looked at).
     """
     problems: list[Problem] = []
     listed_paths: set[str] = set()
@@ -211,6 +213,12 @@ def verify(
         name = row.path.rsplit("/", 1)[-1]
         if is_bytecode(row.path):
             bytecode += 1
+            continue
+        if row.path in refused:
+            problems.append(Problem(row.path, "outside",
+                                    "listed in RECORD but outside the installation (neither the "
+                                    "target root nor its console-scripts directory); not opened",
+                                    expected=_fmt(row)))
             continue
         if row.digest is None and (row.path == record_path or name in UNHASHED_OK):
             unhashed += 1

@@ -15,6 +15,7 @@ import importlib.util
 import io
 import marshal
 import os
+import posixpath
 import py_compile
 import subprocess
 import sys
@@ -423,3 +424,39 @@ def _record_manifest(tmp_path: Path) -> Path:
     man = tmp_path / "m.yaml"
     man.write_text("pp1audit: 1\ntarget: {package: pkg}\n", encoding="utf-8")
     return man
+
+
+def test_record_rows_outside_the_installation_are_refused_not_opened(tmp_path: Path) -> None:
+    prefix = tmp_path / "prefix"
+    root = install(prefix / "lib" / "python3.11" / "site-packages")
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "pkg").write_text("#!/bin/sh\n", encoding="utf-8")
+    secret = tmp_path / "secret.txt"  # a host file beside the prefix
+    secret.write_text("root:x:0:0\n", encoding="utf-8")
+    (prefix / "bin" / "sneaky").symlink_to(secret)  # in bin/, but resolves outside it
+    os.mkfifo(tmp_path / "fifo")  # lstat'ed, it would be reported as a FIFO
+    host = [
+        ("../" * 9 + "etc/passwd", Path("/etc/passwd")),     # hash matches: would "pass"
+        ("../../../../secret.txt", secret),
+        ("../../../bin/../../../secret.txt", secret),             # bin/.. escapes bin/
+        ("../../../bin/sneaky", secret),
+        (str(secret), secret),                               # absolute
+        ("../../../../fifo", None),
+    ]
+    rows = [",".join(record_row(root, "../../../bin/pkg"))]
+    for rel, real in host:
+        if real is None:
+            rows.append(f"{rel},sha256=AAAA,4")
+            continue
+        data = real.read_bytes()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        rows.append(f"{rel},sha256={digest},{len(data)}")
+    rec = root / "pkg-1.0.dist-info" / "RECORD"
+    rec.write_text(rec.read_text() + "\n".join(rows) + "\n", encoding="utf-8")
+    checks = bad(run(root))
+    refused = {f"record:{posixpath.normpath(rel)}" for rel, _ in host}
+    assert set(checks) == refused  # the real console script still verifies
+    for cid in refused:
+        c = checks[cid]
+        assert c.status is Status.FAIL and c.actual is None
+        assert "outside the installation" in c.message and c.message.endswith("not opened")

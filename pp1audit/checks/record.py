@@ -18,6 +18,7 @@ check that passes, plus one check per problem file:
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 from dataclasses import replace
 
@@ -57,6 +58,28 @@ def _normal(inv: Inventory, path: str) -> str:
     if "./" in path or "//" in path or path.endswith("/."):
         return posixpath.normpath(path)
     return path
+
+
+def _refused(inv: Inventory, path: str) -> bool:
+    """A RECORD row naming a host file outside the installation: never opened.
+
+    RECORD is untrusted input: ``../../../../../../etc/passwd`` or ``/etc/shadow``
+    must not make the auditor ``lstat`` and hash arbitrary host files (and leak
+    their digests into a report). Inside the target root is fine, and so is the
+    console scripts' directory, ``<root>/../../../bin`` (``<prefix>/bin`` beside
+    ``<prefix>/lib/pythonX.Y/site-packages``), once symlinks are resolved; an
+    absolute row still absolute after ``_normal`` is outside by definition. A
+    wheel never opens anything but its members, so it refuses nothing here.
+    """
+    if not isinstance(inv, DirInventory):
+        return False
+    if path.startswith("/"):
+        return True
+    if ".." not in path.split("/") or inv.inside(path):
+        return False
+    bindir = os.path.realpath(os.path.join(inv.root, "..", "..", "..", "bin"))
+    real = os.path.realpath(os.path.join(inv.root, path))
+    return not real.startswith(bindir + os.sep)
 
 
 def _primary(inv: Inventory, dists: list[str], package: str, present: set[str]) -> str | None:
@@ -126,8 +149,10 @@ def record_checks(
 
     located: dict[str, Entry | None] = {}
     by_path = {e.path: e for e in files}
+    refused = {row.path for row in rows if _refused(inv, row.path)}
     for row in rows:
-        located[row.path] = by_path.get(row.path) or inv.entry(row.path)
+        located[row.path] = None if row.path in refused else (
+            by_path.get(row.path) or inv.entry(row.path))
     outside = [e for p, e in located.items() if e is not None and p not in by_path]
     other_algo = {(r.path, r.algorithm or "") for r in rows
                   if r.algorithm not in (None, "sha256") and located.get(r.path) is not None}
@@ -145,7 +170,8 @@ def record_checks(
 
     ver = None
     if record_path is not None and record_problem is None:
-        ver = verify(rows, record_path, located, digests, files, package, extra_digests=extra)
+        ver = verify(rows, record_path, located, digests, files, package, extra_digests=extra,
+                     refused=refused)
 
     checks: list[Check] = []
     if record:
