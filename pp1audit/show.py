@@ -125,6 +125,7 @@ def render(shown: Shown, context: int = 3, color: bool = False) -> str:
 def _render_rich(shown: Shown, lo: int, hi: int) -> str:
     from rich.console import Console
     from rich.syntax import Syntax
+    from rich.text import Text
 
     code = "\n".join(shown.lines)
     lexer = Syntax.guess_lexer(shown.path, code=code[:2000])
@@ -135,7 +136,9 @@ def _render_rich(shown: Shown, lo: int, hi: int) -> str:
     )
     console = Console(force_terminal=True, color_system="standard", width=200)
     with console.capture() as cap:
-        console.print(f"[bold]{shown.title}[/]", highlight=False)
+        # The title holds paths from the target: plain text, never markup
+        # (``pkg/a[/b].py`` would otherwise be a closing tag and crash rich).
+        console.print(Text(shown.title, style="bold"), highlight=False)
         console.print(syntax)
         for line in _status_lines(shown):
             console.print(line, highlight=False, markup=False)

@@ -87,3 +87,14 @@ def test_show_a_citation_whose_text_is_gone(
     assert lines[-2].startswith("citation runner-passes-draft-logits: fail")
     assert lines[-1] == "not found on this tree; showing the pinned lines 1605-1610"
     assert "None," in next(x for x in lines if x.startswith("> 1609"))
+
+
+def test_show_colour_prints_a_title_with_brackets_as_text(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "pkg" / "a[").mkdir(parents=True)
+    (tree / "pkg" / "a[" / "b].py").write_text("x = 1\ny = 2\n", encoding="utf-8")
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("pp1audit: 1\ntarget: {package: pkg}\n", encoding="utf-8")
+    proc = run_cli("show", str(tree), "pkg/a[/b].py:2", "-m", str(manifest), "--color", "always")
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[1mpkg/a[/b].py:2\x1b[0m" in proc.stdout  # the title, bold, verbatim
