@@ -153,6 +153,14 @@ def hunk_status(hunk: Hunk, store: FileStore) -> HunkStatus:
         return HunkStatus(hunk, CONFLICT, None, "a file the patch adds exists with other content")
     after = _find(lines, hunk.after)
     before = _find(lines, hunk.before)
+    # ``diff -U0`` hunks without context: a pure addition has no "before" text
+    # to find (nothing is an empty block's absence), a pure deletion no "after".
+    if not hunk.before and not after:
+        return HunkStatus(hunk, NOT_APPLIED, None,
+                          "the added lines are not there (a pure addition without context)")
+    if not hunk.after and hunk.before and not before:
+        return HunkStatus(hunk, APPLIED, None,
+                          "the removed lines are not there (a pure deletion without context)")
     if after and before:
         a, b = _nearest(after, hunk.target_start), _nearest(before, hunk.source_start)
         if abs(a + 1 - hunk.target_start) <= abs(b + 1 - hunk.source_start):

@@ -170,3 +170,17 @@ def test_check_states_not_applied_as_a_fact_on_the_real_tree(
     lines = (tree_copy / CONFIG).read_text().splitlines()
     a, b = hunk["found_lines"]
     assert '    draft_sample_method: DraftSampleMethod = "probabilistic"' in lines[a - 1 : b]
+
+
+def test_hunks_without_context_are_applied_or_not_never_conflict(tmp_path: Path) -> None:
+    # As ``diff -U0`` writes them: a pure addition and a pure deletion, no context.
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    patch = (b"--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
+             b"@@ -1,0 +2 @@\n+method = 'probabilistic'\n"
+             b"@@ -3 +3,0 @@\n-legacy = True\n")
+    (tree / "pkg" / "mod.py").write_text("a = 1\nb = 2\nlegacy = True\n", encoding="utf-8")
+    assert statuses(tree, patch) == [NOT_APPLIED, NOT_APPLIED]
+    (tree / "pkg" / "mod.py").write_text("a = 1\nmethod = 'probabilistic'\nb = 2\n",
+                                         encoding="utf-8")
+    assert statuses(tree, patch) == [APPLIED, APPLIED]
