@@ -18,6 +18,7 @@ import click
 from pp1audit import __version__
 from pp1audit.cli_upgrade import COMMANDS as UPGRADE_COMMANDS
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, EXIT_USAGE, Pp1Error
+from pp1audit.formats import FORMATS
 
 if TYPE_CHECKING:
     from pp1audit.manifest import Manifest
@@ -117,7 +118,7 @@ def fetch(
 @cli.command()
 @click.argument("target", type=click.Path(path_type=Path))
 @manifest_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text",
               show_default=True, help="Output format.")
 @click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Write the result to FILE (atomically) instead of stdout.")
@@ -203,14 +204,12 @@ def _check_generated(path: Path, text: str) -> int:
     """``cog --check`` for reports: 0 when ``path`` is what would be generated, else 1 + diff."""
     import difflib
 
-    try:
-        current = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise Pp1Error(f"{path}: no such file to check") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise Pp1Error(f"{path}: cannot read: {exc}") from None
-    if current == text:
+    from pp1audit.inputs import read_input
+
+    data = read_input(path, "report to check")
+    if data == text.encode("utf-8"):  # byte for byte: line endings count too
         return EXIT_OPEN
+    current = data.decode("utf-8", errors="replace")
     diff = difflib.unified_diff(
         current.splitlines(keepends=True), text.splitlines(keepends=True),
         fromfile=str(path), tofile="generated",
@@ -237,10 +236,23 @@ for _command in UPGRADE_COMMANDS:  # init, pin, show, diff (pp1audit/cli_upgrade
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI and turn every outcome into an exit code."""
+    # Results may hold any Unicode (en dashes, arrows): never let a narrow
+    # terminal encoding turn a finished run into a crash.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    no_args = getattr(click.exceptions, "NoArgsIsHelpError", ())
     try:
         code = cli.main(args=argv, prog_name="pp1audit", standalone_mode=False)
+    except no_args as exc:  # bare "pp1audit": the help, as click would show it
+        click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message(), err=True)
+        code = EXIT_USAGE
+    except click.UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        click.echo(f"pp1audit: error: {exc.format_message()}{hint}", err=True)
+        code = EXIT_USAGE
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"pp1audit: error: {exc.format_message()}", err=True)
         code = EXIT_USAGE
     except click.exceptions.Abort:
         click.echo("pp1audit: aborted", err=True)

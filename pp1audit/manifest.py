@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pp1audit.errors import ManifestError, Pp1Error
+from pp1audit.errors import ManifestError
 from pp1audit.paths import path_problem
 from pp1audit.provenance import TARGET, Provenance, parse_provenance
 from pp1audit.spans import Span, parse_span
@@ -106,8 +106,13 @@ def _schema_check(loaded: Loaded, file: str) -> None:
 
     errors = jsonschema.Draft7Validator(SCHEMA).iter_errors(loaded.data)
     best = jsonschema.exceptions.best_match(errors)
-    if best is None:  # pragma: no cover - the two validators disagree: a bug
-        raise _fail(loaded, file, (), "manifest does not match the schema")
+    if best is None:
+        # The engines disagree only on "$" before a final newline (ECMA/fastjsonschema
+        # treat it as the very end; Python's re.search does not): a value with a
+        # trailing newline. Find it, so the message still has a line and column.
+        where = _trailing_newline(loaded.data, ())
+        raise _fail(loaded, file, where or (), "value must not end with a newline"
+                    if where is not None else "manifest does not match the schema")
     path: KeyPath = tuple(best.absolute_path)
     sub = best.schema if isinstance(best.schema, dict) else {}
     node = _get(loaded.data, path)
@@ -132,6 +137,27 @@ def _schema_check(loaded: Loaded, file: str) -> None:
     raise _fail(loaded, file, path, str(message))
 
 
+def _trailing_newline(data: object, path: KeyPath) -> KeyPath | None:
+    """Key path of the first string value (or key) that ends with a newline."""
+    if isinstance(data, str):
+        return path if data.endswith("\n") and "\n" not in data[:-1] else None
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key.endswith("\n"):
+                return (*path, key)
+            if key in ("exact", "prefix", "suffix", "text", "bullet", "claim"):
+                continue  # prose and anchor text may end with a newline
+            found = _trailing_newline(value, (*path, key))
+            if found is not None:
+                return found
+    if isinstance(data, list):
+        for i, value in enumerate(data):
+            found = _trailing_newline(value, (*path, i))
+            if found is not None:
+                return found
+    return None
+
+
 def _get(data: object, path: KeyPath) -> object:
     for p in path:
         if isinstance(data, dict):
@@ -143,7 +169,7 @@ def _get(data: object, path: KeyPath) -> object:
     return data
 
 
-def _anchor(loaded: Loaded, file: str, base: KeyPath, raw: dict[str, Any] | None) -> Anchor | None:
+def _anchor(raw: dict[str, Any] | None) -> Anchor | None:
     if raw is None:
         return None
     exact = text_lines(raw["exact"]) if "exact" in raw else None
@@ -224,7 +250,16 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
         problem = path_problem(span.path)
         if problem:
             raise _fail(loaded, file, ("citations", cid, "at"), problem)
-        anchor = _anchor(loaded, file, ("citations", cid, "anchor"), rec.get("anchor"))
+        anchor = _anchor(rec.get("anchor"))
+        if anchor is not None and anchor.exact is not None:
+            if len(anchor.exact) != span.length:
+                raise _fail(
+                    loaded, file, ("citations", cid, "anchor", "exact"),
+                    f"anchor text has {len(anchor.exact)} lines but the span {span} has {span.length}",
+                )
+            if not any(line.strip() for line in anchor.exact):
+                raise _fail(loaded, file, ("citations", cid, "anchor", "exact"),
+                            "anchor text is blank: it would match any blank lines")
         if anchor is not None and anchor.invariant is not None:
             _invariant_anchor(loaded, file, cid, anchor, rec, invariants, span)
         # A git source's pinned commit fixes its files' content (git addresses blobs
@@ -253,6 +288,14 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
         raise _fail(loaded, file, keypath, message)
 
     audit = raw.get("audit") or {}
+    if "date" in audit:
+        import datetime
+
+        try:
+            datetime.date.fromisoformat(audit["date"])
+        except ValueError:
+            raise _fail(loaded, file, ("audit", "date"),
+                        f"'{audit['date']}' is not a calendar date") from None
     target = raw["target"]
     return Manifest(
         path=file,
@@ -275,15 +318,10 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
 
 def load_manifest(path: Path, display: str | None = None) -> Manifest:
     """Read and parse a manifest file; unreadable or non-UTF-8 files are one-line errors."""
+    from pp1audit.inputs import read_input
+
     name = display or str(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise Pp1Error(f"{name}: manifest not found") from None
-    except IsADirectoryError:
-        raise Pp1Error(f"{name}: is a directory, not a manifest") from None
-    except OSError as exc:
-        raise Pp1Error(f"{name}: cannot read manifest: {exc.strerror}") from None
+    data = read_input(path, "manifest")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -263,8 +263,7 @@ class _Planner:
             return (f"invariant '{anchor.invariant}' matches in {several[1]} places in "
                     f"{cit.span.path}; which one the audit means is for a human to say")
         if check.status is Status.DRIFT and anchor is not None and (anchor.exact or anchor.sha256):
-            match = relocate(lines, cit.span, anchor.exact, anchor.prefix, anchor.suffix,
-                             anchor.sha256)
+            match = relocate(lines, cit.span, anchor.exact, anchor.prefix, anchor.suffix)
             if match is not None and match.candidates > 1:
                 return (f"the anchored text occurs in {match.candidates} equally good places "
                         f"in {cit.span.path}; which one the audit means is for a human to say")

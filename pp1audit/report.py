@@ -118,16 +118,21 @@ def known_ids(raw: dict[str, Any]) -> set[str]:
 def validate(raw: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     """Problems of the report section as (key path, message); empty when valid."""
     problems: list[tuple[tuple[str | int, ...], str]] = []
-    report = raw.get("report")
-    if not report:
-        return problems
+    report = raw.get("report") or {}
     ids = known_ids(raw)
-    for key in ("title",):
-        if key in report:
-            try:
-                expand(report[key], raw)
-            except ValueError as exc:
-                problems.append((("report", key), str(exc)))
+    titled: list[tuple[tuple[str | int, ...], str]] = []
+    if "title" in report:
+        titled.append((("report", "title"), report["title"]))
+    elif "title" in (raw.get("audit") or {}):
+        titled.append((("audit", "title"), raw["audit"]["title"]))
+    for si, section in enumerate(report.get("sections") or []):
+        if "heading" in section:
+            titled.append((("report", "sections", si, "heading"), section["heading"]))
+    for keypath, text in titled:
+        try:
+            expand(text, raw)
+        except ValueError as exc:
+            problems.append((keypath, str(exc)))
     for _, blocks in parse_blocks(raw):
         for block in blocks:
             for i, ev in enumerate(block.evidence):
@@ -142,13 +147,14 @@ def validate(raw: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     return problems
 
 
-def _checks_for(result: Result, ev: str) -> list[Check]:
-    """Checks an evidence id stands for: itself, its sub-checks (``ev:…``), or a
-    provenance check named under a source (``source:ev``)."""
-    return [
-        c for c in result.checks
-        if c.id == ev or c.id.startswith(ev + ":") or c.id.endswith(":" + ev)
-    ]
+def stands_for(check: Check, ev: str, sources: frozenset[str]) -> bool:
+    """Whether an evidence id names this check: the check itself, one of its
+    sub-checks (``ev:…``), or a contains/lacks check of a git source (``source:ev``)."""
+    cid = check.id
+    if cid == ev or cid.startswith(ev + ":"):
+        return True
+    head, _, tail = cid.partition(":")
+    return tail == ev and head in sources
 
 
 def evidence_line(check: Check) -> str:
@@ -212,6 +218,7 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
     title = expand(report.get("title", str((raw.get("audit") or {}).get("title", "Audit"))), raw)
     out += [f"# {title}", ""]
     used: set[str] = set()
+    sources = frozenset(raw.get("sources") or {})
     previous = ""
     for heading, blocks in parse_blocks(raw):
         if heading:
@@ -235,7 +242,7 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
                     out.append("")
                 for ev in block.evidence:
                     used.add(ev)
-                    checks = _checks_for(result, ev)
+                    checks = [c for c in result.checks if stands_for(c, ev, sources)]
                     if not checks:
                         out.append(f"{indent}- **not checked** `{ev}`")
                     for check in checks:
@@ -246,13 +253,13 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
                 out.append("")
             previous = block.kind
     if result is not None:
-        out += _measured(result, used)
+        out += _measured(result, used, sources)
     text = "\n".join(out)
     text = re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
     return "\n".join(line.rstrip() for line in text.split("\n"))
 
 
-def _measured(result: Result, used: set[str]) -> list[str]:
+def _measured(result: Result, used: set[str], sources: frozenset[str]) -> list[str]:
     t = result.target
     out = ["", "## Measured", ""]
     if t is not None:
@@ -260,7 +267,7 @@ def _measured(result: Result, used: set[str]) -> list[str]:
     out.append(f"Manifest: `{result.manifest_path}` (SHA-256 `{result.manifest_sha256}`).")
     counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())
     out += [f"Verdict: **{result.verdict}** ({counts}).", ""]
-    rest = [c for c in result.checks if not any(c.id == u or c.id.startswith(u + ":") for u in used)]
+    rest = [c for c in result.checks if not any(stands_for(c, u, sources) for u in used)]
     if rest:
         out += ["Checks not cited above:", ""]
         out += [f"- {evidence_line(c)}" for c in rest]

@@ -19,6 +19,9 @@ from pp1audit.errors import MissingFile, SourceError, TargetError
 from pp1audit.paths import path_problem
 from pp1audit.zipindex import Member, ZipError, ZipIndex
 
+MAX_MEMBER = 4 << 30
+"""A wheel member declaring more than 4 GiB is refused before it is inflated."""
+
 BLOCK = 1 << 20
 """Read size: large blocks keep syscalls few and let hashlib work on big buffers."""
 
@@ -142,6 +145,8 @@ class DirectorySource(Source):
             return False
 
     def iter_files(self, under: str = "") -> Iterator[str]:
+        if under:
+            self._check_path(under.rstrip("/"))
         top = self.base
         prefix = ""
         if self.mount is not None:
@@ -198,7 +203,7 @@ class WheelSource(Source):
     def read(self, path: str) -> bytes:
         member = self.info(path)
         try:
-            return self._zip.read(member)
+            return self._zip.read(member, limit=MAX_MEMBER)
         except (OSError, ZipError) as exc:
             raise SourceError(path, f"cannot read from the wheel: {exc}") from None
 

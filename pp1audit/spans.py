@@ -74,13 +74,28 @@ def decode_lines(data: bytes) -> list[str] | None:
 
 
 def normalize(lines: list[str]) -> list[str]:
-    """Whitespace-normalised lines: inner runs folded, ends stripped, blank lines dropped."""
+    """Whitespace-normalised lines, keeping what whitespace means in Python.
+
+    Blank lines are dropped, line ends stripped, the block dedented as a whole
+    and runs of spaces inside a line folded; *relative* indentation stays, so a
+    re-indented block still matches but a line moved into or out of a block
+    (a change of meaning) does not.
+    """
+    kept = [line.rstrip() for line in lines if line.strip()]
+    if not kept:
+        return []
+    indent = min(len(line) - len(line.lstrip()) for line in kept)
     out = []
-    for line in lines:
-        folded = " ".join(line.split())
-        if folded:
-            out.append(folded)
+    for line in kept:
+        body = line[indent:]
+        lead = len(body) - len(body.lstrip())
+        out.append(body[:lead] + " ".join(body.split()))
     return out
+
+
+def fold(lines: list[str]) -> list[str]:
+    """Non-blank lines with all whitespace folded: for context, which is soft evidence."""
+    return [" ".join(line.split()) for line in lines if line.strip()]
 
 
 def span_sha256(lines: list[str]) -> str:
@@ -96,7 +111,10 @@ class Match:
     end: int
     how: str  # "exact" or "normalized"
     candidates: int
+    """Equally good places (same context score); the nearest was chosen."""
     context: int  # how many of prefix/suffix also matched (0-2)
+    total: int
+    """Every place the anchor text was found, however its context scored."""
 
 
 def _find_exact(lines: list[str], needle: list[str]) -> list[int]:
@@ -141,7 +159,7 @@ def _context_score(
     (which YAML block scalars tend to trim) never decide a match.
     """
     score = 0
-    want_prefix, want_suffix = normalize(prefix), normalize(suffix)
+    want_prefix, want_suffix = fold(prefix), fold(suffix)
     if want_prefix and _nonblank_before(lines, start, len(want_prefix)) == want_prefix:
         score += 1
     if want_suffix and _nonblank_after(lines, end, len(want_suffix)) == want_suffix:
@@ -170,36 +188,29 @@ def relocate(
     exact: list[str] | None,
     prefix: list[str],
     suffix: list[str],
-    digest: str | None,
 ) -> Match | None:
-    """Find the anchored span in ``lines``; None when there is no credible match.
+    """Find the anchor text ``exact`` in ``lines``; None when there is no credible match.
 
-    Exact line-aligned matches of the anchor text win over normalised ones; among
-    several, those whose context (prefix/suffix) still matches win, then the one
-    nearest the pinned start. ``candidates`` says how many equally good places
-    there were so that the caller can say so.
+    Exact line-aligned matches win over whitespace-normalised ones (``normalize``);
+    among several, those whose context (prefix/suffix) still surrounds them win,
+    then the one nearest the pinned start. ``candidates`` and ``total`` say how
+    many places there were, so that the caller can say so. Only text relocates:
+    a digest alone is checked where it is pinned (searching every window of
+    every size for a digest is quadratic and proves no more).
     """
-    found: list[tuple[int, int]] = []
+    if not exact:
+        return None
     how = "exact"
-    if exact:
-        found = [(s, s + len(exact)) for s in _find_exact(lines, exact)]
+    found = [(s, s + len(exact)) for s in _find_exact(lines, exact)]
     if not found:
-        want = digest or (span_sha256(exact) if exact else None)
-        nonblank = len(normalize(exact)) if exact else None
-        if want is not None:
-            if nonblank is None:
-                # Digest-only anchor: try every window size near the pinned length.
-                for size in range(1, pinned.length + 1):
-                    found = _find_normalized(lines, want, size)
-                    if found:
-                        break
-            elif nonblank:
-                found = _find_normalized(lines, want, nonblank)
-            how = "normalized"
+        nonblank = len(normalize(exact))
+        if nonblank:
+            found = _find_normalized(lines, span_sha256(exact), nonblank)
+        how = "normalized"
     if not found:
         return None
     scored = [(_context_score(lines, s, e, prefix, suffix), s, e) for s, e in found]
     best_score = max(sc for sc, _, _ in scored)
     best = [(s, e) for sc, s, e in scored if sc == best_score]
     s, e = min(best, key=lambda se: (abs(se[0] + 1 - pinned.start), se[0]))
-    return Match(s + 1, e, how, len(best), best_score)
+    return Match(s + 1, e, how, len(best), best_score, len(found))

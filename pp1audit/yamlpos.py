@@ -43,6 +43,9 @@ def keypath_str(path: KeyPath) -> str:
     return out
 
 
+MAX_DEPTH = 32
+"""Deeper than any manifest needs; keeps hostile nesting from exhausting the stack."""
+
 _PLAIN_TAGS = {
     "tag:yaml.org,2002:str",
     "tag:yaml.org,2002:int",
@@ -66,6 +69,8 @@ def load(text: str, file: str) -> Loaded:
         raise ManifestError(file, line, col, "", f"invalid YAML: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
         raise ManifestError(file, 1, 1, "", f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise ManifestError(file, 1, 1, "", "invalid YAML: nested too deeply") from None
     if node is None:
         raise ManifestError(file, 1, 1, "", "the manifest is empty")
     positions: dict[KeyPath, tuple[int, int]] = {}
@@ -75,8 +80,19 @@ def load(text: str, file: str) -> Loaded:
     def pos(n: yaml.Node) -> tuple[int, int]:
         return (n.start_mark.line + 1, n.start_mark.column + 1)
 
+    seen: set[int] = set()
+
     def build(n: yaml.Node, path: KeyPath) -> object:
         positions[path] = pos(n)
+        # An alias is the same node met twice: a manifest never needs one, and
+        # expanding them is how "billion laughs" documents and cycles get in.
+        if id(n) in seen:
+            line, col = pos(n)
+            raise ManifestError(file, line, col, keypath_str(path), "YAML aliases are not allowed")
+        seen.add(id(n))
+        if len(path) > MAX_DEPTH:
+            line, col = pos(n)
+            raise ManifestError(file, line, col, keypath_str(path), f"nested deeper than {MAX_DEPTH}")
         if n.tag not in _PLAIN_TAGS:
             line, col = pos(n)
             raise ManifestError(file, line, col, keypath_str(path), f"unsupported YAML tag {n.tag}")
@@ -88,10 +104,7 @@ def load(text: str, file: str) -> Loaded:
                     raise ManifestError(
                         file, line, col, keypath_str(path), "keys must be plain strings"
                     )
-                key = knode.value
-                if key == "<<":
-                    line, col = pos(knode)
-                    raise ManifestError(file, line, col, keypath_str(path), "merge keys are not allowed")
+                key = knode.value  # a merge key (<<) has its own tag and was refused above
                 if key in out:
                     line, col = pos(knode)
                     raise ManifestError(

@@ -128,7 +128,9 @@ class ZipIndex:
 
     def _decode(self, raw: bytes, pos: int) -> str:
         flags = struct.unpack_from("<H", self._directory, pos + 8)[0]
-        return raw.decode("utf-8" if flags & 0x800 else "cp437")
+        # A malformed name must not stop the run: undecodable bytes are kept
+        # as surrogates, so the name never equals a (valid) manifest path.
+        return raw.decode("utf-8" if flags & 0x800 else "cp437", errors="surrogateescape")
 
     def names(self) -> list[str]:
         """Every member name, decoded as the archive says (UTF-8 flag, else CP437)."""
@@ -164,6 +166,10 @@ class ZipIndex:
         if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
             raise ZipError("bad local file header")
         nlen, elen = struct.unpack_from("<2H", header, 26)
+        if fh.read(nlen) != member.name.encode("utf-8", errors="surrogateescape") and not (
+            member.flags & 0x800 == 0 and not member.name.isascii()
+        ):
+            raise ZipError("local header names another member")
         fh.seek(member.header_offset + _LOCAL.size + nlen + elen)
         data = fh.read(member.compressed_size)
         if len(data) != member.compressed_size:

@@ -35,6 +35,19 @@ def manifest_errors() -> list[tuple[str, str, str]]:
          ":6:9: path contains '..'"),
         ("unverifiable citation", GOOD + "citations:\n  c:\n    at: pkg/a.py:1-2\n",
          ":5:3: citation cannot be verified"),
+        ("anchor length", GOOD + "citations:\n  c:\n    at: pkg/a.py:1-2\n    anchor: {exact: x}\n",
+         ":7:21: anchor text has 1 lines but the span pkg/a.py:1-2 has 2"),
+        ("blank anchor", GOOD + "citations:\n  c:\n    at: pkg/a.py:1\n    anchor: {exact: ' '}\n",
+         "anchor text is blank"),
+        ("alias", GOOD + "files: &f {}\nsources: *f\n", ":4:8: YAML aliases are not allowed"),
+        ("alias cycle", GOOD + "audit: &a {id: x, title: [*a]}\n", "YAML aliases are not allowed"),
+        ("deep nesting", GOOD + "x: " + "[" * 3000 + "]" * 3000 + "\n", "nested"),
+        ("bad date", GOOD + "audit: {id: x, date: 2026-13-45}\n", ":4:22: '2026-13-45' is not a calendar"),
+        ("digest with newline", GOOD + "files:\n  pkg/a.py: |\n    " + H + "\n",
+         ":5:13: value must not end with a newline"),
+        ("heading reference", GOOD + "report:\n  sections:\n    - heading: '[[cite:nope]]'\n",
+         ":6:16: [[cite:nope]]: not a reference"),
+        ("title reference", GOOD + "audit: {id: x, title: 'See [[x]]'}\n", ":4:23: [[x]]: not a reference"),
         ("anchor without text", GOOD + "citations:\n  c:\n    at: pkg/a.py:1-2\n    anchor: {prefix: x}\n",
          ":7:13: an anchor needs 'exact' text"),
         ("unknown evidence", GOOD + "report:\n  sections:\n    - blocks:\n        - text: hi\n"
@@ -102,6 +115,38 @@ def test_corrupt_wheel_is_exit_2(tmp_path: Path) -> None:
     assert f"{wheel}: not a readable wheel" in proc.stderr
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_manifest_that_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    if kind == "fifo":
+        manifest = tmp_path / "m.yaml"
+        os.mkfifo(manifest)
+    elif kind == "device":
+        manifest = Path("/dev/zero")
+    else:
+        manifest = tmp_path
+    proc = run_cli("check", str(tmp_path), "--manifest", str(manifest), timeout=5)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert str(manifest) in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_report_check_against_a_fifo_does_not_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "audit.md"
+    os.mkfifo(fifo)
+    proc = run_cli("report", "--check", str(fifo), timeout=5)
+    assert proc.returncode == 2
+    assert f"{fifo}: not a regular file" in proc.stderr
+
+
+def test_usage_errors_are_one_line(tmp_path: Path) -> None:
+    for args in (["check"], ["check", str(tmp_path), "--format", "xml"], ["check", str(tmp_path), "-m",
+                                                                            str(tmp_path)]):
+        proc = run_cli(*args, timeout=5)
+        assert proc.returncode == 2, args
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("pp1audit: error: "), proc.stderr
+
+
 def test_missing_manifest_and_bad_option(tmp_path: Path) -> None:
     proc = run_cli("check", str(tmp_path), "-m", str(tmp_path / "nope.yaml"), timeout=5)
     assert proc.returncode == 2
@@ -157,9 +202,11 @@ def test_bad_files_in_tree_are_error_checks_not_crashes(
         sep = "pkg/" if kind == "file:" else ""
         fifo = checks[f"{kind}{sep}fifo.py" if kind == "file:" else "cite-fifo"]
         assert fifo["status"] == "error" and "is a FIFO; not opened" in fifo["message"]
+    for name in ("escape", "loop", "adir"):
+        assert checks[f"file:pkg/{name}.py"]["status"] == "error"
+        assert checks[f"cite-{name}"]["status"] == "error"
     assert "outside the target root" in checks["file:pkg/escape.py"]["message"]
-    assert checks["file:pkg/escape.py"]["status"] == "error"
-    assert checks["file:pkg/loop.py"]["status"] == "error"
+    assert "outside the target root" in checks["cite-escape"]["message"]
     assert "is a directory" in checks["file:pkg/adir.py"]["message"]
     assert checks["file:pkg/gone.py"]["status"] == "fail"
     assert "missing from the target" in checks["file:pkg/gone.py"]["message"]
@@ -198,5 +245,32 @@ def test_wheel_with_symlink_entry_is_not_read(tmp_path: Path) -> None:
         zf.writestr(link, "/etc/passwd")
     manifest = _tree_manifest(tmp_path, {"pkg/link.py": H}, {})
     proc = run_cli("check", str(wheel), "-m", str(manifest), "--format", "json", timeout=5)
+    assert proc.returncode == 1
     check = _checks(proc.stdout)["file:pkg/link.py"]
     assert check["status"] == "error" and "symbolic link" in check["message"]
+
+
+def test_wheel_with_an_undecodable_member_name(tmp_path: Path) -> None:
+    import zipfile
+
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("pkg/__init__.py", "")
+        zf.writestr("pkg/bad-\u00e9.py", "x = 1\n")  # written with the UTF-8 flag
+    blob = wheel.read_bytes().replace("bad-\u00e9".encode(), b"bad-\xff\xfe")
+    wheel.write_bytes(blob)
+    manifest = _tree_manifest(tmp_path, {"pkg/caf\u00e9.py": H, "pkg/__init__.py": H}, {})
+    proc = run_cli("check", str(wheel), "-m", str(manifest), "--format", "json", timeout=5)
+    assert proc.returncode == 1, proc.stderr
+    checks = _checks(proc.stdout)
+    assert checks["file:pkg/caf\u00e9.py"]["status"] == "fail"
+    assert checks["file:pkg/__init__.py"]["actual"] == hashlib.sha256(b"").hexdigest()
+
+
+def test_hostile_version_file_is_an_error_check(tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree = make_files({"pkg/__init__.py": "", "pkg/_version.py": "x = " + "-" * 200_000 + "1\n"})
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(GOOD + "  version: '1.0'\n")
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", timeout=10)
+    assert proc.returncode == 1, proc.stderr
+    assert _checks(proc.stdout)["version"]["status"] == "error"

@@ -48,25 +48,34 @@ FILE = ["def f():", "    x = 1", "    return x", "", "def g():", "    x = 1", " 
 def test_relocate_prefers_context_then_nearest() -> None:
     exact = ["    x = 1", "    return x"]
     # Both bodies match; context (the def line) decides.
-    m = relocate(FILE, Span("f.py", 2, 3), exact, ["def g():"], [], None)
+    m = relocate(FILE, Span("f.py", 2, 3), exact, ["def g():"], [])
     assert m is not None and (m.start, m.end, m.candidates) == (6, 7, 1)
     # No context: two equally good places, the nearest to the pinned lines wins.
-    m = relocate(FILE, Span("f.py", 5, 6), exact, [], [], None)
+    m = relocate(FILE, Span("f.py", 5, 6), exact, [], [])
     assert m is not None and (m.start, m.end, m.candidates) == (6, 7, 2)
-    m = relocate(FILE, Span("f.py", 1, 2), exact, [], [], None)
+    m = relocate(FILE, Span("f.py", 1, 2), exact, [], [])
     assert m is not None and (m.start, m.candidates) == (2, 2)
 
 
-def test_relocate_normalized_and_digest_only() -> None:
-    lines = ["a", "   foo(  1,", "", "       2)", "b"]
-    m = relocate(lines, Span("f.py", 1, 2), ["foo( 1,", "2)"], [], [], None)
+def test_relocate_normalized_keeps_relative_indentation() -> None:
+    lines = ["a", "   foo(  1,", "", "      2)", "b"]
+    m = relocate(lines, Span("f.py", 1, 2), ["foo( 1,", "   2)"], [], [])
     assert m is not None and (m.start, m.end, m.how) == (2, 4, "normalized")
-    digest = span_sha256(["foo(1,", "2)"])
-    assert relocate(lines, Span("f.py", 1, 3), None, [], [], digest) is None
-    digest = span_sha256(["foo(  1,", "2)"])
-    m = relocate(lines, Span("f.py", 1, 3), None, [], [], digest)
-    assert m is not None and (m.start, m.end) == (2, 4)
+    # The same words with the second line moved out of the block: another meaning.
+    assert relocate(lines, Span("f.py", 1, 2), ["   foo( 1,", "2)"], [], []) is None
+    assert span_sha256(["if x:", "    y()"]) == span_sha256(["    if x:", "", "        y()  "])
+    assert span_sha256(["if x:", "    y()"]) != span_sha256(["if x:", "y()"])
+
+
+def test_digest_only_anchor_does_not_search() -> None:
+    assert relocate(["a", "b"], Span("f.py", 1, 1), None, [], []) is None
+
+
+def test_relocate_counts_every_place() -> None:
+    exact = ["    x = 1", "    return x"]
+    m = relocate(FILE, Span("f.py", 2, 3), exact, ["def g():"], [])
+    assert m is not None and (m.candidates, m.total) == (1, 2)
 
 
 def test_relocate_never_matches_a_partial_span() -> None:
-    assert relocate(FILE, Span("f.py", 1, 3), ["def f():", "    x = 2"], [], [], None) is None
+    assert relocate(FILE, Span("f.py", 1, 3), ["def f():", "    x = 2"], [], []) is None

@@ -80,8 +80,12 @@ def check_citation(
         note = "" if how == "exact" else " (whitespace differs)"
         return replace(base, status=Status.PASS, found_lines=pinned, excerpt=excerpt,
                      message=f"{span} still holds the anchored text{note}")
-    match = relocate(lines, span, anchor.exact, anchor.prefix, anchor.suffix, anchor.sha256)
+    match = relocate(lines, span, anchor.exact, anchor.prefix, anchor.suffix)
     if match is None:
+        if anchor.exact is None:
+            return replace(base, status=Status.FAIL,
+                           message=f"{span} no longer has the anchored digest (a sha256-only "
+                           "anchor is checked in place; add exact text to let it relocate)")
         return replace(base, status=Status.FAIL,
                      message=f"the anchored text of {span} is no longer in {span.path}")
     found = (match.start, match.end)
@@ -93,6 +97,8 @@ def check_citation(
         notes.append(
             f"{match.candidates} equally good places; the nearest to the pinned lines chosen"
         )
+    elif match.total > 1:
+        notes.append(f"found in {match.total} places; the one whose context still matches chosen")
     suffix = f" ({'; '.join(notes)})" if notes else ""
     shift = match.start - span.start
     return replace(

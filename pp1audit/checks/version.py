@@ -14,14 +14,18 @@ from pp1audit.result import Check, Status
 from pp1audit.store import FileStore
 
 _NAMES = ("__version__", "version")
+MAX_VERSION_FILE = 1 << 20
+"""A ``_version.py`` is a few hundred bytes; anything over 1 MiB is not one."""
 
 
 def read_version(data: bytes) -> str | None:
     """The string assigned to ``__version__`` (or ``version``), or None."""
+    if len(data) > MAX_VERSION_FILE:
+        return None
     try:
         tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return None
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None  # hostile or broken: judged as "assigns no version", never a crash
     found: dict[str, str] = {}
     for node in tree.body:
         targets: list[ast.expr] = []

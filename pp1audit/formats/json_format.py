@@ -22,7 +22,8 @@ def check_dict(check: Check) -> dict[str, Any]:
         "expected": check.expected,
         "actual": check.actual,
         "message": check.message,
-        "source": check.source,
+        # Checks of the target itself carry null; a named git source / pin its name.
+        "source": None if check.source in (None, "target") else check.source,
     }
 
 
