@@ -180,14 +180,11 @@ def _compare_task(args: tuple[bytes, bytes, int] | int) -> tuple[str, str] | Non
 
 
 def cache_dir() -> Path:
-    """Where verified pairs are remembered: ``PP1AUDIT_CACHE_DIR`` or the user cache
-    (the same directory as the remote-pin cache, ``pp1audit.remote``)."""
-    env = os.environ.get("PP1AUDIT_CACHE_DIR")
-    if env:
-        return Path(env)
-    import platformdirs
+    """Where verified pairs are remembered: the remote-pin cache's directory
+    (``PP1AUDIT_CACHE_DIR`` or the user cache), one rule for both."""
+    from pp1audit.remote import default_cache_dir
 
-    return Path(platformdirs.user_cache_dir("pp1audit", appauthor=False))
+    return default_cache_dir()
 
 
 class VerifiedCache:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pp1audit.errors import TargetError
@@ -201,9 +200,6 @@ class WheelInventory(Inventory):
 
     def entry(self, path: str) -> Entry | None:
         return self._entries.get(path)
-
-    def __iter__(self) -> Iterator[Entry]:
-        return iter(self._entries.values())
 
 
 def inventory_for(source: Source, package: str) -> Inventory:

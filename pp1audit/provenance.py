@@ -103,11 +103,6 @@ class Provenance:
             return {pin.path: pin.sha256}
         return {}
 
-    @property
-    def donors(self) -> list[RemotePin]:
-        """The donor patches, in manifest order."""
-        return [p for p in self.remotes.values() if p.donor]
-
 
 def default_path(url: str) -> str:
     """The logical path of a remote file: the last segment of its URL's path."""

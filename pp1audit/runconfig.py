@@ -49,9 +49,9 @@ class ProvenanceOptions:
     cache_dir: Path | None = None
     """Remote-pin cache; None: ``remote.default_cache_dir()``."""
     fetch: bool = False
-    """Download missing remote pins before checking (``check --fetch``)."""
-    offline: bool = False
-    """Never open a socket (``--offline``); the default ``check`` is offline anyway."""
+    """Download missing remote pins before checking (``check --fetch``). Without it
+    nothing opens a socket, so ``--offline`` (the default made explicit) needs no
+    state of its own: it only refuses to be combined with ``--fetch``."""
     policy: FetchPolicy = field(default_factory=FetchPolicy)
 
 
@@ -161,5 +161,5 @@ def resolve_options(
         policy = replace(policy, total_timeout=total_timeout)
     return ProvenanceOptions(
         repos=merged, named_on_command_line=frozenset(named),
-        cache_dir=cache_dir or base.cache_dir, fetch=fetch, offline=offline, policy=policy,
+        cache_dir=cache_dir or base.cache_dir, fetch=fetch, policy=policy,
     )

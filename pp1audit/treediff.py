@@ -72,10 +72,6 @@ class TreeDiff:
         """True when nothing the manifest pins or cites differs between the trees."""
         return all(i.status == UNCHANGED for i in self.items)
 
-    def by_status(self, status: str, kind: str = "citation") -> list[str]:
-        """Ids of the items of ``kind`` with ``status`` (for summaries and tests)."""
-        return [i.id for i in self.items if i.status == status and i.kind == kind]
-
 
 def map_span(a: list[str], b: list[str], start: int, end: int) -> tuple[int, int] | None:
     """Where lines ``start``..``end`` of ``a`` went in ``b`` (1-based), by a line diff.
