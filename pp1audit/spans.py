@@ -77,19 +77,22 @@ def normalize(lines: list[str]) -> list[str]:
     """Whitespace-normalised lines, keeping what whitespace means in Python.
 
     Blank lines are dropped, line ends stripped, the block dedented as a whole
-    and runs of spaces inside a line folded; *relative* indentation stays, so a
-    re-indented block still matches but a line moved into or out of a block
-    (a change of meaning) does not.
+    and runs of spaces inside a line folded; the *relative* indentation of a
+    line that starts a statement stays, so a re-indented block still matches but
+    a line moved into or out of a block (a change of meaning) does not. Lines
+    inside open brackets are continuations, whose indentation means nothing.
     """
     kept = [line.rstrip() for line in lines if line.strip()]
     if not kept:
         return []
     indent = min(len(line) - len(line.lstrip()) for line in kept)
     out = []
+    depth = 0  # open brackets (a rough count: brackets in strings are rare in code)
     for line in kept:
         body = line[indent:]
-        lead = len(body) - len(body.lstrip())
-        out.append(body[:lead] + " ".join(body.split()))
+        lead = "" if depth > 0 else body[: len(body) - len(body.lstrip())]
+        out.append(lead + " ".join(body.split()))
+        depth = max(0, depth + sum(body.count(c) for c in "([{") - sum(body.count(c) for c in ")]}"))
     return out
 
 

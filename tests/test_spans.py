@@ -65,6 +65,8 @@ def test_relocate_normalized_keeps_relative_indentation() -> None:
     assert relocate(lines, Span("f.py", 1, 2), ["   foo( 1,", "2)"], [], []) is None
     assert span_sha256(["if x:", "    y()"]) == span_sha256(["    if x:", "", "        y()  "])
     assert span_sha256(["if x:", "    y()"]) != span_sha256(["if x:", "y()"])
+    # Continuation lines inside brackets: their indentation is free.
+    assert span_sha256(["return g(1,", "         2)"]) == span_sha256(["return g(1,", "    2)"])
 
 
 def test_digest_only_anchor_does_not_search() -> None:
