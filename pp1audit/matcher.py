@@ -105,7 +105,7 @@ def _keyword_pattern(text: str) -> tuple[str, str] | None:
     """``name=value`` read as a keyword argument (an assignment as Python parses it)."""
     try:
         tree = ast.parse(re.sub(r"\$+([A-Z_][A-Z0-9_]*)", r"__pp1_\1", text))
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     body = tree.body
     if (len(body) == 1 and isinstance(body[0], ast.Assign) and len(body[0].targets) == 1

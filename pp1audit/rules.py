@@ -190,6 +190,9 @@ def parse_pattern(value: object, keypath: tuple[str | int, ...]) -> Pattern:
         col = f" (column {exc.offset})" if exc.offset else ""
         raise RuleError(keypath, f"invalid pattern `{' '.join(text.split())}`: "
                         f"not Python code: {exc.msg}{col}") from None
+    except (MemoryError, RecursionError):  # pathological nesting exhausts the parser
+        raise RuleError(keypath, f"invalid pattern `{' '.join(text.split())[:80]}`: "
+                        "too deeply nested to parse") from None
     problem = _agrep_problem(text)
     if problem:
         raise RuleError(keypath, f"invalid pattern `{' '.join(text.split())}`: {problem}")

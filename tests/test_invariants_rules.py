@@ -304,6 +304,8 @@ INVALID = [
     ("r: {file: pkg/mod.txt, pattern: x}", "4:13", "name a .py file"),
     ("r: {file: ../mod.py, pattern: x}", "4:13", "paths must stay inside the target root"),
     ("r: {file: pkg/mod.py}", "4:6", "missing required key 'pattern'"),
+    ("r: {file: pkg/mod.py, pattern: 'x = " + "-" * 20000 + "1'}", "4:34",
+     "too deeply nested to parse"),
 ]
 
 
