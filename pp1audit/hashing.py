@@ -34,16 +34,14 @@ import hashlib
 import io
 import os
 import stat
-import struct
 import threading
-import zipfile
-import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
 
 from pp1audit.inventory import Entry, kind_of_mode
+from pp1audit.zipindex import ZipError, ZipIndex
 
 BUFFER = 4 << 20
 """Read size per call; large enough that hashlib and syscalls run at full speed."""
@@ -119,27 +117,23 @@ def hash_path(real: str, keep: bool, buf: bytearray) -> Digest:
         os.close(fd)
 
 
-def hash_member(zf: zipfile.ZipFile, name: str, keep: bool) -> Digest:
-    """SHA-256 of one wheel member, decompressed in streamed blocks (CRC checked by zipfile)."""
+def hash_member(zf: ZipIndex, name: str, keep: bool) -> Digest:
+    """SHA-256 of one wheel member, decompressed in streamed blocks (size and CRC-32
+    checked by ``ZipIndex.stream``, which raises nothing but ``ZipError``/``OSError``:
+    a corrupt member is this file's error, never the end of the run)."""
     h = hashlib.sha256()
     total = 0
     parts: list[bytes] = []
     try:
-        with zf.open(name) as f:
-            while True:
-                chunk = f.read(BUFFER)
-                if not chunk:
-                    break
-                h.update(chunk)
-                total += len(chunk)
-                if keep:
-                    parts.append(chunk)
-    except (OSError, zipfile.BadZipFile, ValueError, KeyError, EOFError, zlib.error,
-            NotImplementedError, RuntimeError, struct.error) as exc:
-        # zipfile lets through what its decompressors raise: zlib.error (corrupt
-        # deflate data), EOFError (truncated stream), NotImplementedError
-        # (unsupported method), RuntimeError (encrypted member). A member that
-        # cannot be read is that file's error, never the end of the run.
+        member = zf.member(name)
+        if member is None:
+            return Digest(None, 0, error="cannot read from the wheel: no such member")
+        for chunk in zf.stream(member, BUFFER):
+            h.update(chunk)
+            total += len(chunk)
+            if keep:
+                parts.append(chunk)
+    except (OSError, ZipError) as exc:
         return Digest(None, total, error=f"cannot read from the wheel: {exc or type(exc).__name__}")
     return Digest(h.digest(), total, b"".join(parts) if keep else None)
 
@@ -163,8 +157,8 @@ def hash_entries(
     """SHA-256 of every entry (regular files only; others get an ``error``), by logical path.
 
     ``entry.ref`` is the OS path, or the member name when ``wheel`` is given
-    (each thread then opens the zip once: ``ZipFile`` serialises reads of one
-    shared handle).
+    (each thread then opens its own ``ZipIndex``: one index has one file
+    position, and reading its central directory costs a few milliseconds).
     """
     return HashRun(entries, wheel=wheel, keep=keep, workers=workers, progress=progress).result()
 
@@ -219,7 +213,12 @@ class HashRun:
 
     def _work(self, slot: int) -> None:
         buf = bytearray(BUFFER)
-        zf = zipfile.ZipFile(self._wheel) if self._wheel is not None else None
+        try:
+            zf = ZipIndex(self._wheel) if self._wheel is not None else None  # one per thread
+        except ZipError as exc:  # the wheel changed or vanished since the inventory
+            while (e := self._take(slot == 1)) is not None:
+                self.out[e.path] = Digest(None, 0, error=f"cannot read from the wheel: {exc}")
+            return
         try:
             while (e := self._take(slot == 1)) is not None:
                 want = self._keep(e)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
-import zipfile
+import struct
 from dataclasses import dataclass
 
 from pp1audit.errors import TargetError
@@ -158,22 +158,29 @@ class WheelInventory(Inventory):
     kind = "wheel"
 
     def __init__(self, wheel: str) -> None:
+        from pp1audit.zipindex import ZipError, ZipIndex
+
         self.location = wheel
         try:
-            with zipfile.ZipFile(wheel) as zf:
-                infos = zf.infolist()
-        except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
+            index = ZipIndex(wheel)
+        except ZipError as exc:
             raise TargetError(f"{wheel}: not a readable wheel ({exc})") from None
+        try:
+            members = [m for name in index.names() if (m := index.member(name)) is not None]
+        except (OSError, ZipError, ValueError, struct.error) as exc:  # a damaged directory
+            raise TargetError(f"{wheel}: not a readable wheel ({exc})") from None
+        finally:
+            index.close()
         self._entries: dict[str, Entry] = {}
         self._dirs: set[str] = set()
-        for info in infos:
-            name = info.filename
-            if info.is_dir():
+        for m in members:
+            name = m.name
+            if name.endswith("/"):
                 self._dirs.add(name.rstrip("/"))
                 continue
-            mode = info.external_attr >> 16
+            mode = m.external_attr >> 16
             kind = kind_of_mode(mode) if stat.S_IFMT(mode) else FILE
-            self._entries[name] = Entry(name, kind, info.file_size, None, name)
+            self._entries[name] = Entry(name, kind, m.size, None, name)
             parts = name.split("/")
             for i in range(1, len(parts)):
                 self._dirs.add("/".join(parts[:i]))

@@ -80,3 +80,60 @@ def test_truncated_archive(tmp_path: Path) -> None:
             member = index.member(name)
             assert member is not None
             index.read(member)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+@pytest.mark.parametrize("zip64", [False, True])
+def test_stream_yields_the_member_in_bounded_blocks(tmp_path: Path, method: int,
+                                                    zip64: bool) -> None:
+    index = ZipIndex(write(tmp_path / "t.whl", method, zip64))
+    for name, data in FILES.items():
+        member = index.member(name)
+        assert member is not None
+        blocks = list(index.stream(member, block=100))
+        assert b"".join(blocks) == data and all(len(b) <= 100 for b in blocks)
+    index.close()
+
+
+def test_stream_of_a_highly_compressed_member_never_inflates_past_a_block(tmp_path: Path) -> None:
+    path = tmp_path / "t.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("zeros", b"\0" * (8 << 20))  # 8 MiB in ~8 kB
+    index = ZipIndex(path)
+    member = index.member("zeros")
+    assert member is not None and member.compressed_size < 64 << 10
+    sizes = [len(b) for b in index.stream(member, block=1 << 20)]
+    assert sum(sizes) == 8 << 20 and max(sizes) <= 1 << 20
+
+
+def _central_record(blob: bytes, name: str) -> int:
+    pos = blob.find(b"PK\x01\x02")
+    while blob[pos + 46 : pos + 46 + len(name)] != name.encode():
+        pos = blob.find(b"PK\x01\x02", pos + 4)
+    return pos
+
+
+@pytest.mark.parametrize(("damage", "words"), [
+    ("crc", "CRC-32 mismatch"),
+    ("deflate", "corrupt deflate data"),
+    ("size", "size does not match the central directory"),
+])
+def test_stream_reports_corruption_as_zip_error(tmp_path: Path, damage: str, words: str) -> None:
+    path = write(tmp_path / "t.whl", zipfile.ZIP_DEFLATED)
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo("pkg/data.bin")
+    blob = bytearray(path.read_bytes())
+    central = _central_record(bytes(blob), "pkg/data.bin")
+    if damage == "crc":
+        blob[central + 16] ^= 0xFF  # the CRC-32 the central directory declares
+    elif damage == "deflate":
+        blob[info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)] = 0xFF
+    else:
+        blob[central + 24] ^= 0x01  # the declared uncompressed size, off by one
+    path.write_bytes(bytes(blob))
+    index = ZipIndex(path)
+    member = index.member("pkg/data.bin")
+    assert member is not None
+    with pytest.raises(ZipError, match=words):
+        b"".join(index.stream(member, block=4096))
+    index.close()
