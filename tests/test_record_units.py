@@ -460,3 +460,19 @@ def test_record_rows_outside_the_installation_are_refused_not_opened(tmp_path: P
         c = checks[cid]
         assert c.status is Status.FAIL and c.actual is None
         assert "outside the installation" in c.message and c.message.endswith("not opened")
+
+
+def test_data_files_under_the_installation_prefix_are_verified(tmp_path: Path) -> None:
+    prefix = tmp_path / "prefix"
+    root = install(prefix / "lib" / "python3.11" / "site-packages")
+    data = prefix / "share" / "pkg" / "data.txt"
+    data.parent.mkdir(parents=True)
+    data.write_text("payload\n", encoding="utf-8")
+    rec = root / "pkg-1.0.dist-info" / "RECORD"
+    row = ",".join(record_row(root, "../../../share/pkg/data.txt"))
+    rec.write_text(rec.read_text() + row + "\n", encoding="utf-8")
+    assert bad(run(root)) == {}
+    data.write_text("tampered\n", encoding="utf-8")
+    changed = bad(run(root))
+    assert list(changed) == ["record:../../../share/pkg/data.txt"]
+    assert "outside the installation" not in changed["record:../../../share/pkg/data.txt"].message

@@ -66,10 +66,12 @@ def _refused(inv: Inventory, path: str) -> bool:
     RECORD is untrusted input: ``../../../../../../etc/passwd`` or ``/etc/shadow``
     must not make the auditor ``lstat`` and hash arbitrary host files (and leak
     their digests into a report). Inside the target root is fine, and so is the
-    console scripts' directory, ``<root>/../../../bin`` (``<prefix>/bin`` beside
-    ``<prefix>/lib/pythonX.Y/site-packages``), once symlinks are resolved; an
-    absolute row still absolute after ``_normal`` is outside by definition. A
-    wheel never opens anything but its members, so it refuses nothing here.
+    installation prefix when the root is laid out as ``<prefix>/lib/pythonX.Y/
+    site-packages`` (console scripts in ``<prefix>/bin``, data files in
+    ``<prefix>/share``), once symlinks are resolved; otherwise only ``bin``
+    beside that layout. An absolute row still absolute after ``_normal`` is
+    outside by definition. A wheel never opens anything but its members, so it
+    refuses nothing here.
     """
     if not isinstance(inv, DirInventory):
         return False
@@ -77,9 +79,14 @@ def _refused(inv: Inventory, path: str) -> bool:
         return True
     if ".." not in path.split("/") or inv.inside(path):
         return False
-    bindir = os.path.realpath(os.path.join(inv.root, "..", "..", "..", "bin"))
+    root = os.path.realpath(inv.root)
+    lib = os.path.dirname(os.path.dirname(root))
+    prefix = os.path.dirname(lib)
+    standard = (os.path.basename(os.path.dirname(root)).startswith("python")
+                and os.path.basename(lib) == "lib" and prefix != os.path.dirname(prefix))
+    allowed = prefix if standard else os.path.join(prefix, "bin")
     real = os.path.realpath(os.path.join(inv.root, path))
-    return not real.startswith(bindir + os.sep)
+    return not real.startswith(allowed.rstrip(os.sep) + os.sep)
 
 
 def _primary(inv: Inventory, dists: list[str], package: str, present: set[str]) -> str | None:
