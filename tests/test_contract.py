@@ -76,3 +76,13 @@ def test_output_through_a_symlink_keeps_the_link_and_the_mode(tmp_path: Path, vl
     assert link.is_symlink() and json.loads(real.read_text())["verdict"] == "pass"
     assert stat.S_IMODE(os.stat(real).st_mode) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "real.json"]
+
+
+def test_text_output_prints_data_not_markup(tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree = make_files({"pkg/__init__.py": ""})
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text('pp1audit: 1\ntarget: {package: pkg}\nfiles:\n  "pkg/a[/b].py": ' + "a" * 64 + "\n")
+    for color in ("always", "never"):
+        proc = run_cli("check", str(tree), "-m", str(manifest), "--color", color)
+        assert proc.returncode == 1, proc.stderr
+        assert "pkg/a[/b].py" in proc.stdout and "version unknown" in proc.stdout

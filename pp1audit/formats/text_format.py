@@ -57,7 +57,8 @@ def render(result: Result, verbose: bool = False, color: bool = False) -> str:
     head = ""
     if result.target is not None:
         t = result.target
-        head = f"{result.manifest_path} against {t.kind} {t.location} ({t.package} {t.version})\n"
+        version = t.version or "version unknown"
+        head = f"{result.manifest_path} against {t.kind} {t.location} ({t.package} {version})\n"
     if color:
         return head + _render_rich(result, rows)
     widths = [max((len(x) for x in col), default=0) for col in (
@@ -75,19 +76,21 @@ def render(result: Result, verbose: bool = False, color: bool = False) -> str:
 def _render_rich(result: Result, rows: list[Check]) -> str:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for name in ("status", "kind", "id", "where", "detail"):
         table.add_column(name, overflow="fold")
     for c in rows:
+        # Ids, paths and messages are data, never markup (a "[/x]" in a path must print).
         table.add_row(
-            f"[{_STYLE[c.status]}]{c.status.value}[/]", c.kind, c.id, _where(c), _detail(c),
-            end_section=False,
+            Text(c.status.value, style=_STYLE[c.status]), Text(c.kind), Text(c.id),
+            Text(_where(c)), Text(_detail(c)), end_section=False,
         )
     console = Console(record=True, force_terminal=True, color_system="standard")
     with console.capture() as cap:
         if rows:
             console.print(table)
         style = "bold green" if result.gate_open else "bold red"
-        console.print(f"[{style}]{summary(result)}[/]")
+        console.print(Text(summary(result), style=style))
     return cap.get()
