@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from pp1audit import __version__
 from pp1audit.checks.citations import InvariantAnchor, check_citation
 from pp1audit.checks.files import check_file
-from pp1audit.checks.provenance import ProvenanceRun
 from pp1audit.checks.version import check_version, declared_version
 from pp1audit.manifest import Citation, Manifest
 from pp1audit.result import Check, GatePolicy, Result, TargetInfo
@@ -21,6 +20,7 @@ from pp1audit.sources import Source
 from pp1audit.store import FileStore
 
 if TYPE_CHECKING:
+    from pp1audit.checks.provenance import ProvenanceRun
     from pp1audit.hashing import Progress
 
 
@@ -32,6 +32,10 @@ def run_checks(
     ``options`` says where named git sources are cloned and where remote pins are
     cached (see ``checks.provenance``); without them those checks report ``skip``.
     """
+    if manifest.prov is None:  # nothing outside the tree: no provenance machinery
+        return _run_checks(manifest, store, None)
+    from pp1audit.checks.provenance import ProvenanceRun
+
     prov = ProvenanceRun(manifest, options, store)
     try:
         prov.open_clones()
@@ -42,7 +46,7 @@ def run_checks(
         prov.close()
 
 
-def _run_checks(manifest: Manifest, store: FileStore, prov: ProvenanceRun) -> list[Check]:
+def _run_checks(manifest: Manifest, store: FileStore, prov: ProvenanceRun | None) -> list[Check]:
     checks: list[Check] = []
     if manifest.version is not None:
         checks.append(check_version(manifest.package, manifest.version, store))
@@ -61,17 +65,18 @@ def _run_checks(manifest: Manifest, store: FileStore, prov: ProvenanceRun) -> li
             return anchored_citation(citation, base, engine, manifest.invariants)
 
     for citation in manifest.citations.values():
-        if citation.source is not None:  # in a named git source or a remote pin
+        if citation.source is not None and prov is not None:  # a named git source / remote pin
             checks.append(prov.citation(citation))
             continue
         checks.append(check_citation(citation, manifest.files.get(citation.span.path), store,
                                      invariant_anchor=by_invariant))
     for invariant in manifest.invariants.values():  # (non-empty: engine is set above)
-        if invariant.source is not None:  # in a named git source or a remote pin
+        if invariant.source is not None and prov is not None:  # a named git source / remote pin
             checks.append(prov.invariant(invariant))
             continue
         checks.append(check_invariant(invariant, engine))
-    checks.extend(prov.checks())
+    if prov is not None:
+        checks.extend(prov.checks())
     return checks
 
 

@@ -15,9 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from pp1audit.errors import ManifestError
 from pp1audit.paths import path_problem
-from pp1audit.provenance import TARGET, Provenance, parse_provenance
 from pp1audit.spans import Span, parse_span
 from pp1audit.yamlpos import KeyPath, Loaded, keypath_str, load
+
+if TYPE_CHECKING:
+    from pp1audit.provenance import Provenance
+
+TARGET = "target"
+"""The name of the audited tree among sources (``pp1audit.provenance.TARGET``)."""
 
 if TYPE_CHECKING:  # pragma: no cover
     from pp1audit.rules import Invariant
@@ -70,14 +75,24 @@ class Manifest:
     version: str | None
     files: dict[str, str]
     citations: dict[str, Citation] = field(default_factory=dict)
-    provenance: Provenance = field(default_factory=Provenance)
-    """Named git sources, remote pins and donors (see ``pp1audit.provenance``)."""
+    prov: Provenance | None = None
+    """Named git sources, remote pins and donors, or None when the manifest has none
+    (so that a manifest without them never imports the provenance machinery)."""
     invariants: dict[str, Invariant] = field(default_factory=dict)
     """Structural rules on the target's Python files (see ``pp1audit.rules``)."""
     record: bool = False
     """``target.record``: verify the distribution against RECORD (``pp1audit.checks.record``)."""
     tree_sha256: str | None = None
     """``target.tree_sha256``: the pinned tree digest (``pp1audit.treedigest``)."""
+
+    @property
+    def provenance(self) -> Provenance:
+        """The provenance records (empty when the manifest declares none)."""
+        if self.prov is not None:
+            return self.prov
+        from pp1audit.provenance import Provenance
+
+        return Provenance()
 
     def where(self, path: KeyPath) -> str:
         """``file:line:column`` of a key path, for messages that point into the manifest."""
@@ -234,15 +249,29 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
             raise _fail(loaded, file, ("files", path), problem, key=True)
         files[path] = digest.lower()
 
-    provenance = parse_provenance(loaded, file, raw)
+    provenance: Provenance | None = None
+    if any(raw.get(k) for k in ("sources", "remotes", "donors")):
+        from pp1audit.provenance import parse_provenance
+
+        provenance = parse_provenance(loaded, file, raw)
+
+    def kind_of(name: str) -> str | None:
+        if name == TARGET:
+            return TARGET
+        return None if provenance is None else provenance.kind_of(name)
+
     invariants = _invariants(loaded, file, raw)
+    for iid, inv in invariants.items():
+        if inv.source is not None and kind_of(inv.source) is None:
+            raise _fail(loaded, file, ("invariants", iid, "source"),
+                        f"no source '{inv.source}' under 'sources', 'remotes' or 'donors'")
     citations: dict[str, Citation] = {}
     for cid, rec in (raw.get("citations") or {}).items():
         cited_in = rec.get("source", TARGET)
-        if provenance.kind_of(cited_in) is None:
+        if kind_of(cited_in) is None:
             raise _fail(loaded, file, ("citations", cid, "source"),
                         f"no source '{cited_in}' under 'sources', 'remotes' or 'donors'")
-        pins = files if cited_in == TARGET else provenance.pins(cited_in)
+        pins = files if cited_in == TARGET or provenance is None else provenance.pins(cited_in)
         try:
             span = parse_span(rec["at"])
         except ValueError as exc:
@@ -264,7 +293,7 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
             _invariant_anchor(loaded, file, cid, anchor, rec, invariants, span)
         # A git source's pinned commit fixes its files' content (git addresses blobs
         # by hash), so its citations are verifiable without a digest or an anchor.
-        if anchor is None and span.path not in pins and provenance.kind_of(cited_in) != "git":
+        if anchor is None and span.path not in pins and kind_of(cited_in) != "git":
             raise _fail(
                 loaded, file, ("citations", cid),
                 f"citation cannot be verified: pin {span.path} under 'files' or give it an anchor",
@@ -309,7 +338,7 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
         version=target.get("version"),
         files=files,
         citations=citations,
-        provenance=provenance,
+        prov=provenance,
         invariants=invariants,
         record=bool(target.get("record", False)),
         tree_sha256=target["tree_sha256"].lower() if "tree_sha256" in target else None,

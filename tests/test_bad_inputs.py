@@ -48,6 +48,8 @@ def manifest_errors() -> list[tuple[str, str, str]]:
         ("heading reference", GOOD + "report:\n  sections:\n    - heading: '[[cite:nope]]'\n",
          ":6:16: [[cite:nope]]: not a reference"),
         ("title reference", GOOD + "audit: {id: x, title: 'See [[x]]'}\n", ":4:23: [[x]]: not a reference"),
+        ("invariant in an unknown source", GOOD + "invariants:\n  i:\n    source: lane\n"
+         "    file: pkg/a.py\n    pattern: x = 1\n", ":6:13: no source 'lane'"),
         ("anchor without text", GOOD + "citations:\n  c:\n    at: pkg/a.py:1-2\n    anchor: {prefix: x}\n",
          ":7:13: an anchor needs 'exact' text"),
         ("unknown evidence", GOOD + "report:\n  sections:\n    - blocks:\n        - text: hi\n"
