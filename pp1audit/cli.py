@@ -148,11 +148,16 @@ def check(
     from pp1audit.formats import get_formatter
     from pp1audit.progress import for_terminal
     from pp1audit.result import GatePolicy
-    from pp1audit.runconfig import resolve_options
     from pp1audit.sources import open_target
 
-    options = resolve_options(config, repos, cache_dir, fetch=fetch, offline=offline)
     m = _load_manifest(manifest)
+    options = None
+    # Repos, caches and the config file only concern provenance: a manifest that
+    # declares none (and a command line that names none) never loads that code.
+    if m.prov is not None or repos or config or cache_dir or fetch or offline:
+        from pp1audit.runconfig import resolve_options
+
+        options = resolve_options(config, repos, cache_dir, fetch=fetch, offline=offline)
     with open_target(target, m.package) as source:
         result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
                        options=options, record=record,
