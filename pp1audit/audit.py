@@ -15,13 +15,13 @@ from pp1audit.checks.files import check_file
 from pp1audit.checks.version import check_version, declared_version
 from pp1audit.manifest import Citation, Manifest
 from pp1audit.result import Check, GatePolicy, Result, TargetInfo
-from pp1audit.runconfig import ProvenanceOptions
 from pp1audit.sources import Source
 from pp1audit.store import FileStore
 
 if TYPE_CHECKING:
     from pp1audit.checks.provenance import ProvenanceRun
     from pp1audit.hashing import Progress
+    from pp1audit.runconfig import ProvenanceOptions
 
 
 def run_checks(
