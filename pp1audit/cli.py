@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
 from pp1audit import __version__
-from pp1audit.cli_upgrade import COMMANDS as UPGRADE_COMMANDS
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, EXIT_USAGE, Pp1Error
 from pp1audit.formats import FORMATS
 
@@ -60,7 +59,25 @@ manifest_option = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """A group whose upgrade commands (init, pin, show, diff) load on first use:
+    their option declarations alone cost more start-up than ``check`` can spare."""
+
+    _LAZY: ClassVar[dict[str, str]] = {"init": "init", "pin": "pin", "show": "show", "diff": "diff_cmd"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self._LAZY and name not in self.commands:
+            from pp1audit import cli_upgrade
+
+            command: click.Command = getattr(cli_upgrade, self._LAZY[name])
+            self.add_command(command, name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="pp1audit")
 def cli() -> None:
     """Executable source audits: pin an installed package's files, cited spans and
@@ -233,10 +250,6 @@ def schema() -> int:
 
     sys.stdout.write(json.dumps(SCHEMA, indent=2, ensure_ascii=False) + "\n")
     return EXIT_OPEN
-
-
-for _command in UPGRADE_COMMANDS:  # init, pin, show, diff (pp1audit/cli_upgrade.py)
-    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -86,3 +86,11 @@ def test_text_output_prints_data_not_markup(tmp_path: Path, make_files: Callable
         proc = run_cli("check", str(tree), "-m", str(manifest), "--color", color)
         assert proc.returncode == 1, proc.stderr
         assert "pkg/a[/b].py" in proc.stdout and "version unknown" in proc.stdout
+
+
+def test_lazy_upgrade_commands_match_their_module() -> None:
+    from pp1audit import cli, cli_upgrade
+
+    assert {c.name for c in cli_upgrade.COMMANDS} == set(cli._Group._LAZY)
+    for name, attr in cli._Group._LAZY.items():
+        assert getattr(cli_upgrade, attr).name == name
