@@ -145,7 +145,7 @@ class ZipIndex:
 
     def member(self, name: str) -> Member | None:
         """The member called ``name``, or None."""
-        pos = self.members.get(name.encode("utf-8"))
+        pos = self.members.get(name.encode("utf-8", errors="surrogateescape"))
         if pos is None and not name.isascii():
             self.names()
             pos = (self._names or {}).get(name)
@@ -161,21 +161,10 @@ class ZipIndex:
 
     def read(self, member: Member, limit: int | None = None) -> bytes:
         """The member's bytes, decompressed; CRC-32 and size checked."""
-        if member.flags & 0x1:
-            raise ZipError("encrypted member")
         if limit is not None and member.size > limit:
             raise ZipError(f"member is {member.size} bytes, over the {limit}-byte limit")
         fh = self._fh
-        fh.seek(member.header_offset)
-        header = fh.read(_LOCAL.size)
-        if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
-            raise ZipError("bad local file header")
-        nlen, elen = struct.unpack_from("<2H", header, 26)
-        if fh.read(nlen) != member.name.encode("utf-8", errors="surrogateescape") and not (
-            member.flags & 0x800 == 0 and not member.name.isascii()
-        ):
-            raise ZipError("local header names another member")
-        fh.seek(member.header_offset + _LOCAL.size + nlen + elen)
+        fh.seek(self._data_start(member))
         data = fh.read(member.compressed_size)
         if len(data) != member.compressed_size:
             raise ZipError("truncated member data")
@@ -185,8 +174,6 @@ class ZipIndex:
                 data = inflater.decompress(data, member.size + 1)  # never more than declared
             except zlib.error as exc:
                 raise ZipError(f"corrupt deflate data: {exc}") from None
-        elif member.method != 0:
-            raise ZipError(f"unsupported compression method {member.method}")
         if len(data) != member.size:
             raise ZipError("size does not match the central directory")
         if zlib.crc32(data) != member.crc:
