@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pp1audit.anchortext import DEFAULT_CONTEXT, anchor_text
 from pp1audit.checks.version import read_version, version_path
 from pp1audit.errors import Pp1Error, SourceError
-from pp1audit.paths import path_problem
 from pp1audit.sources import Source
-from pp1audit.spans import Span, parse_span
+from pp1audit.spans import Span, parse_safe_span
 from pp1audit.store import FileStore
 
 _ID_OK = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -42,12 +41,9 @@ def parse_cite(text: str) -> CiteRequest:
         if not _ID_OK.match(cid):
             raise Pp1Error(f"--cite {text}: '{cid}' is not a valid id (a-z, 0-9, '.', '_', '-')")
     try:
-        span = parse_span(spec)
+        span = parse_safe_span(spec)
     except ValueError as exc:
         raise Pp1Error(f"--cite {text}: {exc}") from None
-    problem = path_problem(span.path)
-    if problem:
-        raise Pp1Error(f"--cite {text}: {problem}")
     return CiteRequest(span, cid)
 
 

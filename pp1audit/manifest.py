@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pp1audit.errors import ManifestError
 from pp1audit.paths import path_problem
-from pp1audit.spans import Span, parse_span
+from pp1audit.spans import Span, parse_safe_span
 from pp1audit.yamlpos import KeyPath, Loaded, keypath_str, load
 
 if TYPE_CHECKING:
@@ -273,12 +273,9 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
                         f"no source '{cited_in}' under 'sources', 'remotes' or 'donors'")
         pins = files if cited_in == TARGET or provenance is None else provenance.pins(cited_in)
         try:
-            span = parse_span(rec["at"])
+            span = parse_safe_span(rec["at"])
         except ValueError as exc:
             raise _fail(loaded, file, ("citations", cid, "at"), str(exc)) from None
-        problem = path_problem(span.path)
-        if problem:
-            raise _fail(loaded, file, ("citations", cid, "at"), problem)
         anchor = _anchor(rec.get("anchor"))
         if anchor is not None and anchor.exact is not None:
             if len(anchor.exact) != span.length:

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 from pp1audit.errors import Pp1Error
 from pp1audit.manifest import Manifest
-from pp1audit.paths import path_problem
 from pp1audit.result import Check
 from pp1audit.sources import Source
-from pp1audit.spans import Span, parse_span
+from pp1audit.spans import Span, parse_safe_span
 from pp1audit.store import FileStore
 
 
@@ -72,12 +71,9 @@ def prepare(spec: str, manifest: Manifest | None, source: Source) -> Shown:
         title = f"{spec}: {span.path}:{start}-{end}"
         return Shown(span.path, start, end, lines, (check,) if check else (), title, note)
     try:
-        span = parse_span(spec)
+        span = parse_safe_span(spec)
     except ValueError as exc:
         raise Pp1Error(f"show {spec}: {exc}") from None
-    problem = path_problem(span.path)
-    if problem:
-        raise Pp1Error(f"show {spec}: {problem}")
     lines = store.get(span.path).text_lines()
     if span.end > len(lines):
         raise Pp1Error(f"show {spec}: {span.path} has only {len(lines)} lines")

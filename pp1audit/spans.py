@@ -52,6 +52,18 @@ def parse_span(text: str) -> Span:
     return Span(m["path"], start, end)
 
 
+def parse_safe_span(text: str) -> Span:
+    """``parse_span`` whose path is also a safe relative path (``paths.path_problem``):
+    what every span typed by a user (manifest, ``--cite``, ``show``) must be."""
+    from pp1audit.paths import path_problem
+
+    span = parse_span(text)
+    problem = path_problem(span.path)
+    if problem:
+        raise ValueError(problem)
+    return span
+
+
 def decode_lines(data: bytes) -> list[str] | None:
     """Split UTF-8 text into lines without their endings; None if not UTF-8 text.
 
