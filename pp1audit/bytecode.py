@@ -36,6 +36,7 @@ from __future__ import annotations
 import importlib.util
 import marshal
 import os
+import stat
 import sys
 import types
 from collections.abc import Iterable
@@ -187,6 +188,20 @@ def cache_dir() -> Path:
     return default_cache_dir()
 
 
+def _trusted(path: Path) -> bool:
+    """The cache file is a regular file that only this user can write (and so
+    is its directory): anyone else able to add a line could vouch for a pyc."""
+    me = os.geteuid()
+    try:
+        for p in (path, path.parent):
+            st = os.lstat(p)
+            if st.st_uid != me or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return False
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 class VerifiedCache:
     """Append-only set of ``pyc-sha256 source-sha256 optimize`` lines known to compile equal.
 
@@ -202,8 +217,12 @@ class VerifiedCache:
             return
         v = sys.version_info
         self.path = directory / f"bytecode-verified-{sys.implementation.name}-{v[0]}.{v[1]}.{v[2]}.txt"
+        if not _trusted(self.path):
+            return  # absent, or writable by someone else: an entry would whitelist a pyc
         try:
-            text = self.path.read_text(encoding="ascii", errors="replace")
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as fh:
+                text = fh.read(64 << 20).decode("ascii", errors="replace")
         except OSError:
             return
         self.keys = {line for line in text.splitlines() if len(line) >= 131}
@@ -220,7 +239,9 @@ class VerifiedCache:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="ascii") as f:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                         | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "a", encoding="ascii") as f:
                 f.write("".join(k + "\n" for k in new))
         except OSError:
             pass

@@ -17,6 +17,7 @@ import marshal
 import os
 import posixpath
 import py_compile
+import stat
 import subprocess
 import sys
 import zipfile
@@ -476,3 +477,20 @@ def test_data_files_under_the_installation_prefix_are_verified(tmp_path: Path) -
     changed = bad(run(root))
     assert list(changed) == ["record:../../../share/pkg/data.txt"]
     assert "outside the installation" not in changed["record:../../../share/pkg/data.txt"].message
+
+
+def test_bytecode_cache_is_used_only_when_no_one_else_can_write_it(tmp_path: Path) -> None:
+    from pp1audit.bytecode import VerifiedCache
+
+    directory = tmp_path / "cache"
+    directory.mkdir(mode=0o755)
+    key = VerifiedCache.key(b"\x01" * 32, b"\x02" * 32, 0)
+    VerifiedCache(directory).add([key])
+    assert key in VerifiedCache(directory).keys
+    cache_file = next(directory.iterdir())
+    assert stat.S_IMODE(cache_file.stat().st_mode) == 0o600
+    cache_file.chmod(0o620)  # group-writable: someone else could vouch for a pyc
+    assert VerifiedCache(directory).keys == set()
+    cache_file.chmod(0o600)
+    directory.chmod(0o777)
+    assert VerifiedCache(directory).keys == set()
