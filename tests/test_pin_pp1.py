@@ -116,18 +116,14 @@ def test_pp1_rollback_to_030(pp1_031: tuple[Path, dict], vllm_wheel_030: Path,
         'draft_sample_method: DraftSampleMethod = "greedy"')
     runner = got["runner-passes-draft-logits"]["new_lines"]
     assert "self.speculator.draft_logits," in file_lines(vllm_wheel_030, RUNNER)[runner[1] - 2]
-    if not lost:
-        assert rc == 0
-        assert run_cli("check", str(vllm_wheel_030), "-m", str(out)).returncode == 0
-        return
-    # Text the 0.31.0 audit quotes that 0.30.0 does not have: never re-anchored by guess.
-    assert rc == 1 and not out.exists()
-    rc, _ = pin_json(vllm_wheel_030, m31, "-o", str(out), "--allow-unresolved")
-    assert rc == 1
+    # Every PP1 claim exists in 0.30.0 too (spans whose text changed are anchored
+    # on invariants), so the rollback is complete and the result gates open there.
+    assert not lost
+    assert rc == 0
     proc = run_cli("check", str(vllm_wheel_030), "-m", str(out), "--format", "json")
-    assert proc.returncode == 1
-    failing = {c["id"] for c in json.loads(proc.stdout)["checks"] if c["status"] == "fail"}
-    assert failing == lost
+    assert proc.returncode == 0, proc.stdout
+    statuses = {c["status"] for c in json.loads(proc.stdout)["checks"]}
+    assert statuses <= {"pass", "skip"}
 
 
 def test_pp1_comments_and_key_order_survive(pp1_031: tuple[Path, dict], vllm_tree: Path,
