@@ -88,12 +88,11 @@ def load_config(file: Path) -> ProvenanceOptions:
     """Read a config file; one-line ``Pp1Error`` naming it for any problem."""
     import tomllib
 
+    from pp1audit.inputs import read_input
+
+    raw = read_input(file, "config file")  # a FIFO or device is refused, never read
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise Pp1Error(f"{file}: config file not found") from None
-    except OSError as exc:
-        raise Pp1Error(f"{file}: cannot read config: {exc.strerror}") from None
+        data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise Pp1Error(f"{file}: config is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:

@@ -132,6 +132,14 @@ def test_manifest_that_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
     assert str(manifest) in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_config_that_is_a_fifo_does_not_hang(tmp_path: Path, vllm_tree: Path) -> None:
+    fifo = tmp_path / "pp1audit.toml"
+    os.mkfifo(fifo)
+    proc = run_cli("check", str(vllm_tree), "--config", str(fifo), timeout=5)
+    assert proc.returncode == 2
+    assert f"{fifo}: not a regular file" in proc.stderr
+
+
 def test_report_check_against_a_fifo_does_not_hang(tmp_path: Path) -> None:
     fifo = tmp_path / "audit.md"
     os.mkfifo(fifo)
