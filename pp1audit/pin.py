@@ -30,7 +30,7 @@ from pp1audit.errors import Pp1Error, SourceError
 from pp1audit.manifest import Citation, Manifest, text_lines
 from pp1audit.result import Check, Status
 from pp1audit.sources import Source
-from pp1audit.spans import normalize, relocate, span_sha256
+from pp1audit.spans import line_range, normalize, relocate, span_sha256
 from pp1audit.store import FileStore
 
 UNCHANGED = "unchanged"
@@ -99,8 +99,7 @@ class PinPlan:
 
 
 def _lines_str(lines: tuple[int, int]) -> str:
-    a, b = lines
-    return f"{a}" if a == b else f"{a}–{b}"
+    return line_range(*lines, "–")
 
 
 def format_at(old_at: str, path: str, start: int, end: int) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pp1audit.result import Check, Result, Status
+from pp1audit.spans import line_range, parse_span
 
 _REF = re.compile(r"\[\[([^\[\]]+)\]\]")
 
@@ -50,13 +51,11 @@ def _lookup(raw: dict[str, Any], dotted: str) -> object:
 
 
 def _dash(a: int, b: int) -> str:
-    return str(a) if a == b else f"{a}–{b}"
+    return line_range(a, b, "–")
 
 
 def expand(text: str, raw: dict[str, Any]) -> str:
     """Render the ``[[…]]`` references of ``text`` from the manifest; ``ValueError`` if bad."""
-    from pp1audit.spans import parse_span
-
     def one(m: re.Match[str]) -> str:
         ref = m.group(1).strip()
         if ref.startswith("="):

@@ -16,6 +16,12 @@ from dataclasses import dataclass
 _SPAN = re.compile(r"^(?P<path>[^:]+):(?P<a>\d+)(?:\s*[-–]\s*(?P<b>\d+))?$")
 
 
+def line_range(start: int, end: int, dash: str = "-") -> str:
+    """``start-end``, or ``start`` alone for one line: how every output names lines
+    (reports pass an en dash, as audits are written)."""
+    return str(start) if start == end else f"{start}{dash}{end}"
+
+
 @dataclass(frozen=True)
 class Span:
     """A cited span: a path and 1-based inclusive line numbers."""
@@ -30,7 +36,7 @@ class Span:
     @property
     def lines(self) -> str:
         """``a-b``, or ``a`` for a one-line span."""
-        return str(self.start) if self.start == self.end else f"{self.start}-{self.end}"
+        return line_range(self.start, self.end)
 
     @property
     def length(self) -> int:

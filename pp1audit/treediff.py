@@ -22,6 +22,7 @@ from pp1audit.errors import SourceError
 from pp1audit.manifest import Manifest
 from pp1audit.result import Check, Status
 from pp1audit.sources import Source
+from pp1audit.spans import line_range
 from pp1audit.store import FileStore
 
 UNCHANGED = "unchanged"
@@ -138,9 +139,7 @@ def _lines(store: FileStore, path: str) -> list[str] | None:
 
 
 def _span_str(lines: tuple[int, int] | None) -> str:
-    if lines is None:
-        return "—"
-    return f"{lines[0]}" if lines[0] == lines[1] else f"{lines[0]}–{lines[1]}"
+    return "—" if lines is None else line_range(*lines, "–")
 
 
 class _Comparer:

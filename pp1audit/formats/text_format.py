@@ -8,6 +8,7 @@ and pipes. Passing checks are listed only with ``verbose``.
 from __future__ import annotations
 
 from pp1audit.result import Check, Result, Status
+from pp1audit.spans import line_range
 
 _STYLE = {
     Status.PASS: "green",
@@ -25,11 +26,9 @@ def _where(check: Check) -> str:
     path = check.path if check.source in (None, "target") else f"{check.source}:{check.path}"
     if check.lines is None:
         return path
-    a, b = check.lines
-    where = f"{path}:{a}" if a == b else f"{path}:{a}-{b}"
+    where = f"{path}:{line_range(*check.lines)}"
     if check.found_lines and check.found_lines != check.lines:
-        c, d = check.found_lines
-        where += f" → {c}" if c == d else f" → {c}-{d}"
+        where += f" → {line_range(*check.found_lines)}"
     return where
 
 
