@@ -30,7 +30,7 @@ from pp1audit.errors import Pp1Error, SourceError
 from pp1audit.manifest import Citation, Manifest, text_lines
 from pp1audit.result import Check, Status
 from pp1audit.sources import Source
-from pp1audit.spans import line_range, normalize, relocate, span_sha256
+from pp1audit.spans import line_range, normalize, span_sha256
 from pp1audit.store import FileStore
 
 UNCHANGED = "unchanged"
@@ -42,8 +42,6 @@ NOT_CARRIED = "not carried"
 MARK = "pp1audit pin: UNRESOLVED"
 """Comment put on pins that have no ``unresolved`` key (version, files) when marked."""
 
-_SEVERAL = re.compile(r"\((\d+) places match")
-"""How checks/invariants.py says an invariant anchor matched in several places."""
 _SEP = re.compile(r"^[^:]+:\d+(?P<sep>\s*[-–]\s*)\d+$")
 
 
@@ -257,15 +255,11 @@ class _Planner:
         if check.excerpt is not None and check.excerpt != "\n".join(lines[a - 1 : b]):
             return f"{cit.span.path} changed while it was being read"
         anchor = cit.anchor
-        several = _SEVERAL.search(check.message)
-        if check.status is Status.DRIFT and anchor is not None and anchor.invariant and several:
-            return (f"invariant '{anchor.invariant}' matches in {several[1]} places in "
-                    f"{cit.span.path}; which one the audit means is for a human to say")
-        if check.status is Status.DRIFT and anchor is not None and (anchor.exact or anchor.sha256):
-            match = relocate(lines, cit.span, anchor.exact, anchor.prefix, anchor.suffix)
-            if match is not None and match.candidates > 1:
-                return (f"the anchored text occurs in {match.candidates} equally good places "
-                        f"in {cit.span.path}; which one the audit means is for a human to say")
+        if check.status is Status.DRIFT and anchor is not None and check.places > 1:
+            what = (f"invariant '{anchor.invariant}' matches in {check.places} places"
+                    if anchor.invariant
+                    else f"the anchored text occurs in {check.places} equally good places")
+            return f"{what} in {cit.span.path}; which one the audit means is for a human to say"
         return None
 
     def _unresolved_citation(self, cit: Citation, rec: Any, reason: str) -> None:

@@ -42,6 +42,9 @@ class Check:
     """Which source the check read ("target" or a named git/remote source)."""
     excerpt: str | None = None
     """The text now at ``found_lines`` (or ``lines``), for reports; not in JSON."""
+    places: int = 1
+    """How many equally good places an anchor matched (the nearest was chosen):
+    ``pin`` refuses to guess between several; not in JSON."""
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,7 @@ def check_citation(
     suffix = f" ({'; '.join(notes)})" if notes else ""
     shift = match.start - span.start
     return replace(
-        base, status=Status.DRIFT, found_lines=found,
+        base, status=Status.DRIFT, found_lines=found, places=match.candidates,
         excerpt="\n".join(lines[match.start - 1 : match.end]),
         message=f"{span} moved to {moved.lines} ({shift:+d} lines){suffix}",
     )

@@ -60,10 +60,11 @@ def anchored_citation(citation: Citation, base: Check, engine: Engine,
     several = (f" ({len(outcome.spans)} places match; the nearest to the pinned lines chosen)"
                if len(outcome.spans) > 1 else "")
     excerpt = outcome.excerpts[best]
+    places = len(outcome.spans)
     if found == (span.start, span.end):
-        return replace(base, status=Status.PASS, found_lines=found, excerpt=excerpt,
+        return replace(base, status=Status.PASS, found_lines=found, excerpt=excerpt, places=places,
                        message=f"{span} is still where invariant '{inv.id}' matches{several}")
     shift = found[0] - span.start
-    return replace(base, status=Status.DRIFT, found_lines=found, excerpt=excerpt,
+    return replace(base, status=Status.DRIFT, found_lines=found, excerpt=excerpt, places=places,
                    message=f"{span} moved to {found[0]}-{found[1]} ({shift:+d} lines), where "
                    f"invariant '{inv.id}' matches{several}")
