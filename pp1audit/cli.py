@@ -178,7 +178,7 @@ def check(
     with open_target(target, m.package) as source:
         result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
                        options=options, record=record,
-                       progress=for_terminal(fmt, output is not None))
+                       progress=for_terminal(fmt))
     use_color = output is None and fmt == "text" and _use_color(color)
     _emit(get_formatter(fmt)(result, verbose=verbose, color=use_color), output)
     return EXIT_OPEN if result.gate_open else EXIT_CLOSED

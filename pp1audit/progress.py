@@ -65,13 +65,11 @@ class TerminalProgress:
         self._task = None
 
 
-def for_terminal(fmt: str, output_to_file: bool) -> TerminalProgress | None:
+def for_terminal(fmt: str) -> TerminalProgress | None:
     """A progress bar when a person watches stderr and the output is not JSON, else None.
 
-    ``output_to_file`` does not matter: the bar is on stderr, so it shows while
-    ``--output`` writes the result to a file too.
+    The bar is on stderr, so it shows while ``--output`` writes the result to a file too.
     """
-    del output_to_file
     if fmt == "json" or not sys.stderr.isatty():
         return None
     return TerminalProgress()

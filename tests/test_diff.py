@@ -122,8 +122,6 @@ def test_diff_text_output(mixed: Path, vllm_wheel_030: Path, vllm_wheel: Path) -
 
 
 def test_diff_of_pp1_between_the_wheels(vllm_wheel_030: Path, vllm_wheel: Path) -> None:
-    if not PP1.exists():
-        pytest.skip("manifests/pp1.yaml not written yet")
     rc, result = diff_json(vllm_wheel_030, vllm_wheel, PP1)
     assert rc == 1
     want = expected(PP1, vllm_wheel_030, vllm_wheel)

@@ -249,10 +249,10 @@ def test_fifo_is_never_opened_even_if_swapped_in_after_listing(tmp_path: Path) -
     assert hash_entries(entries)["f"].error == "is a FIFO; not opened"
 
 
-def test_no_progress_bar_for_json_or_a_pipe() -> None:
-    assert for_terminal("json", False) is None
-    if not sys.stderr.isatty():
-        assert for_terminal("text", False) is None
+def test_no_progress_bar_for_json_or_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
+    assert for_terminal("json") is None
+    assert for_terminal("text") is None
 
 
 def test_package_directory_target_is_audited_from_its_parent(tmp_path: Path) -> None:
@@ -326,8 +326,8 @@ def test_progress_bar_drawn_on_a_terminal_only_for_text(tmp_path: Path,
 
     fake = _Tty()
     monkeypatch.setattr(sys, "stderr", fake)
-    assert for_terminal("json", False) is None
-    bar = for_terminal("text", False)
+    assert for_terminal("json") is None
+    bar = for_terminal("text")
     assert isinstance(bar, TerminalProgress)
     root = install(tmp_path / "site")
     entries = DirInventory(str(root)).walk("pkg")
