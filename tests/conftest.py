@@ -122,6 +122,20 @@ def edit() -> Callable[[Path, Callable[[str], str]], None]:
     return _edit
 
 
+def file_lines(target: Path, path: str) -> list[str]:
+    """A text file's lines from a tree or a wheel: the tests' own, independent read."""
+    if target.suffix == ".whl":
+        with zipfile.ZipFile(target) as zf:
+            return zf.read(path).decode("utf-8").splitlines()
+    return (target / path).read_text(encoding="utf-8").splitlines()
+
+
+def find_block(lines: list[str], block: list[str]) -> list[int]:
+    """1-based starts where ``block`` occurs line for line: the tests' own relocation."""
+    n = len(block)
+    return [i + 1 for i in range(len(lines) - n + 1) if lines[i : i + n] == block]
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run ``python -m pp1audit`` in a subprocess, as a user would, and capture output."""

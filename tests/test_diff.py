@@ -6,28 +6,17 @@ The expected lists are the test's own: where each anchor's text is in each wheel
 from __future__ import annotations
 
 import json
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, file_lines, find_block, run_cli
 
 from pp1audit.manifest import load_manifest
 from pp1audit.treediff import map_span
 
 PP1 = REPO / "manifests" / "pp1.yaml"
 G = "vllm/v1/worker/gpu"
-
-
-def wheel_lines(wheel: Path, path: str) -> list[str]:
-    with zipfile.ZipFile(wheel) as zf:
-        return zf.read(path).decode("utf-8").splitlines()
-
-
-def starts(lines: list[str], block: list[str]) -> list[int]:
-    n = len(block)
-    return [i + 1 for i in range(len(lines) - n + 1) if lines[i : i + n] == block]
 
 
 def diff_json(old: Path, new: Path, manifest: Path) -> tuple[int, dict]:
@@ -46,8 +35,8 @@ def expected(manifest: Path, old: Path, new: Path) -> dict[str, set[str]]:
     for cid, cit in load_manifest(manifest).citations.items():
         if cit.source is not None or cit.anchor is None or cit.anchor.exact is None:
             continue
-        a = starts(wheel_lines(old, cit.span.path), cit.anchor.exact)
-        b = starts(wheel_lines(new, cit.span.path), cit.anchor.exact)
+        a = find_block(file_lines(old, cit.span.path), cit.anchor.exact)
+        b = find_block(file_lines(new, cit.span.path), cit.anchor.exact)
         assert len(b) == 1, cid  # the anchors are 0.31.0 text
         if not a:
             out["changed"].add(cid)
@@ -99,7 +88,7 @@ def test_diff_names_changed_and_moved_spans(
     assert "+        seq_lens_upper_bound_np: np.ndarray,\n" in verify["diff"]
     hunk = next(x for x in verify["diff"].splitlines() if x.startswith("@@"))
     assert hunk.startswith("@@ -17") and " +24" in hunk
-    old = wheel_lines(vllm_wheel_030, f"{G}/spec_decode/rejection_sampler.py")
+    old = file_lines(vllm_wheel_030, f"{G}/spec_decode/rejection_sampler.py")
     assert old[verify["old_lines"][0] - 1].strip() == "def _verify("
     residual = items["one-hot-residual"]["diff"]
     assert "-        # The block-verification factor is constant and cancels on normalization.\n" in (

@@ -7,29 +7,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, run_cli
+from conftest import REPO, file_lines, find_block, run_cli
 
 from pp1audit.manifest import load_manifest
 
 PROBE = REPO / "tests" / "data" / "pp1-probe.yaml"
 RUNNER = "vllm/v1/worker/gpu/model_runner.py"
-
-
-def wheel_lines(wheel: Path, path: str) -> list[str]:
-    with zipfile.ZipFile(wheel) as zf:
-        return zf.read(path).decode("utf-8").splitlines()
-
-
-def find_block(lines: list[str], block: list[str]) -> list[int]:
-    """1-based starts where ``block`` occurs line for line: the test's own relocation."""
-    n = len(block)
-    return [i + 1 for i in range(len(lines) - n + 1) if lines[i : i + n] == block]
 
 
 def pin_json(target: Path, manifest: Path, *extra: str) -> tuple[int, dict, str]:
@@ -54,7 +42,7 @@ def test_rollback_to_030_moves_exactly_the_citations_whose_lines_moved(
     expected_moved = {}
     for cid, cit in old.citations.items():
         assert cit.anchor is not None and cit.anchor.exact is not None
-        starts = find_block(wheel_lines(vllm_wheel_030, cit.span.path), cit.anchor.exact)
+        starts = find_block(file_lines(vllm_wheel_030, cit.span.path), cit.anchor.exact)
         assert len(starts) == 1, cid
         if starts[0] != cit.span.start:
             expected_moved[cid] = starts[0]
@@ -70,11 +58,11 @@ def test_rollback_to_030_moves_exactly_the_citations_whose_lines_moved(
     new = load_manifest(out)
     runner = new.citations["runner-passes-draft-logits"].span
     assert (runner.start, runner.end) == (1559, 1564)
-    lines = wheel_lines(vllm_wheel_030, RUNNER)
+    lines = file_lines(vllm_wheel_030, RUNNER)
     assert lines[1562].strip() == "self.speculator.draft_logits,"
     greedy = new.citations["greedy-default"].span
     assert str(greedy) == "vllm/config/speculative.py:588"
-    assert wheel_lines(vllm_wheel_030, greedy.path)[587].strip() == (
+    assert file_lines(vllm_wheel_030, greedy.path)[587].strip() == (
         'draft_sample_method: DraftSampleMethod = "greedy"')
     assert new.version == "0.30.0"
     assert rows(review, "changed", "version")["version"]["new"] == "0.30.0"

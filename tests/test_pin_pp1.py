@@ -8,30 +8,17 @@ text is, line for line), never copied from pin's own output.
 from __future__ import annotations
 
 import json
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, file_lines, find_block, run_cli
 
 from pp1audit.manifest import Manifest, load_manifest
 
 PP1 = REPO / "manifests" / "pp1.yaml"
 RUNNER = "vllm/v1/worker/gpu/model_runner.py"
 
-
-
-def file_lines(target: Path, path: str) -> list[str]:
-    if target.suffix == ".whl":
-        with zipfile.ZipFile(target) as zf:
-            return zf.read(path).decode("utf-8").splitlines()
-    return (target / path).read_text(encoding="utf-8").splitlines()
-
-
-def find_block(lines: list[str], block: list[str]) -> list[int]:
-    n = len(block)
-    return [i + 1 for i in range(len(lines) - n + 1) if lines[i : i + n] == block]
 
 
 def expected_moves(m: Manifest, target: Path) -> tuple[dict[str, int], set[str]]:
