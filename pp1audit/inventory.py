@@ -18,32 +18,15 @@ import struct
 from dataclasses import dataclass
 
 from pp1audit.errors import TargetError
+from pp1audit.sources import DEVICE as DEVICE  # the type names live with the sources
+from pp1audit.sources import DIR as DIR
+from pp1audit.sources import FIFO as FIFO
+from pp1audit.sources import FILE as FILE
+from pp1audit.sources import OTHER as OTHER
+from pp1audit.sources import SOCKET as SOCKET
+from pp1audit.sources import SYMLINK as SYMLINK
 from pp1audit.sources import DirectorySource, Source, WheelSource
-
-FILE = "file"
-DIR = "directory"
-SYMLINK = "symbolic link"
-FIFO = "FIFO"
-SOCKET = "socket"
-DEVICE = "device"
-OTHER = "special file"
-
-
-def kind_of_mode(mode: int) -> str:
-    """Entry type name for an ``st_mode`` (the names appear in messages)."""
-    if stat.S_ISREG(mode):
-        return FILE
-    if stat.S_ISDIR(mode):
-        return DIR
-    if stat.S_ISLNK(mode):
-        return SYMLINK
-    if stat.S_ISFIFO(mode):
-        return FIFO
-    if stat.S_ISSOCK(mode):
-        return SOCKET
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return DEVICE
-    return OTHER
+from pp1audit.sources import kind_of_mode as kind_of_mode
 
 
 def _readlink(path: str) -> str | None:

@@ -26,19 +26,30 @@ BLOCK = 1 << 20
 """Read size: large blocks keep syscalls few and let hashlib work on big buffers."""
 
 
-def _kind_of_mode(mode: int) -> str:
-    """Human name of a non-regular file type, for error messages."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
+FILE = "file"
+DIR = "directory"
+SYMLINK = "symbolic link"
+FIFO = "FIFO"
+SOCKET = "socket"
+DEVICE = "device"
+OTHER = "special file"
+
+
+def kind_of_mode(mode: int) -> str:
+    """Entry type name for an ``st_mode`` (the names appear in messages: "is a FIFO")."""
+    if stat.S_ISREG(mode):
+        return FILE
     if stat.S_ISDIR(mode):
-        return "a directory"
+        return DIR
     if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "not a regular file"
+        return SYMLINK
+    if stat.S_ISFIFO(mode):
+        return FIFO
+    if stat.S_ISSOCK(mode):
+        return SOCKET
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return DEVICE
+    return OTHER
 
 
 class Source(ABC):
@@ -115,7 +126,7 @@ class DirectorySource(Source):
         except OSError as exc:
             raise SourceError(path, f"cannot stat: {exc.strerror}") from None
         if not stat.S_ISREG(st.st_mode):
-            raise SourceError(path, f"is {_kind_of_mode(st.st_mode)}; not opened")
+            raise SourceError(path, f"is a {kind_of_mode(st.st_mode)}; not opened")
         try:
             # O_NONBLOCK: should the entry be swapped for a FIFO after the stat,
             # the open still returns at once and the fstat below refuses it.
@@ -125,7 +136,7 @@ class DirectorySource(Source):
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise SourceError(path, f"is {_kind_of_mode(st.st_mode)}; not opened")
+                raise SourceError(path, f"is a {kind_of_mode(st.st_mode)}; not opened")
             chunks = []
             while True:
                 chunk = os.read(fd, BLOCK)
@@ -197,7 +208,7 @@ class WheelSource(Source):
             raise MissingFile(path)
         mode = member.external_attr >> 16
         if mode and stat.S_IFMT(mode) and not stat.S_ISREG(mode):
-            raise SourceError(path, f"is {_kind_of_mode(mode)} in the wheel; not opened")
+            raise SourceError(path, f"is a {kind_of_mode(mode)} in the wheel; not opened")
         return member
 
     def read(self, path: str) -> bytes:
