@@ -44,7 +44,7 @@ def manifest_errors() -> list[tuple[str, str, str]]:
         ("deep nesting", GOOD + "x: " + "[" * 3000 + "]" * 3000 + "\n", "nested"),
         ("bad date", GOOD + "audit: {id: x, date: 2026-13-45}\n", ":4:22: '2026-13-45' is not a calendar"),
         ("digest with newline", GOOD + "files:\n  pkg/a.py: |\n    " + H + "\n",
-         ":5:13: value must not end with a newline"),
+         ":5:13: not a SHA-256 digest"),
         ("heading reference", GOOD + "report:\n  sections:\n    - heading: '[[cite:nope]]'\n",
          ":6:16: [[cite:nope]]: not a reference"),
         ("title reference", GOOD + "audit: {id: x, title: 'See [[x]]'}\n", ":4:23: [[x]]: not a reference"),
