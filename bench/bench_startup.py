@@ -56,7 +56,8 @@ def main() -> None:
         "import click": [py, "-c", "import click"],
         "import click, yaml": [py, "-c", "import click, yaml"],
         "pp1audit --version": [exe, "--version"],
-        "pp1audit check (wheel, json)": [exe, "check", wheel, "--manifest", args.manifest, "--format", "json"],
+        "pp1audit check (wheel, json)": [exe, "check", wheel, "--manifest", args.manifest,
+                                         "--format", "json"],
         "pp1audit check (tree, json)": [exe, "check", tree, "--manifest", args.manifest, "--format", "json"],
     }
     times: dict[str, list[float]] = {k: [] for k in cmds}

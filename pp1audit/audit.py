@@ -92,12 +92,17 @@ def audit(
     told how hashing goes (the CLI draws it; the core never prints).
     """
     store = FileStore(source)
-    checks = run_checks(manifest, store, options)
+    hashing = None
     if record or manifest.record or manifest.tree_sha256 is not None:
-        from pp1audit.checks.record import record_checks
+        from pp1audit.checks.record import RecordRun
 
-        checks.extend(record_checks(manifest.package, source, record=record or manifest.record,
-                                    tree_sha256=manifest.tree_sha256, progress=progress))
+        # Started first: the whole tree hashes on every core while the other
+        # checks run here, instead of after them.
+        hashing = RecordRun(manifest.package, source, record=record or manifest.record,
+                            tree_sha256=manifest.tree_sha256, progress=progress)
+    checks = run_checks(manifest, store, options)
+    if hashing is not None:
+        checks.extend(hashing.checks())
     found_version = next((c.actual for c in checks if c.kind == "version"), None)
     if found_version is None:
         found_version = declared_version(manifest.package, store)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pp1audit.errors import TargetError
@@ -60,8 +61,12 @@ class Inventory:
         """``(name, kind)`` of the entries directly in ``top`` ('' = the root), sorted."""
         raise NotImplementedError
 
-    def walk(self, top: str) -> list[Entry]:
-        """Every non-directory entry below directory ``top``, sorted by path."""
+    def walk(self, top: str, found: Callable[[Entry], None] | None = None) -> list[Entry]:
+        """Every non-directory entry below directory ``top``, sorted by path.
+
+        ``found`` is called with each entry as soon as it is listed (in no
+        particular order), so hashing can start before the listing ends.
+        """
         raise NotImplementedError
 
     def entry(self, path: str) -> Entry | None:
@@ -100,7 +105,7 @@ class DirInventory(Inventory):
             return []
         return sorted(out)
 
-    def walk(self, top: str) -> list[Entry]:
+    def walk(self, top: str, found: Callable[[Entry], None] | None = None) -> list[Entry]:
         out: list[Entry] = []
         stack = [(self._os(top), top.rstrip("/") + "/" if top else "")]
         while stack:
@@ -120,7 +125,10 @@ class DirInventory(Inventory):
                         stack.append((d.path, prefix + d.name + "/"))
                         continue
                     link = _readlink(d.path) if kind == SYMLINK else None
-                    out.append(Entry(prefix + d.name, kind, st.st_size, int(st.st_mtime), d.path, link))
+                    entry = Entry(prefix + d.name, kind, st.st_size, int(st.st_mtime), d.path, link)
+                    out.append(entry)
+                    if found is not None:
+                        found(entry)
         out.sort(key=lambda e: e.path)
         return out
 
@@ -184,9 +192,13 @@ class WheelInventory(Inventory):
                 seen.setdefault(d[len(prefix):], DIR)
         return sorted(seen.items())
 
-    def walk(self, top: str) -> list[Entry]:
+    def walk(self, top: str, found: Callable[[Entry], None] | None = None) -> list[Entry]:
         prefix = top.rstrip("/") + "/"
-        return [self._entries[n] for n in sorted(self._entries) if n.startswith(prefix)]
+        out = [self._entries[n] for n in sorted(self._entries) if n.startswith(prefix)]
+        if found is not None:
+            for e in out:
+                found(e)
+        return out
 
     def entry(self, path: str) -> Entry | None:
         return self._entries.get(path)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from pp1audit.checks.record import record_checks
+from pp1audit.checks.record import RecordRun
 from pp1audit.hashing import hash_entries, hash_path
 from pp1audit.inventory import FIFO, DirInventory
 from pp1audit.progress import for_terminal
@@ -75,7 +75,7 @@ def install(root: Path, files: dict[str, str] = FILES, dist: str = "pkg-1.0",
 def run(target: Path, **kw: object) -> dict[str, Check]:
     source = WheelSource(target) if target.suffix == ".whl" else DirectorySource(target)
     with source:
-        checks = record_checks("pkg", source, cache=_nocache(), **kw)  # type: ignore[arg-type]
+        checks = RecordRun("pkg", source, cache=_nocache(), **kw).checks()  # type: ignore[arg-type]
     return {c.id: c for c in checks}
 
 
@@ -259,7 +259,7 @@ def test_package_directory_target_is_audited_from_its_parent(tmp_path: Path) -> 
     root = install(tmp_path / "site")
     (root / "pkg" / "extra.py").write_text("x = 1\n", encoding="utf-8")
     with DirectorySource(root / "pkg", mount="pkg") as source:
-        checks = {c.id: c for c in record_checks("pkg", source, cache=_nocache())}
+        checks = {c.id: c for c in RecordRun("pkg", source, cache=_nocache()).checks()}
     assert set(bad(checks)) == {"record:pkg/extra.py"}
     assert checks["tree"].actual == run(root)["tree"].actual
 

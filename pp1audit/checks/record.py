@@ -22,7 +22,7 @@ import os
 import posixpath
 from dataclasses import replace
 
-from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode
+from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode, pyc_name
 from pp1audit.errors import TargetError
 from pp1audit.hashing import Digest, HashRun, Progress, hash_entries
 from pp1audit.inventory import DirInventory, Entry, Inventory, inventory_for
@@ -109,85 +109,130 @@ def _primary(inv: Inventory, dists: list[str], package: str, present: set[str]) 
     return max(candidates, key=score)
 
 
-def record_checks(
-    package: str,
-    source: Source,
-    *,
-    record: bool = True,
-    tree_sha256: str | None = None,
-    progress: Progress | None = None,
-    cache: VerifiedCache | None = None,
-) -> list[Check]:
-    """The ``record`` family of checks for ``package`` in ``source``.
+class RecordRun:
+    """The ``record`` family of checks for ``package`` in ``source``, in two halves,
+    so a caller can do other work while the tree hashes.
 
-    With ``record`` False only the tree digest is checked against
-    ``tree_sha256`` (RECORD is still read, quietly, to explain a mismatch).
+    Constructing it lists the package directory and starts hashing (large
+    files as soon as the listing finds them); ``checks()`` then finds and
+    parses RECORD while the threads work, waits for them and judges. With
+    ``record`` False only the tree digest is checked against ``tree_sha256``
+    (RECORD is still read, quietly, to explain a mismatch). Hashing
+    is nearly all of a ``--record`` run, so ``audit`` starts it before the
+    other checks rather than after them.
     """
-    try:
-        inv = inventory_for(source, package)
-    except TargetError as exc:
-        return [_error("record", str(exc))]
-    files = inv.walk(package)
-    if not files:
-        return [_error("record", f"no files under {package}/ in the target", package + "/")]
-    wheel = inv.location if inv.kind == "wheel" else None
-    # Hash the package directory (nearly all the bytes) in the background while
-    # RECORD is found and parsed here.
-    run = HashRun(files, wheel=wheel, progress=progress,
-                  keep=keep_for_bytecode if record else lambda e: False)
-    dists = distributions(inv, package)
-    primary = _primary(inv, dists, package, {e.path for e in files})
 
-    rows: list[RecordEntry] = []
-    record_path = f"{primary}/RECORD" if primary else None
-    record_problem: str | None = None
-    if record_path is None:
-        record_problem = f"no *.dist-info for '{package}' in the target root: nothing to verify against"
-    else:
-        data = read_small(inv, record_path, limit=1 << 30)
-        if data is None:
-            record_problem = f"{record_path} is missing or not a regular file"
+    def __init__(
+        self,
+        package: str,
+        source: Source,
+        *,
+        record: bool = True,
+        tree_sha256: str | None = None,
+        progress: Progress | None = None,
+        cache: VerifiedCache | None = None,
+    ) -> None:
+        self.package = package
+        self.record = record
+        self.tree_sha256 = tree_sha256
+        self.progress = progress
+        self.cache = cache
+        self._wanted: set[str] | None = None
+        self._early: list[Check] | None = None
+        self.files: list[Entry] = []
+        try:
+            self.inv = inventory_for(source, package)
+        except TargetError as exc:
+            self._early = [_error("record", str(exc))]
+            return
+        self.wheel = self.inv.location if self.inv.kind == "wheel" else None
+        self.run = HashRun(wheel=self.wheel, progress=progress, keep=self._keep)
+        try:
+            self.files = self.inv.walk(package, self.run.add)
+            # The sources a pyc names, kept in memory for the bytecode check.
+            self._wanted = {n.source for e in self.files if (n := pyc_name(e.path)) is not None}
+            self.run.close()
+        except BaseException:
+            self.run.cancel()
+            raise
+        if not self.files:
+            self.run.cancel()
+            self._early = [_error("record", f"no files under {package}/ in the target", package + "/")]
+
+    def _keep(self, e: Entry) -> bool:
+        """Whether the hashing threads keep ``e``'s bytes: bytecode, and the sources
+        bytecode names. Asked at hashing time; a large ``.py`` hashed before the
+        listing ended is kept to be safe (small files wait for the listing)."""
+        if not self.record or not keep_for_bytecode(e):
+            return False
+        return not e.path.endswith(".py") or self._wanted is None or e.path in self._wanted
+
+    def checks(self) -> list[Check]:
+        """Wait for the hashing and return every check of the family."""
+        if self._early is not None:
+            return self._early
+        try:
+            return self._finish()
+        except BaseException:
+            self.run.cancel()
+            raise
+
+    def _finish(self) -> list[Check]:
+        inv, package, files, run, wheel = self.inv, self.package, self.files, self.run, self.wheel
+        record, tree_sha256, progress, cache = self.record, self.tree_sha256, self.progress, self.cache
+        dists = distributions(inv, package)
+        primary = _primary(inv, dists, package, {e.path for e in files})
+
+        rows: list[RecordEntry] = []
+        record_path = f"{primary}/RECORD" if primary else None
+        record_problem: str | None = None
+        if record_path is None:
+            record_problem = f"no *.dist-info for '{package}' in the target root: nothing to verify against"
         else:
-            try:
-                rows = [r if _normal(inv, r.path) == r.path else replace(r, path=_normal(inv, r.path))
-                        for r in parse_record(data, record_path)]
-            except RecordError as exc:
-                record_problem = str(exc)
+            data = read_small(inv, record_path, limit=1 << 30)
+            if data is None:
+                record_problem = f"{record_path} is missing or not a regular file"
+            else:
+                try:
+                    rows = [r if _normal(inv, r.path) == r.path else replace(r, path=_normal(inv, r.path))
+                            for r in parse_record(data, record_path)]
+                except RecordError as exc:
+                    record_problem = str(exc)
 
-    located: dict[str, Entry | None] = {}
-    by_path = {e.path: e for e in files}
-    refused = {row.path for row in rows if _refused(inv, row.path)}
-    for row in rows:
-        located[row.path] = None if row.path in refused else (
-            by_path.get(row.path) or inv.entry(row.path))
-    outside = [e for p, e in located.items() if e is not None and p not in by_path]
-    other_algo = {(r.path, r.algorithm or "") for r in rows
-                  if r.algorithm not in (None, "sha256") and located.get(r.path) is not None}
-    digests = run.result()
-    # The dist-info files and scripts RECORD lists (a few kB), and any rows
-    # with another algorithm than sha256 (read again, whole).
-    digests.update(hash_entries(outside, wheel=wheel))
-    extra: dict[tuple[str, str], bytes] = {}
-    again = hash_entries([e for p, _ in other_algo if (e := located.get(p)) is not None],
-                         wheel=wheel, keep=lambda e: True) if other_algo else {}
-    for path, algo in other_algo:
-        d = again.get(path)
-        if d is not None and d.data is not None:
-            extra[(path, algo)] = hashlib.new(algo, d.data).digest()
+        located: dict[str, Entry | None] = {}
+        by_path = {e.path: e for e in files}
+        refused = {row.path for row in rows if _refused(inv, row.path)}
+        for row in rows:
+            located[row.path] = None if row.path in refused else (
+                by_path.get(row.path) or inv.entry(row.path))
+        outside = [e for p, e in located.items() if e is not None and p not in by_path]
+        other_algo = {(r.path, r.algorithm or "") for r in rows
+                      if r.algorithm not in (None, "sha256") and located.get(r.path) is not None}
+        digests = run.result()
+        # The dist-info files and scripts RECORD lists (a few kB), and any rows
+        # with another algorithm than sha256 (read again, whole).
+        digests.update(hash_entries(outside, wheel=wheel))
+        extra: dict[tuple[str, str], bytes] = {}
+        again = hash_entries([e for p, _ in other_algo if (e := located.get(p)) is not None],
+                             wheel=wheel, keep=lambda e: True) if other_algo else {}
+        for path, algo in other_algo:
+            d = again.get(path)
+            if d is not None and d.data is not None:
+                extra[(path, algo)] = hashlib.new(algo, d.data).digest()
 
-    ver = None
-    if record_path is not None and record_problem is None:
-        ver = verify(rows, record_path, located, digests, files, package, extra_digests=extra,
-                     refused=refused)
+        ver = None
+        if record_path is not None and record_problem is None:
+            ver = verify(rows, record_path, located, digests, files, package, extra_digests=extra,
+                         refused=refused)
 
-    checks: list[Check] = []
-    if record:
-        checks.extend(_record_checks(ver, record_path, record_problem, package, files, digests))
-    checks.append(_tree_check(files, digests, package, tree_sha256, ver, record_problem))
-    if record:
-        checks.extend(_bytecode_checks(files, digests, progress, cache))
-        checks.extend(_shadow_checks(inv, package, primary))
-    return checks
+        checks: list[Check] = []
+        if record:
+            checks.extend(_record_checks(ver, record_path, record_problem, package, files, digests))
+        checks.append(_tree_check(files, digests, package, tree_sha256, ver, record_problem))
+        if record:
+            checks.extend(_bytecode_checks(files, digests, progress, cache))
+            checks.extend(_shadow_checks(inv, package, primary))
+        return checks
 
 
 def _record_checks(ver: object, record_path: str | None, problem: str | None, package: str,

@@ -1,0 +1,144 @@
+"""The streamed hashing run: files hashed while the listing goes on, and what it keeps.
+
+Digests are compared with ``hashlib`` over the same bytes read independently;
+the trees are small and hand-made (the real-package runs are in
+test_record_vllm.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+import pytest
+
+from pp1audit.checks.record import RecordRun
+from pp1audit.hashing import SMALL, HashRun, hash_entries
+from pp1audit.inventory import DirInventory, Entry
+from pp1audit.sources import DirectorySource
+
+
+def tree(root: Path, sizes: dict[str, int]) -> list[Entry]:
+    """Files of the given sizes (distinct contents) and their inventory entries."""
+    for i, (rel, size) in enumerate(sizes.items()):
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(bytes([i % 251]) * size)
+    return DirInventory(str(root)).walk("pkg")
+
+
+def expected(root: Path, entries: list[Entry]) -> dict[str, bytes]:
+    return {e.path: hashlib.sha256((root / e.path).read_bytes()).digest() for e in entries}
+
+
+SIZES = {"pkg/big.so": 3 * SMALL + 7, "pkg/mid.bin": SMALL, "pkg/a.py": 10, "pkg/b.txt": 0,
+         "pkg/sub/c.py": SMALL - 1, "pkg/sub/d.dat": 5000}
+
+
+def test_streamed_run_hashes_what_was_added_before_and_after_the_listing_ends(
+        tmp_path: Path) -> None:
+    entries = tree(tmp_path, SIZES)
+    run = HashRun(workers=2)
+    for e in entries:
+        run.add(e)
+    got = run.result()
+    assert {p: d.sha256 for p, d in got.items()} == expected(tmp_path, entries)
+    assert {p: d.size for p, d in got.items()} == {e.path: e.size for e in entries}
+
+
+def test_large_files_start_before_the_listing_is_closed(tmp_path: Path) -> None:
+    entries = {e.path: e for e in tree(tmp_path, SIZES)}
+    seen = threading.Event()
+
+    def keep(e: Entry) -> bool:  # called by a hashing thread as it takes the file
+        if e.path == "pkg/big.so":
+            seen.set()
+        return False
+
+    run = HashRun(keep=keep, workers=1)
+    run.add(entries["pkg/a.py"])  # small: held for close()
+    run.add(entries["pkg/big.so"])  # large: a thread takes it now
+    assert seen.wait(10), "the large file was not taken before close()"
+    got = run.result()
+    assert set(got) == {"pkg/a.py", "pkg/big.so"}
+
+
+def test_small_files_wait_for_the_listing(tmp_path: Path) -> None:
+    entries = tree(tmp_path, {"pkg/a.py": 10, "pkg/b.py": 20})
+    taken: list[str] = []
+
+    def keep(e: Entry) -> bool:
+        taken.append(e.path)
+        return False
+
+    run = HashRun(keep=keep, workers=2)
+    for e in entries:
+        run.add(e)
+    assert taken == []  # no thread even started: nothing large was added
+    assert set(run.result()) == {"pkg/a.py", "pkg/b.py"}
+    assert sorted(taken) == ["pkg/a.py", "pkg/b.py"]
+
+
+def test_cancel_stops_the_threads_without_hashing_the_rest(tmp_path: Path) -> None:
+    entries = tree(tmp_path, {f"pkg/f{i}.bin": SMALL for i in range(40)})
+    started, go = threading.Event(), threading.Event()
+
+    def keep(e: Entry) -> bool:  # holds every thread on its first file until told
+        started.set()
+        go.wait(10)
+        return False
+
+    run = HashRun(keep=keep, workers=2)
+    for e in entries:
+        run.add(e)
+    assert started.wait(10)
+    canceller = threading.Thread(target=run.cancel)  # before close(): nothing more is taken
+    canceller.start()
+    while not run._closed:
+        canceller.join(0.01)
+    go.set()
+    canceller.join(10)
+    assert not canceller.is_alive() and all(not t.is_alive() for t in run._threads)
+    assert 1 <= len(run.out) <= 2  # only the files the two threads were already on
+
+
+def test_an_error_in_a_thread_reaches_the_caller(tmp_path: Path) -> None:
+    entries = tree(tmp_path, SIZES)
+
+    def keep(e: Entry) -> bool:
+        raise RuntimeError(f"boom on {e.path}")
+
+    with pytest.raises(RuntimeError, match="boom on"):
+        hash_entries(entries, keep=keep, workers=2)
+
+
+def test_a_few_small_files_hash_in_the_calling_thread(tmp_path: Path) -> None:
+    entries = tree(tmp_path, {"pkg/x.py": 3, "pkg/y.py": 4})
+    callers: set[str] = set()
+
+    def keep(e: Entry) -> bool:
+        callers.add(threading.current_thread().name)
+        return True
+
+    got = hash_entries(entries, keep=keep)
+    assert callers == {threading.current_thread().name}
+    assert {p: d.sha256 for p, d in got.items()} == expected(tmp_path, entries)
+    assert all(d.data is not None for d in got.values())  # kept: keep said so
+
+
+def test_sources_are_kept_in_memory_only_when_bytecode_names_them(tmp_path: Path) -> None:
+    import importlib.util
+    import py_compile
+
+    root = tmp_path / "site"
+    tree(root, {"pkg/with_pyc.py": 30, "pkg/without.py": 30, "pkg/data.txt": 30})
+    (root / "pkg" / "with_pyc.py").write_text("x = 1\n", encoding="utf-8")
+    src = root / "pkg" / "with_pyc.py"
+    py_compile.compile(str(src), cfile=importlib.util.cache_from_source(str(src)), doraise=True)
+    with DirectorySource(root) as source:
+        rec = RecordRun("pkg", source)
+        digests = rec.run.result()
+    kept = {p for p, d in digests.items() if d.data is not None}
+    pyc = next(p for p in digests if p.endswith(".pyc"))
+    assert kept == {"pkg/with_pyc.py", pyc}
