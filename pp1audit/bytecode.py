@@ -28,7 +28,10 @@ interpreter is compared with its source (a wheel should not ship any).
 Compiling ~2,800 vLLM modules costs ~7 s of CPU, so successes are remembered
 in a content-addressed cache (pyc SHA-256, source SHA-256, optimisation, exact
 interpreter version): a hit means this very pair was compiled and compared
-before. Misses are compiled in worker processes, one per core.
+before. Misses are compiled in worker processes, one per core, always (even for one
+pair): ``marshal`` is not safe against hostile data, so a crafted pyc may
+crash the process that reads it, and that must be a worker, whose death
+becomes that pair's ``error``.
 """
 
 from __future__ import annotations
@@ -370,32 +373,74 @@ def _run(todo: list[tuple[PycName, bytes, bytes, str]], progress: Progress | Non
     if progress is not None and tasks:
         progress.start("compiling", len(tasks))
     try:
-        if n <= 1 or sum(len(t[0]) for t in tasks) < (2 << 20):
-            out = []
-            for i, t in enumerate(tasks):
-                out.append(compare(*t))
-                if progress is not None and i % 32 == 0:
-                    progress.update(i)
-            return out
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        global _TASKS
-        fork = "fork" in multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if fork else None)
-        items: list[int] | list[tuple[bytes, bytes, int]] = list(range(len(tasks))) if fork else tasks
-        results: list[tuple[str, str] | None] = []
-        _TASKS = tasks
-        try:
-            with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-                for i, r in enumerate(pool.map(_compare_task, items, chunksize=32)):
-                    results.append(r)
-                    if progress is not None and i % 32 == 0:
-                        progress.update(i)
-        finally:
-            _TASKS = []
-        return results
+        # Always in worker processes, even for one pair: ``marshal.loads`` is
+        # not safe against hostile data (the docs say so), and a pyc in the
+        # audited tree must not be able to crash the auditor itself.
+        return _in_processes(tasks, n, progress) if tasks else []
     finally:
         if progress is not None and tasks:
             progress.stop()
+
+
+DIED = ("error", "it could not be compared with its source: compiling it killed the worker "
+        "process (a crash of the interpreter itself, e.g. on hostile bytecode)")
+"""The verdict for a pair whose comparison made a worker process die."""
+
+
+def _in_processes(tasks: list[tuple[bytes, bytes, int]], n: int,
+                  progress: Progress | None) -> list[tuple[str, str] | None]:
+    """``compare`` every task in ``n`` worker processes; a task that kills its
+    worker outright (a C-level crash: no exception reaches Python) becomes
+    that one pair's ``error``, never the end of the run.
+
+    All tasks go out in chunks; when the pool breaks, the tasks without an
+    answer go again one per submission in a fresh pool, and those that were
+    in flight when it broke again are run alone, each in its own pool, so
+    the culprit is named and every other pair is still judged.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    global _TASKS
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if fork else None)
+
+    def item(i: int) -> int | tuple[bytes, bytes, int]:
+        return i if fork else tasks[i]  # forked children read the bytes from inherited memory
+
+    results: list[tuple[str, str] | object | None] = [_PENDING] * len(tasks)
+    _TASKS = tasks
+    try:
+        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+            try:
+                for i, r in enumerate(pool.map(_compare_task, [item(i) for i in range(len(tasks))],
+                                               chunksize=32)):
+                    results[i] = r
+                    if progress is not None and i % 32 == 0:
+                        progress.update(i)
+            except BrokenProcessPool:
+                pass
+        left = [i for i, r in enumerate(results) if r is _PENDING]
+        if left:
+            suspects: list[int] = []
+            with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+                futures = {i: pool.submit(_compare_task, item(i)) for i in left}
+                for i, f in futures.items():
+                    try:
+                        results[i] = f.result()
+                    except BrokenProcessPool:
+                        suspects.append(i)
+            for i in suspects:
+                with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as alone:
+                    try:
+                        results[i] = alone.submit(_compare_task, item(i)).result()
+                    except BrokenProcessPool:
+                        results[i] = DIED
+    finally:
+        _TASKS = []
+    return results  # type: ignore[return-value]  # no _PENDING is left
+
+
+_PENDING = object()
 

@@ -494,3 +494,32 @@ def test_bytecode_cache_is_used_only_when_no_one_else_can_write_it(tmp_path: Pat
     cache_file.chmod(0o600)
     directory.chmod(0o777)
     assert VerifiedCache(directory).keys == set()
+
+
+def test_a_pyc_whose_comparison_kills_the_worker_is_that_pairs_error_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A C-level crash while judging one pair (hostile bytecode can crash
+    ``marshal``) ends that worker process, not the run: the pair is an error and
+    every other pyc is still judged. The death is real (the worker kills itself
+    with SIGKILL, as the OOM killer would), triggered by a marker in one source."""
+    import signal
+
+    import pp1audit.bytecode as bytecode
+
+    files = {**FILES, **{f"pkg/m{i}.py": f"VALUE = {i}\n" for i in range(40)}}
+    files["pkg/m7.py"] = "VALUE = 'crash the compiler here'\n"
+    root = install(tmp_path / "site", files)
+    real = bytecode._compare
+
+    def crashing(source: bytes, pyc: bytes, optimize: int) -> tuple[str, str] | None:
+        if b"crash the compiler" in source:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(source, pyc, optimize)
+
+    monkeypatch.setattr(bytecode, "_compare", crashing)
+    checks = run(root)
+    pyc = os.path.relpath(importlib.util.cache_from_source(str(root / "pkg/m7.py")), root)
+    assert list(bad(checks)) == [f"bytecode:{pyc}"]
+    assert bad(checks)[f"bytecode:{pyc}"].status is Status.ERROR
+    assert "killed the worker process" in bad(checks)[f"bytecode:{pyc}"].message
+    assert checks["bytecode"].message.startswith(f"{len(files) - 2:,} bytecode files")  # the rest judged
