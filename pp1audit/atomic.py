@@ -6,11 +6,18 @@ directory fsynced, so the rename survives a crash); on any error the temporary
 file is removed, so a failed run leaves nothing behind. A destination that is a
 symlink is followed (the link stays a link), and an existing file keeps its
 mode; a new one gets the usual 0666 less the umask.
+
+A destination that is a stream (``/dev/stdout``, ``/dev/null``, a FIFO, a
+terminal, bash's ``>(…)``) is written to directly: renaming over it would
+replace the device or FIFO with a regular file (as root, ``-o /dev/null``
+would destroy ``/dev/null``). A FIFO nobody reads is refused rather than
+waited on; a directory or a block device is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -28,9 +35,51 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
+def _stream_kind(path: Path) -> str | None:
+    """What ``path`` is when it must not be replaced: 'stream', 'refuse: <why>', or None
+    for a regular file (or nothing yet) that can be replaced atomically."""
+    try:
+        st = os.stat(path)  # follows links, /proc/self/fd/N included
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return "refuse: is a directory"
+    if stat.S_ISBLK(st.st_mode):
+        return "refuse: is a block device"
+    if not stat.S_ISREG(st.st_mode):
+        return "stream"  # character device, FIFO, socket
+    # /dev/stdout and friends redirected to a file: write through the open file.
+    return "stream" if str(path).startswith(("/dev/std", "/dev/fd/", "/proc/")) else None
+
+
+def _write_stream(path: Path, blob: bytes) -> None:
+    flags = os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | (os.O_TRUNC if stat.S_ISREG(os.stat(path).st_mode) else 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise Pp1Error(f"{path}: cannot write: a FIFO that no process is reading") from None
+        raise Pp1Error(f"{path}: cannot write: {exc.strerror}") from None
+    try:
+        os.set_blocking(fd, True)  # O_NONBLOCK was only for the open of a FIFO
+        view = memoryview(blob)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        raise Pp1Error(f"{path}: cannot write: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Replace ``path`` with ``data`` atomically; one-line ``Pp1Error`` on failure."""
     blob = data.encode("utf-8") if isinstance(data, str) else data
+    kind = _stream_kind(path)
+    if kind is not None and kind.startswith("refuse: "):
+        raise Pp1Error(f"{path}: cannot write: {kind.removeprefix('refuse: ')}")
+    if kind == "stream":
+        _write_stream(path, blob)
+        return
     target = Path(os.path.realpath(path)) if os.path.islink(path) else path
     directory = target.parent if str(target.parent) else Path(".")
     mode = _mode_for(target)

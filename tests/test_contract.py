@@ -94,3 +94,64 @@ def test_lazy_upgrade_commands_match_their_module() -> None:
     assert {c.name for c in cli_upgrade.COMMANDS} == set(cli._Group._LAZY)
     for name, attr in cli._Group._LAZY.items():
         assert getattr(cli_upgrade, attr).name == name
+
+
+def _small_check(tmp_path: Path, make_files: Callable[..., Path], out: str) -> tuple[int, str, str]:
+    tree = make_files({"pkg/__init__.py": "", "pkg/m.py": "x = 1\n"})
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("pp1audit: 1\ntarget: {package: pkg}\n")
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", "-o", out, timeout=20)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_output_to_a_fifo_is_written_into_it_never_replaced(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    import threading
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    code, _, err = _small_check(tmp_path, make_files, str(fifo))
+    reader.join(20)
+    assert code == 0, err
+    assert json.loads(got[0])["verdict"] == "pass"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_output_to_a_fifo_nobody_reads_is_refused_at_once(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    code, out, err = _small_check(tmp_path, make_files, str(fifo))  # no hang: 20 s timeout
+    assert code == 2 and out == ""
+    assert err == f"pp1audit: error: {fifo}: cannot write: a FIFO that no process is reading\n"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_output_to_dev_stdout_goes_to_stdout(tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    code, out, err = _small_check(tmp_path, make_files, "/dev/stdout")
+    assert code == 0, err
+    assert json.loads(out)["verdict"] == "pass"
+
+
+def test_output_to_a_character_device_writes_through_it(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    import pytest
+
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a second /dev/null, here
+    except PermissionError:
+        pytest.skip("creating a device node needs root")
+    code, _, err = _small_check(tmp_path, make_files, str(null))
+    assert code == 0, err
+    assert stat.S_ISCHR(os.lstat(null).st_mode), "the device was replaced by a regular file"
+
+
+def test_output_onto_a_directory_is_refused(tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    target = tmp_path / "dir"
+    target.mkdir()
+    code, out, err = _small_check(tmp_path, make_files, str(target))
+    assert code == 2 and out == "" and err.count("\n") == 1 and str(target) in err
