@@ -238,9 +238,14 @@ def open_target(target: Path, package: str) -> Source:
     if not os.path.lexists(target):
         raise TargetError(f"{target}: no such file or directory")
     if target.is_dir():
+        # A directory with __init__.py is a package: what ``import`` loads from
+        # it is its own files, even if it holds a directory named like the
+        # package (a nested copy must never be audited in its place).
+        if (target / "__init__.py").is_file():
+            return DirectorySource(target, mount=package)
         if (target / package).is_dir():
             return DirectorySource(target)
-        if target.resolve().name == package or (target / "__init__.py").is_file():
+        if target.resolve().name == package:  # a namespace package
             return DirectorySource(target, mount=package)
         raise TargetError(
             f"{target}: no '{package}' package here; give site-packages, "

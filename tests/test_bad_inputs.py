@@ -243,6 +243,24 @@ def test_package_dir_target_cannot_read_outside_it(tmp_path: Path, make_files: C
     assert check["status"] == "error" and "outside the package directory" in check["message"]
 
 
+def test_package_dir_target_is_audited_not_a_nested_copy_inside_it(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    """A package directory holding a pristine ``pkg/pkg/`` copy: ``import pkg``
+    runs the outer (tampered) files, so those are the ones audited."""
+    import hashlib
+
+    pristine = "x = 1\n"
+    tree = make_files({"pkg/__init__.py": "", "pkg/m.py": "x = 1  # tampered\n",
+                       "pkg/pkg/__init__.py": "", "pkg/pkg/m.py": pristine})
+    digest = hashlib.sha256(pristine.encode()).hexdigest()
+    manifest = _tree_manifest(tmp_path, {"pkg/m.py": digest}, {})
+    proc = run_cli("check", str(tree / "pkg"), "-m", str(manifest), "--format", "json", timeout=5)
+    assert proc.returncode == 1, proc.stdout
+    assert _checks(proc.stdout)["file:pkg/m.py"]["status"] == "fail"
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", timeout=5)
+    assert _checks(proc.stdout)["file:pkg/m.py"]["status"] == "fail"  # and as site-packages
+
+
 def test_wheel_with_symlink_entry_is_not_read(tmp_path: Path) -> None:
     import stat
     import zipfile
