@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pp1audit.result import Check, Result, Status
+from pp1audit.safetext import printable
 from pp1audit.spans import line_range, parse_span
 
 _REF = re.compile(r"\[\[([^\[\]]+)\]\]")
@@ -157,7 +158,12 @@ def stands_for(check: Check, ev: str, sources: frozenset[str]) -> bool:
 
 
 def evidence_line(check: Check) -> str:
-    """One measured fact, in one Markdown line."""
+    """One measured fact, in one Markdown line (whatever the target put in its
+    version string or file names: see ``safetext``)."""
+    return printable(_evidence(check))
+
+
+def _evidence(check: Check) -> str:
     status = f"**{check.status.value}**"
     where = ""
     if check.path and check.lines:
@@ -179,10 +185,13 @@ def _excerpt(check: Check, indent: str) -> list[str]:
     if not check.excerpt:
         return []
     first = (check.found_lines or check.lines or (1, 1))[0]
-    body = [f"{indent}```python"]
-    for i, line in enumerate(check.excerpt.split("\n")):
+    lines = [printable(line) for line in check.excerpt.split("\n")]
+    # A fence longer than any run of backticks in the code: cited code cannot close it.
+    fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", "\n".join(lines))), default=0))
+    body = [f"{indent}{fence}python"]
+    for i, line in enumerate(lines):
         body.append(f"{indent}{first + i:5d}  {line}".rstrip())
-    body.append(f"{indent}```")
+    body.append(f"{indent}{fence}")
     return body
 
 
@@ -205,7 +214,8 @@ def _table(block: Block, raw: dict[str, Any], result: Result | None) -> list[str
             elif check.status is Status.PASS:
                 row.append("**pass**")
             else:
-                row.append(f"**{check.status.value}**: {check.actual or check.message}")
+                measured = printable(check.actual or check.message).replace("|", "\\|")
+                row.append(f"**{check.status.value}**: {measured}")
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
@@ -262,7 +272,7 @@ def _measured(result: Result, used: set[str], sources: frozenset[str]) -> list[s
     t = result.target
     out = ["", "## Measured", ""]
     if t is not None:
-        out.append(f"Target: {t.kind} `{t.location}` — {t.package} `{t.version}`.")
+        out.append(printable(f"Target: {t.kind} `{t.location}` — {t.package} `{t.version}`."))
     out.append(f"Manifest: `{result.manifest_path}` (SHA-256 `{result.manifest_sha256}`).")
     counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())
     out += [f"Verdict: **{result.verdict}** ({counts}).", ""]

@@ -2,12 +2,15 @@
 
 With colour (a terminal without ``NO_COLOR``) it is drawn by rich; otherwise it
 is plain aligned text, which keeps rich's import cost off the path of CI logs
-and pipes. Passing checks are listed only with ``verbose``.
+and pipes. Passing checks are listed only with ``verbose``. Everything read
+from the target is shown through ``safetext.printable``: the audited tree must
+not be able to write on the terminal (a fake verdict line, hidden text).
 """
 
 from __future__ import annotations
 
 from pp1audit.result import Check, Result, Status
+from pp1audit.safetext import printable
 from pp1audit.spans import line_range
 
 _STYLE = {
@@ -20,6 +23,10 @@ _STYLE = {
 
 
 def _where(check: Check) -> str:
+    return printable(_place(check))
+
+
+def _place(check: Check) -> str:
     if check.path is None:
         return ""
     # a file of a named git source or remote pin: say which, the path is relative to it
@@ -36,7 +43,7 @@ def _detail(check: Check) -> str:
     text = check.message
     if check.status in (Status.FAIL, Status.ERROR) and check.expected and check.actual:
         text += f" (expected {check.expected}, found {check.actual})"
-    return text
+    return printable(text)
 
 
 def summary(result: Result) -> str:
@@ -57,15 +64,17 @@ def render(result: Result, verbose: bool = False, color: bool = False) -> str:
     if result.target is not None:
         t = result.target
         version = t.version or "version unknown"
-        head = f"{result.manifest_path} against {t.kind} {t.location} ({t.package} {version})\n"
+        head = printable(f"{result.manifest_path} against {t.kind} {t.location} ({t.package} {version})")
+        head += "\n"
     if color:
         return head + _render_rich(result, rows)
+    ids = [printable(c.id) for c in rows]
     widths = [max((len(x) for x in col), default=0) for col in (
-        [c.status.value for c in rows], [c.kind for c in rows], [c.id for c in rows],
+        [c.status.value for c in rows], [c.kind for c in rows], ids,
     )]
     lines = [head.rstrip("\n")] if head else []
-    for c in rows:
-        cells = (c.status.value.ljust(widths[0]), c.kind.ljust(widths[1]), c.id.ljust(widths[2]))
+    for c, cid in zip(rows, ids, strict=True):
+        cells = (c.status.value.ljust(widths[0]), c.kind.ljust(widths[1]), cid.ljust(widths[2]))
         tail = "  ".join(x for x in (_where(c), _detail(c)) if x)
         lines.append("  ".join(cells) + "  " + tail)
     lines.append(summary(result))
@@ -83,7 +92,7 @@ def _render_rich(result: Result, rows: list[Check]) -> str:
     for c in rows:
         # Ids, paths and messages are data, never markup (a "[/x]" in a path must print).
         table.add_row(
-            Text(c.status.value, style=_STYLE[c.status]), Text(c.kind), Text(c.id),
+            Text(c.status.value, style=_STYLE[c.status]), Text(c.kind), Text(printable(c.id)),
             Text(_where(c)), Text(_detail(c)), end_section=False,
         )
     console = Console(record=True, force_terminal=True, color_system="standard")
