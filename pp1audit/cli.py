@@ -201,25 +201,38 @@ def report(
     """Regenerate the Markdown audit from the manifest (and what TARGET measures).
 
     Without TARGET the audit is rendered as pinned; with it, each evidence line
-    carries what was measured. Deterministic: same inputs, same bytes.
+    carries what was measured, and the exit code is the gate's (0 open, 1
+    closed), as for check: a report of a failing target is still written, but
+    a pipeline does not mistake it for a pass. Deterministic: same inputs,
+    same bytes.
     """
     from pp1audit.report import render
 
+    if check_file is not None and output is not None:
+        raise click.UsageError("--check compares with FILE and writes nothing: drop --output")
     m = _load_manifest(manifest)
     result = None
     if target is not None:
         from pp1audit.audit import audit
-        from pp1audit.runconfig import resolve_options
         from pp1audit.sources import open_target
 
-        options = resolve_options(config, repos, cache_dir, fetch=False, offline=True)
+        options = None
+        if m.prov is not None or repos or config or cache_dir:  # as in check
+            from pp1audit.runconfig import resolve_options
+
+            options = resolve_options(config, repos, cache_dir, fetch=False, offline=True)
         with open_target(target, m.package) as source:
             result = audit(m, source, options=options)
     text = render(m.raw, result, excerpts=excerpts)
+    gate = EXIT_OPEN if result is None or result.gate_open else EXIT_CLOSED
+    if result is not None and not result.gate_open:
+        from pp1audit.formats.text_format import summary
+
+        click.echo(f"pp1audit: {target}: {summary(result)}", err=True)
     if check_file is not None:
-        return _check_generated(check_file, text)
+        return max(_check_generated(check_file, text), gate)
     _emit(text, output)
-    return EXIT_OPEN
+    return gate
 
 
 def _check_generated(path: Path, text: str) -> int:

@@ -59,15 +59,21 @@ def test_report_without_target_reproduces_the_seed() -> None:
 
 
 def test_report_is_deterministic_and_check_detects_staleness(tmp_path: Path, vllm_wheel: Path) -> None:
+    # PP1 pins a patched image: on public 0.31.0 the gate is closed, and the
+    # report's exit code says so (the document is written all the same).
     first = run_cli("report", str(vllm_wheel), "--manifest", str(PP1))
     second = run_cli("report", str(vllm_wheel), "--manifest", str(PP1))
-    assert first.returncode == second.returncode == 0, first.stderr
+    assert first.returncode == second.returncode == 1, first.stderr
+    assert first.stderr.startswith(f"pp1audit: {vllm_wheel}: FAIL (gate closed): ")
     assert first.stdout == second.stdout
     saved = tmp_path / "audit.md"
-    assert run_cli("report", str(vllm_wheel), "-m", str(PP1), "-o", str(saved)).returncode == 0
+    assert run_cli("report", str(vllm_wheel), "-m", str(PP1), "-o", str(saved)).returncode == 1
     assert saved.read_text() == first.stdout
     ok = run_cli("report", str(vllm_wheel), "-m", str(PP1), "--check", str(saved))
-    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.returncode == 1 and "is stale" not in ok.stderr, ok.stdout + ok.stderr
+    assert ok.stdout == ""  # current: no diff
+    both = run_cli("report", str(vllm_wheel), "-m", str(PP1), "--check", str(saved), "-o", "x.md")
+    assert both.returncode == 2 and "drop --output" in both.stderr
     saved.write_text(first.stdout.replace("applies target sampling", "applies some sampling"))
     stale = run_cli("report", str(vllm_wheel), "-m", str(PP1), "--check", str(saved))
     assert stale.returncode == 1
@@ -82,7 +88,7 @@ def test_report_is_deterministic_and_check_detects_staleness(tmp_path: Path, vll
 
 def test_report_against_real_0310_carries_measurements(vllm_tree: Path) -> None:
     proc = run_cli("report", str(vllm_tree), "-m", str(PP1), "--excerpts")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # the gate is closed (see above)
     text = proc.stdout
     runner = (vllm_tree / "vllm/v1/worker/gpu/model_runner.py").read_text().splitlines()
     call = next(i for i, line in enumerate(runner, 1) if "sampler_output = self.rejection_sampler(" in line)
