@@ -53,6 +53,20 @@ def _emit(text: str, output: Path | None) -> None:
         write_atomic(output, text)
 
 
+class _Seconds(click.FloatRange):
+    """A finite number of seconds: click's FloatRange lets ``nan`` through (every
+    comparison with NaN is false), and a NaN deadline is no deadline at all."""
+
+    name = "seconds"
+
+    def convert(self, value: object, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        seconds = float(super().convert(value, param, ctx))
+        if seconds != seconds:  # NaN; infinities are out of range already
+            self.fail(f"{value!r} is not a number of seconds.", param, ctx)
+        return seconds
+
+
 manifest_option = click.option(
     "--manifest", "-m", type=click.Path(path_type=Path, dir_okay=False), default=None,
     help="Manifest YAML (default: the PP1 manifest shipped with pp1audit).",
@@ -99,13 +113,13 @@ def provenance_options(fn: Any) -> Any:
 @cli.command()
 @manifest_option
 @provenance_options
-@click.option("--timeout", type=click.FloatRange(min=0.01), default=None,
+@click.option("--timeout", type=_Seconds(min=0.01, max=3600), default=None,
               help="Connect and read timeout in seconds (default 10 / 30).")
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None,
               help="Size cap per file (default 32 MiB); larger bodies are aborted.")
 @click.option("--attempts", type=click.IntRange(min=1), default=None,
               help="Tries per file on 5xx or connection errors (default 3).")
-@click.option("--total-timeout", type=click.FloatRange(min=0.01, max=3600), default=None,
+@click.option("--total-timeout", type=_Seconds(min=0.01, max=3600), default=None,
               help="Seconds for one file's whole download, tries included (default 120).")
 def fetch(
     manifest: Path | None, repos: tuple[str, ...], config: Path | None, cache_dir: Path | None,

@@ -13,7 +13,7 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
-from conftest import run_cli
+from conftest import REPO, run_cli
 
 from pp1audit.errors import Pp1Error
 from pp1audit.remote import Cache, FetchError, FetchPolicy, download
@@ -162,3 +162,14 @@ def test_in_range_settings_load(tmp_path: Path) -> None:
     policy = load_config(config).policy
     assert (policy.read_timeout, policy.max_bytes, policy.attempts, policy.total_timeout) == (
         3600, 1, 1, 0.5)
+
+
+@pytest.mark.parametrize("option", ["--timeout", "--total-timeout"])
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "0"])
+def test_a_deadline_must_be_a_finite_positive_number(option: str, value: str) -> None:
+    """click's FloatRange accepts NaN (every comparison with it is false), and a
+    NaN total deadline would never expire: a usage error here, like inf and 0."""
+    proc = run_cli("fetch", "-m", str(REPO / "manifests/examples/vllm-0.31.0.yaml"), option, value,
+                   timeout=20)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and f"Invalid value for '{option}'" in proc.stderr
