@@ -95,23 +95,75 @@ def normalize(lines: list[str]) -> list[str]:
     """Whitespace-normalised lines, keeping what whitespace means in Python.
 
     Blank lines are dropped, line ends stripped, the block dedented as a whole
-    and runs of spaces inside a line folded; the *relative* indentation of a
-    line that starts a statement stays, so a re-indented block still matches but
-    a line moved into or out of a block (a change of meaning) does not. Lines
-    inside open brackets are continuations, whose indentation means nothing.
+    and runs of spaces folded *outside string literals*; the *relative*
+    indentation of a line that starts a statement stays, so a re-indented block
+    still matches but a line moved into or out of a block (a change of meaning)
+    does not. Lines inside open brackets or inside a triple-quoted string are
+    continuations, whose indentation means nothing. String literals are kept
+    verbatim (``"a  b"`` is not ``"a b"``), and brackets in strings and comments
+    are not counted, so a ``(`` in a comment cannot switch off the indentation
+    rule for the lines after it.
     """
     kept = [line.rstrip() for line in lines if line.strip()]
     if not kept:
         return []
     indent = min(len(line) - len(line.lstrip()) for line in kept)
     out = []
-    depth = 0  # open brackets (a rough count: brackets in strings are rare in code)
+    depth = 0  # open brackets outside strings and comments
+    quote: str | None = None  # the triple quote of a string still open at a line end
     for line in kept:
         body = line[indent:]
-        lead = "" if depth > 0 else body[: len(body) - len(body.lstrip())]
-        out.append(lead + " ".join(body.split()))
-        depth = max(0, depth + sum(body.count(c) for c in "([{") - sum(body.count(c) for c in ")]}"))
+        stripped = body.lstrip()
+        lead = "" if depth > 0 or quote is not None else body[: len(body) - len(stripped)]
+        text, change, quote = _fold_code(stripped, quote)
+        out.append(lead + text)
+        depth = max(0, depth + change)
     return out
+
+
+def _fold_code(text: str, quote: str | None) -> tuple[str, int, str | None]:
+    """One line's text with whitespace runs outside strings folded to one space.
+
+    Returns the folded text, the change in bracket depth (outside strings and
+    comments) and the triple quote still open at the end of the line, if any.
+    ``quote`` is the one open at its start. A lexer just good enough for this:
+    string prefixes need no care (they are letters before the quote), escapes
+    skip a character, a single-quoted string ends at the line end at the latest.
+    """
+    out: list[str] = []
+    i, n, change = 0, len(text), 0
+    while i < n:
+        if quote is not None:  # inside a string: verbatim up to its closing quote
+            j = i
+            while j < n and not text.startswith(quote, j):
+                j += 2 if text[j] == "\\" else 1
+            if j >= n:
+                out.append(text[i:])
+                return "".join(out), change, quote if len(quote) == 3 else None
+            out.append(text[i:j + len(quote)])
+            i, quote = j + len(quote), None
+            continue
+        ch = text[i]
+        if ch in " \t\f\v":
+            while i < n and text[i] in " \t\f\v":
+                i += 1
+            out.append(" ")
+            continue
+        if ch == "#":  # a comment: its words matter, not its spacing or brackets
+            out.append(" ".join(text[i:].split()))
+            break
+        if ch in "\"'":
+            quote = ch * 3 if text.startswith(ch * 3, i) else ch
+            out.append(quote)
+            i += len(quote)
+            continue
+        if ch in "([{":
+            change += 1
+        elif ch in ")]}":
+            change -= 1
+        out.append(ch)
+        i += 1
+    return "".join(out), change, None
 
 
 def fold(lines: list[str]) -> list[str]:
@@ -188,18 +240,29 @@ def _context_score(
     return score
 
 
-def _find_normalized(lines: list[str], digest: str, nonblank: int) -> list[tuple[int, int]]:
-    """0-based (start, end-exclusive) windows whose normalised text hashes to ``digest``.
+def _find_folded(lines: list[str], exact: list[str]) -> list[tuple[int, int]]:
+    """0-based (start, end-exclusive) windows whose normalised text is that of ``exact``.
 
     Windows start and end on non-blank lines, so a match never swallows blank
-    lines at its edges, and each holds exactly ``nonblank`` non-blank lines.
+    lines at its edges, and hold as many non-blank lines as ``exact``. Equal
+    normalised text implies equal lines once *all* whitespace is folded, so
+    windows are first matched on folded lines (each line folded once,
+    candidates found by their first line), and only those are normalised and
+    hashed: normalising every window cost lines × anchor lines, 40 s on a
+    hostile 1M-line file.
     """
+    want = fold(exact)
+    if not want:
+        return []
     idx = [i for i, line in enumerate(lines) if line.strip()]
+    folded = [" ".join(lines[i].split()) for i in idx]
+    digest, n = span_sha256(exact), len(want)
     out = []
-    for k in range(len(idx) - nonblank + 1):
-        s, e = idx[k], idx[k + nonblank - 1] + 1
-        if span_sha256(lines[s:e]) == digest:
-            out.append((s, e))
+    for k, first in enumerate(folded[: len(folded) - n + 1]):
+        if first == want[0] and folded[k:k + n] == want:
+            s, e = idx[k], idx[k + n - 1] + 1
+            if span_sha256(lines[s:e]) == digest:
+                out.append((s, e))
     return out
 
 
@@ -224,9 +287,7 @@ def relocate(
     how = "exact"
     found = [(s, s + len(exact)) for s in _find_exact(lines, exact)]
     if not found:
-        nonblank = len(normalize(exact))
-        if nonblank:
-            found = _find_normalized(lines, span_sha256(exact), nonblank)
+        found = _find_folded(lines, exact)
         how = "normalized"
     if not found:
         return None

@@ -81,3 +81,53 @@ def test_relocate_counts_every_place() -> None:
 
 def test_relocate_never_matches_a_partial_span() -> None:
     assert relocate(FILE, Span("f.py", 1, 3), ["def f():", "    x = 2"], [], []) is None
+
+
+def test_whitespace_inside_string_literals_is_meaning() -> None:
+    assert span_sha256(['x  =  f( "a  b" )']) == span_sha256(['x = f( "a  b" )'])
+    assert span_sha256(['x = "a  b"']) != span_sha256(['x = "a b"'])
+    assert span_sha256(["x = '''a  b'''"]) != span_sha256(["x = '''a b'''"])
+    assert span_sha256(['x = "a \\"  b"']) != span_sha256(['x = "a \\" b"'])  # an escaped quote
+    # Comments are prose: their spacing is folded.
+    assert span_sha256(["x = 1  #  a  note"]) == span_sha256(["x = 1 # a note"])
+
+
+@pytest.mark.parametrize("opener", ["s = '('", "# see f(", 'doc = """(', "t = '['  # ("])
+def test_a_bracket_in_a_string_or_comment_does_not_hide_a_change_of_block(opener: str) -> None:
+    """Moving a call out of its ``if`` is a change of meaning, whatever came before."""
+    closer = ['""")'] if opener.startswith("doc") else []
+    guarded = [opener, *closer, "if user.is_admin:", "    delete_everything()"]
+    moved = [opener, *closer, "if user.is_admin:", "    pass", "delete_everything()"]
+    assert span_sha256([*guarded[:-1], "delete_everything()"]) != span_sha256(guarded)
+    lines = ["def f(user):", *("    " + x for x in moved)]
+    assert relocate(lines, Span("f.py", 1, len(guarded)), guarded, [], []) is None
+
+
+def test_a_triple_quoted_string_reindented_with_its_block_still_matches() -> None:
+    block = ['def f():', '    """Doc', '    more."""', '    return 1']
+    assert span_sha256(block) == span_sha256(["    " + x for x in block])
+
+
+def test_linear_search_finds_what_normalising_every_window_finds(vllm_tree) -> None:  # type: ignore[no-untyped-def]
+    """The folded-line prefilter must not lose a match: compare with normalising
+    every window, on a real file with re-indented copies of real spans."""
+    from pp1audit.spans import decode_lines, normalize
+
+    src = decode_lines((vllm_tree / "vllm/v1/worker/gpu/model_runner.py").read_bytes())
+    assert src is not None
+    for start in range(40, len(src) - 12, 97):
+        exact = ["  " + x if x.strip() else x for x in src[start:start + 8]]  # re-indented
+        if not normalize(exact):
+            continue
+        lines = src[:start] + ["    " + x for x in src[start:start + 8]] + src[start + 8:]
+        want = span_sha256(exact)
+        idx = [i for i, x in enumerate(lines) if x.strip()]
+        n = len(normalize(exact))
+        brute = [(idx[k], idx[k + n - 1] + 1) for k in range(len(idx) - n + 1)
+                 if span_sha256(lines[idx[k]:idx[k + n - 1] + 1]) == want]
+        m = relocate(lines, Span("f.py", 1, 8), exact, [], [])
+        if not brute:
+            assert m is None or m.how == "exact"
+            continue
+        assert m is not None and m.total == len(brute), start
+        assert (m.start - 1, m.end) in brute
