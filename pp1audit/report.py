@@ -144,7 +144,23 @@ def validate(raw: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
                     expand(text, raw)
                 except ValueError as exc:
                     problems.append((block.keypath, str(exc)))
+                # A span quoted in the prose is shown where it was pinned; only the
+                # block's evidence lines say where it is now, so it must be evidence.
+                for cid in _cited(text):
+                    if cid not in block.evidence:
+                        problems.append((block.keypath, f"cites '{cid}' but does not list it in "
+                                                        "evidence: its measured place would not show"))
     return problems
+
+
+def _cited(text: str) -> list[str]:
+    """Citation ids of the ``[[cite:…]]`` and ``[[lines:…]]`` references in ``text``."""
+    out = []
+    for m in _REF.finditer(text):
+        kind, _, arg = m.group(1).strip().partition(":")
+        if kind in ("cite", "lines"):
+            out.append(arg.partition("|")[0])
+    return out
 
 
 def stands_for(check: Check, ev: str, sources: frozenset[str]) -> bool:
@@ -238,6 +254,8 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
                 out.append("")  # a list ends before the next paragraph
             if block.kind == "table":
                 out += _table(block, raw, result)
+                prefix = (block.table or {}).get("prefix", "")
+                used.update(f"file:{p}" for p in raw.get("files") or {} if p.startswith(prefix))
             elif block.kind == "bullet":
                 lines = expand(block.text.rstrip("\n"), raw).split("\n")
                 # Continuation lines stay as written (Markdown's lazy continuation),

@@ -99,3 +99,24 @@ def test_report_against_real_0310_carries_measurements(vllm_tree: Path) -> None:
     assert "**skip**" in text and "--repo lane=PATH" in text
     assert "## Measured" in text and "Verdict: **fail**" in text
     assert f"{call:5d}              sampler_output = self.rejection_sampler(" in text
+
+
+def test_a_span_quoted_in_prose_must_be_evidence_of_its_block(tmp_path: Path) -> None:
+    """Prose shows a citation where it was pinned; only the block's evidence
+    says where it is now, so quoting it without listing it is refused."""
+    m = tmp_path / "m.yaml"
+    m.write_text(
+        "pp1audit: 1\ntarget: {package: pkg}\ncitations:\n"
+        "  c:\n    at: pkg/m.py:1\n    anchor: {exact: 'x = 1'}\n"
+        "report:\n  sections:\n    - blocks:\n        - text: See [[cite:c]].\n", encoding="utf-8")
+    proc = run_cli("report", "-m", str(m))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"pp1audit: error: {m}:10:11: cites 'c' but does not list it in evidence: "
+                           "its measured place would not show (at report.sections[0].blocks[0])\n")
+
+
+def test_files_in_the_hash_table_are_not_listed_again_as_uncited(vllm_wheel: Path) -> None:
+    md = run_cli("report", str(vllm_wheel), "-m", str(PP1)).stdout
+    rest = md.split("Checks not cited above:", 1)[-1]
+    assert "| File under `vllm/v1/worker/gpu/` | SHA256 | measured |" in md
+    assert "`file:vllm/v1/worker/gpu/" not in rest
