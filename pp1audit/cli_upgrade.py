@@ -9,6 +9,7 @@ human must look at, 2 bad input and nothing written.
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
 from pathlib import Path
@@ -141,9 +142,13 @@ def pin(
 
     if output is not None and in_place:
         raise click.UsageError("give -o FILE or --in-place, not both")
+    if in_place and manifest is None:  # never rewrite the manifest shipped inside pp1audit
+        raise click.UsageError("--in-place needs -m MANIFEST (the default manifest is not rewritten)")
     path, display = _manifest_path(manifest)
     m = _load(manifest)
-    text = path.read_bytes().decode("utf-8-sig")
+    raw = path.read_bytes()
+    bom = "\ufeff" if raw.startswith(codecs.BOM_UTF8) else ""  # kept: the file is the author's
+    text = raw.decode("utf-8-sig")
     with open_target(target, m.package) as source:
         plan = pin_mod.plan(m, text, source)
     dest = path if in_place else output
@@ -162,7 +167,7 @@ def pin(
     else:
         from pp1audit.atomic import write_atomic
 
-        write_atomic(dest, plan.new_text)
+        write_atomic(dest, bom + plan.new_text)
         marked = f", {len(unresolved)} marked unresolved" if unresolved else ""
         _note(f"wrote {dest if dest is not None else display}{marked}")
     return EXIT_CLOSED if unresolved else EXIT_OPEN

@@ -28,6 +28,8 @@ class CiteRequest:
     """One ``--cite [ID=]PATH:A-B`` option."""
 
     span: Span
+    text: str
+    """The option as typed, so that an error names what the user wrote."""
     id: str | None = None
 
 
@@ -44,7 +46,7 @@ def parse_cite(text: str) -> CiteRequest:
         span = parse_safe_span(spec)
     except ValueError as exc:
         raise Pp1Error(f"--cite {text}: {exc}") from None
-    return CiteRequest(span, cid)
+    return CiteRequest(span, text, cid)
 
 
 def default_id(span: Span, prefix: str = "") -> str:
@@ -92,7 +94,7 @@ def build(
     ``Pp1Error`` naming it: an ``init`` that silently dropped a citation would
     produce an audit that claims less than its author asked for.
     """
-    from pp1audit.yamlrt import dump_new, literal, new_map
+    from pp1audit.yamlrt import dump_new, new_map, text_scalar
 
     if not cites:
         raise Pp1Error("init: give at least one --cite PATH:A-B")
@@ -118,13 +120,17 @@ def build(
     anchors = {}
     for req in cites:
         span = req.span
+        arg = f"--cite {req.text}"
         try:
             fd = store.get(span.path)
             lines = fd.text_lines()
         except SourceError as exc:
-            raise Pp1Error(f"--cite {span}: {exc}") from None
+            raise Pp1Error(f"{arg}: {exc}") from None
         if span.end > len(lines):
-            raise Pp1Error(f"--cite {span}: {span.path} has only {len(lines)} lines")
+            raise Pp1Error(f"{arg}: {span.path} has only {len(lines)} lines")
+        if not any(line.strip() for line in lines[span.start - 1 : span.end]):
+            raise Pp1Error(f"{arg}: the span holds only blank lines, and an anchor of blank "
+                           "lines would match any blank lines; cite the code it belongs to")
         files.setdefault(span.path, fd.sha256)
         cid = req.id or default_id(span, id_prefix)
         if req.id is not None and cid in citations:
@@ -156,11 +162,11 @@ def build(
         rec["at"] = str(span)
         a = anchors[cid]
         anchor = new_map()
-        anchor["exact"] = literal(a.exact)
+        anchor["exact"] = text_scalar(a.exact)
         if a.prefix:
-            anchor["prefix"] = literal(a.prefix)
+            anchor["prefix"] = text_scalar(a.prefix)
         if a.suffix:
-            anchor["suffix"] = literal(a.suffix)
+            anchor["suffix"] = text_scalar(a.suffix)
         rec["anchor"] = anchor
         cmap[cid] = rec
     doc["citations"] = cmap
@@ -173,12 +179,22 @@ def build(
 
 
 def _prove(text: str, source: Source) -> None:
-    """The new manifest must load and pass on the tree it was measured from."""
+    """The new manifest must load and pass on the tree it was measured from.
+
+    ``build`` refuses up front, naming the ``--cite``, what the manifest rules
+    would refuse; a manifest that still does not load is a bug, and its
+    position in YAML the user never saw is no help, so the key path is named.
+    """
     from pp1audit.audit import audit
+    from pp1audit.errors import ManifestError
     from pp1audit.manifest import parse
     from pp1audit.result import Status
 
-    manifest = parse(text, "<init>")
+    try:
+        manifest = parse(text, "<init>")
+    except ManifestError as exc:  # pragma: no cover - a bug in init
+        raise Pp1Error(f"init: internal error: the new manifest does not load: {exc.message} "
+                       f"(at {exc.keypath})") from None
     result = audit(manifest, source)
     bad = [c for c in result.checks if c.status is not Status.PASS]
     if bad:  # pragma: no cover - would be a bug in init or the checks

@@ -23,7 +23,8 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from pp1audit.anchortext import block
 from pp1audit.errors import Pp1Error, SourceError
@@ -32,6 +33,9 @@ from pp1audit.result import Check, Status
 from pp1audit.sources import Source
 from pp1audit.spans import line_range, normalize, span_sha256
 from pp1audit.store import FileStore
+
+if TYPE_CHECKING:
+    from pp1audit.matcher import Engine
 
 UNCHANGED = "unchanged"
 MOVED = "moved"
@@ -61,8 +65,8 @@ class PinItem:
 
     @property
     def label(self) -> str:
-        """The outcome as the table shows it (a file's change is a hash change)."""
-        if self.outcome == CHANGED and self.kind == "file":
+        """The outcome as the table shows it (a file's or the tree's change is a hash change)."""
+        if self.outcome == CHANGED and self.kind in ("file", "record"):
             return "hash changed"
         return self.outcome
 
@@ -170,6 +174,13 @@ class _Planner:
         self.items: list[PinItem] = []
         self.edited: set[tuple[str, ...]] = set()
         """Key paths of the entries this pin changed: only their lines are re-emitted."""
+        cited = self.checks("citation")
+        self.problems: dict[str, str | None] = {
+            cid: self._citation_problem(cit, cited[cid])
+            for cid, cit in manifest.citations.items() if cit.source is None and cid in cited
+        }
+        """Target citations with a check: why each cannot be carried, or None when it can.
+        Decided before anything is edited, because a file's digest depends on them."""
 
     def checks(self, kind: str) -> dict[str, Check]:
         return {c.id: c for c in self.result.checks if c.kind == kind and c.source is None}
@@ -203,6 +214,10 @@ class _Planner:
         from pp1audit.yamlrt import set_scalar
 
         fmap = self.doc.data.get("files")
+        held: dict[str, list[str]] = {}
+        for cid, problem in self.problems.items():
+            if problem is not None:
+                held.setdefault(self.manifest.citations[cid].span.path, []).append(cid)
         for path, digest in self.manifest.files.items():
             try:
                 new = self.store.get(path).sha256
@@ -214,10 +229,27 @@ class _Planner:
                 continue
             if new == digest:
                 self.items.append(PinItem("file", path, UNCHANGED, digest, new, path=path))
+            elif path in held:
+                self._hold_digest(fmap, path, digest, held[path])
             else:
                 set_scalar(fmap, path, new)
                 self.edited.add(("files", path))
                 self.items.append(PinItem("file", path, CHANGED, digest, new, path=path))
+
+    def _hold_digest(self, fmap: Any, path: str, digest: str, cids: list[str]) -> None:
+        """Keep a changed file's old digest while citations in it are unresolved.
+
+        Pinned, the new digest would prove those citations' stale spans (a citation
+        passes by its file's digest), so once their marks were removed ``check``
+        would pass lines that hold other code. Kept, the file fails by itself and
+        its citations are judged by their anchors.
+        """
+        names = ", ".join(f"'{c}'" for c in cids)
+        reason = (f"{'citations' if len(cids) > 1 else 'citation'} {names} "
+                  f"{'are' if len(cids) > 1 else 'is'} unresolved; the old digest is kept")
+        _eol_mark(fmap, path, reason)
+        self.edited.add(("files", path))
+        self.items.append(PinItem("file", path, UNRESOLVED, digest, None, reason, path=path))
 
     # -- citations --------------------------------------------------------------
     def citations(self) -> None:
@@ -226,17 +258,17 @@ class _Planner:
         for cid, cit in self.manifest.citations.items():
             rec = cmap[cid]
             check = checks.get(cid)
-            if cit.source is not None or check is None:
+            if cid not in self.problems:
                 self.items.append(PinItem(
                     "citation", cid, NOT_CARRIED, str(cit.span), str(cit.span),
                     f"read from source '{cit.source}', not the target" if cit.source
                     else "no check ran for it", path=cit.span.path))
                 continue
-            reason = self._citation_problem(cit, check)
+            reason = self.problems[cid]
             if reason is not None:
                 self._unresolved_citation(cit, rec, reason)
                 continue
-            assert check.found_lines is not None
+            assert check is not None and check.found_lines is not None
             self._carry(cit, rec, check.found_lines)
 
     def _citation_problem(self, cit: Citation, check: Check) -> str | None:
@@ -260,7 +292,43 @@ class _Planner:
                     if anchor.invariant
                     else f"the anchored text occurs in {check.places} equally good places")
             return f"{what} in {cit.span.path}; which one the audit means is for a human to say"
+        if anchor is not None and self._by_digest(cit, check):
+            alone = self._by_anchor(cit)
+            if alone.status is not Status.PASS:
+                return f"passes only by its file's pinned SHA-256; by its anchor: {alone.message}"
         return None
+
+    def _by_digest(self, cit: Citation, check: Check) -> bool:
+        """True when ``check`` passed by the file's pinned digest, whatever the anchor says."""
+        pinned = self.manifest.files.get(cit.span.path)
+        return check.status is Status.PASS and pinned == self.store.get(cit.span.path).sha256
+
+    def _by_anchor(self, cit: Citation) -> Check:
+        """``cit`` judged by its anchor alone, as ``check`` would judge it without the file pin.
+
+        A digest proves the lines only if it was pinned when the span was right; a
+        pin written while the citation was unresolved (or a span edited by hand)
+        would otherwise be re-quoted from code the audit never meant.
+        """
+        from pp1audit.checks.citations import check_citation
+
+        by_invariant = None
+        if cit.anchor is not None and cit.anchor.invariant is not None:
+            from pp1audit.checks.invariants import anchored_citation
+
+            engine, invariants = self.engine, self.manifest.invariants
+
+            def by_invariant(c: Citation, base: Check) -> Check:
+                return anchored_citation(c, base, engine, invariants)
+
+        return check_citation(cit, None, self.store, invariant_anchor=by_invariant)
+
+    @cached_property
+    def engine(self) -> Engine:
+        """Invariant evaluation over this run's store, made only when an anchor needs it."""
+        from pp1audit.matcher import Engine
+
+        return Engine(self.store)
 
     def _unresolved_citation(self, cit: Citation, rec: Any, reason: str) -> None:
         if cit.unresolved is None:
@@ -325,6 +393,9 @@ class _Planner:
         for check in self.result.checks:
             if check.kind in ("version", "file", "citation"):
                 continue
+            if check.kind == "record" and check.id == "tree" and self.manifest.tree_sha256:
+                self._tree(check)
+                continue
             if check.kind == "invariant" and check.source is None:
                 if check.status is Status.PASS:
                     self.items.append(PinItem("invariant", check.id, UNCHANGED, path=check.path,
@@ -336,6 +407,29 @@ class _Planner:
             self.items.append(PinItem(
                 check.kind, check.id, NOT_CARRIED, path=check.path,
                 detail=f"{check.status.value}: {check.message}"))
+
+    def _tree(self, check: Check) -> None:
+        """Re-pin ``target.tree_sha256`` to the digest the record check measured.
+
+        The tree digest is a measurement of the target like a file's SHA-256, so it
+        is carried like one; left stale, the manifest written would fail ``check``.
+        """
+        from pp1audit.yamlrt import set_scalar
+
+        old = self.manifest.tree_sha256
+        target = self.doc.data["target"]
+        if check.status is Status.PASS:
+            self.items.append(PinItem(check.kind, check.id, UNCHANGED, old, old, path=check.path))
+        elif check.actual:
+            set_scalar(target, "tree_sha256", check.actual)
+            self.edited.add(("target", "tree_sha256"))
+            self.items.append(PinItem(check.kind, check.id, CHANGED, old, check.actual,
+                                      path=check.path))
+        else:
+            _eol_mark(target, "tree_sha256", check.message)
+            self.edited.add(("target", "tree_sha256"))
+            self.items.append(PinItem(check.kind, check.id, UNRESOLVED, old, None, check.message,
+                                      path=check.path))
 
     def _unresolved_invariant(self, check: Check, invariants: Any, allowed: bool) -> None:
         if invariants is not None and check.id in invariants:
@@ -428,7 +522,7 @@ def review_rows(plan: PinPlan) -> list[tuple[str, str, str, str]]:
     for i in plan.items:
         if i.kind == "citation" and i.outcome == MOVED:
             detail = i.detail
-        elif i.kind in ("version", "file") and i.outcome == CHANGED:
+        elif i.kind != "citation" and i.outcome == CHANGED:
             detail = f"{_short(i.old)} → {_short(i.new)}"
         else:
             detail = i.detail

@@ -99,11 +99,37 @@ def dump_new(data: Any) -> str:
     return out.getvalue()
 
 
-def literal(text: str) -> Any:
-    """``text`` as a literal block scalar (``|``): code stays readable in the manifest."""
-    from ruamel.yaml.scalarstring import LiteralScalarString
+def _reads_back(value: Any) -> bool:
+    """True when ``value``, dumped in its scalar style, loads back as the same text.
 
-    return LiteralScalarString(text)
+    A literal block cannot hold every line of source: control characters such
+    as a form feed are not allowed in it, and libyaml (which ``check`` uses when
+    installed) refuses a block whose first line starts with a tab. Rather than
+    predict each parser's rules, the value is written and read back, by libyaml
+    and by the pure-Python loader, as a manifest reader will.
+    """
+    import yaml
+
+    out = io.StringIO()
+    make_yaml().dump({"k": value}, out)
+    loaders = {getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader}
+    try:
+        return all(yaml.load(out.getvalue(), Loader=ld) == {"k": str(value)} for ld in loaders)
+    except yaml.YAMLError:
+        return False
+
+
+def text_scalar(text: str) -> Any:
+    """``text`` as a literal block (``|``) when YAML reads it back unchanged, else double-quoted.
+
+    Code stays readable as a literal block; the rare line a block cannot hold
+    (a tab first, a form feed, another control character) is written with
+    escapes, so any text a file holds can be quoted as an anchor.
+    """
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
+
+    block = LiteralScalarString(text)
+    return block if _reads_back(block) else DoubleQuotedScalarString(text)
 
 
 def new_map() -> Any:
@@ -116,18 +142,21 @@ def new_map() -> Any:
 def set_scalar(mapping: Any, key: str, value: str) -> bool:
     """Set ``mapping[key]`` keeping the old scalar's style; True when the value changed.
 
-    A quoted value stays quoted the same way, a block scalar stays a block; a
-    plain value becomes a literal block when the new text spans lines.
+    A quoted value stays quoted the same way, a block scalar stays a block, as
+    long as that style can hold the new text (``text_scalar`` decides otherwise);
+    a plain value becomes a ``text_scalar`` when the new text spans lines.
     """
-    from ruamel.yaml.scalarstring import LiteralScalarString, ScalarString
+    from ruamel.yaml.scalarstring import ScalarString
 
     old = mapping.get(key)
     if old is not None and str(old) == value:
         return False
     if isinstance(old, ScalarString):
         new: Any = type(old)(value)
+        if not _reads_back(new):
+            new = text_scalar(value)
     elif "\n" in value:
-        new = LiteralScalarString(value)
+        new = text_scalar(value)
     else:
         new = value
     mapping[key] = new

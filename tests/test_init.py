@@ -136,3 +136,37 @@ def test_init_to_stdout_and_small_tree(make_files: Callable[..., Path]) -> None:
     anchor = load_manifest(manifest).citations["a-2-4"].anchor
     assert anchor is not None and anchor.exact == ["y = 2", "", "z = 3"]
     assert anchor.prefix == ["x = 1"] and anchor.suffix == []
+
+
+def test_lines_a_literal_block_cannot_hold_are_quoted_with_escapes(
+    vllm_tree: Path, make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    # Real vLLM: a CUTLASS header indented with tabs (libyaml refuses a block opening with one).
+    header = "vllm/third_party/fmha_sm100/cutlass/include/cutlass/gemm/warp/mma_tensor_op.h"
+    lines = (vllm_tree / header).read_text(encoding="utf-8").splitlines()
+    assert lines[85].startswith("\t")
+    out = tmp_path / "tabs.yaml"
+    for context in ("0", "2"):
+        proc = run_cli("init", str(vllm_tree), "-p", "vllm", "--cite", f"t={header}:86-87",
+                       "--context", context, "-o", str(out), "--force")
+        assert proc.returncode == 0, proc.stderr
+        anchor = load_manifest(out).citations["t"].anchor
+        assert anchor is not None and anchor.exact == lines[85:87]
+        assert run_cli("check", str(vllm_tree), "-m", str(out)).returncode == 0
+    # A form feed (a page break) is not allowed in a block scalar at all.
+    root = make_files({"pkg/__init__.py": "", "pkg/a.py": "a = 1\n\x0c\nb = 2\n"})
+    proc = run_cli("init", str(root), "-p", "pkg", "--cite", "pkg/a.py:2-3", "-o", str(out),
+                   "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert 'exact: "\\f\\nb = 2\\n"' in out.read_text()
+    assert run_cli("check", str(root), "-m", str(out)).returncode == 0
+
+
+def test_a_blank_span_is_refused_naming_the_cite(vllm_tree: Path, tmp_path: Path) -> None:
+    assert (vllm_tree / "vllm/config/speculative.py").read_text().splitlines()[599] == ""
+    out = tmp_path / "m.yaml"
+    cite = "gap=vllm/config/speculative.py:600"
+    proc = run_cli("init", str(vllm_tree), "-p", "vllm", "--cite", cite, "-o", str(out))
+    assert proc.returncode == 2 and not out.exists()
+    assert proc.stderr.startswith(f"pp1audit: error: --cite {cite}: the span holds only blank")
+    assert len(proc.stderr.strip().splitlines()) == 1 and "<init>" not in proc.stderr

@@ -5,8 +5,10 @@ deleted or made ambiguous."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -147,10 +149,14 @@ def test_deleted_text_is_unresolved_and_nothing_is_written(
     for extra in (["--in-place"], ["-o", str(out)]):
         proc = run_cli("pin", str(tree_copy), "-m", str(m), *extra)
         assert proc.returncode == 1
-        assert "not written: 1 unresolved" in proc.stderr
-        line = next(x for x in proc.stdout.splitlines() if "runner-passes-draft-logits" in x)
+        # The citation, and its file's new digest, which would prove the stale span.
+        assert "not written: 2 unresolved" in proc.stderr
+        line = next(x for x in proc.stdout.splitlines() if " runner-passes-draft-logits " in x)
         assert line.split()[:2] == ["UNRESOLVED", "citation"]
         assert "is no longer in" in line
+        line = next(x for x in proc.stdout.splitlines() if f" {RUNNER} " in x)
+        assert line.split()[:2] == ["UNRESOLVED", "file"]
+        assert "citation 'runner-passes-draft-logits' is unresolved" in line
         assert m.read_bytes() == PROBE.read_bytes()
         assert not out.exists()
 
@@ -162,8 +168,9 @@ def test_allow_unresolved_writes_it_marked_and_check_fails_it(
     edit(tree_copy / RUNNER, delete_runner_call)
     out = tmp_path / "new.yaml"
     rc, review, err = pin_json(tree_copy, PROBE, "-o", str(out), "--allow-unresolved")
-    assert rc == 1 and "1 marked unresolved" in err
+    assert rc == 1 and "2 marked unresolved" in err
     assert set(rows(review, "unresolved")) == {"runner-passes-draft-logits"}
+    assert set(rows(review, "unresolved", "file")) == {RUNNER}
     new = load_manifest(out)
     marked = new.citations["runner-passes-draft-logits"]
     assert marked.unresolved is not None and "is no longer in" in marked.unresolved
@@ -172,11 +179,14 @@ def test_allow_unresolved_writes_it_marked_and_check_fails_it(
     assert marked.span == old.span and marked.anchor == old.anchor
     assert list(yaml.safe_load(out.read_text())["citations"]["runner-passes-draft-logits"]) == [
         "title", "claim", "at", "unresolved", "anchor"]
-    # The file pin moved on (its bytes are what they are), the citation fails marked...
+    # The file keeps its old digest (the new one would prove the stale span), the
+    # other files moved on; the citation fails marked...
+    assert new.files[RUNNER] == load_manifest(PROBE).files[RUNNER]
+    assert f"{RUNNER}: {new.files[RUNNER]}  # pp1audit pin: UNRESOLVED: " in out.read_text()
     proc = run_cli("check", str(tree_copy), "-m", str(out), "--format", "json")
     assert proc.returncode == 1
     bad = {c["id"]: c for c in json.loads(proc.stdout)["checks"] if c["status"] != "pass"}
-    assert list(bad) == ["runner-passes-draft-logits"]
+    assert list(bad) == [f"file:{RUNNER}", "runner-passes-draft-logits"]
     assert bad["runner-passes-draft-logits"]["status"] == "fail"
     assert "marked unresolved by pin" in bad["runner-passes-draft-logits"]["message"]
     # ...everywhere, even where its text is intact: a marked manifest never passes.
@@ -298,3 +308,121 @@ def test_an_invariant_anchor_matching_in_several_places_is_unresolved(
     rc, review, _ = pin_json(root, m, "--in-place")
     assert rc == 0 and rows(review, "moved")["first-call"]["new_lines"] == [4, 4]
     assert "at: pkg/a.py:4\n" in m.read_text()
+
+
+VERIFY = "vllm/v1/worker/gpu/spec_decode/rejection_sampler.py"
+
+
+def test_an_unresolved_citation_keeps_its_files_old_digest(
+    vllm_tree: Path, vllm_wheel_030: Path, tmp_path: Path
+) -> None:
+    """0.31.0's _verify (lines 237-279) does not exist in 0.30.0. Pinning 0.30.0's digest
+    anyway would let the stale span pass by digest once the mark is removed."""
+    m, out = tmp_path / "m.yaml", tmp_path / "030.yaml"
+    proc = run_cli("init", str(vllm_tree), "-p", "vllm", "--cite", f"verify={VERIFY}:237-279",
+                   "-o", str(m))
+    assert proc.returncode == 0, proc.stderr
+    anchor = load_manifest(m).citations["verify"].anchor
+    assert anchor is not None and anchor.exact is not None
+    assert find_block(file_lines(vllm_wheel_030, VERIFY), anchor.exact) == []  # the test's look
+    rc, review, _ = pin_json(vllm_wheel_030, m, "-o", str(out), "--allow-unresolved")
+    assert rc == 1
+    assert set(rows(review, "unresolved")) == {"verify"}
+    held = rows(review, "unresolved", "file")[VERIFY]
+    assert held["old"] == load_manifest(m).files[VERIFY] and held["new"] is None
+    assert "citation 'verify' is unresolved; the old digest is kept" in held["detail"]
+    assert load_manifest(out).files[VERIFY] == load_manifest(m).files[VERIFY]
+    # A human removes the mark without fixing the span: check still fails it.
+    cleared = tmp_path / "cleared.yaml"
+    cleared.write_text("".join(x for x in out.read_text().splitlines(keepends=True)
+                               if not x.startswith("    unresolved:")))
+    proc = run_cli("check", str(vllm_wheel_030), "-m", str(cleared), "--format", "json")
+    assert proc.returncode == 1
+    verdicts = {c["id"]: c["status"] for c in json.loads(proc.stdout)["checks"]}
+    assert verdicts["verify"] == "fail" and verdicts[f"file:{VERIFY}"] == "fail"
+
+
+def test_a_span_proven_only_by_a_digest_is_not_requoted_from_other_code(
+    vllm_tree: Path, vllm_wheel_030: Path, tmp_path: Path
+) -> None:
+    """A manifest whose digest was pinned while its span was stale (as an earlier pin
+    --allow-unresolved wrote them): pin must not re-quote the anchor from other code."""
+    m = tmp_path / "m.yaml"
+    proc = run_cli("init", str(vllm_tree), "-p", "vllm", "--cite", f"verify={VERIFY}:237-279",
+                   "-o", str(m))
+    assert proc.returncode == 0, proc.stderr
+    with zipfile.ZipFile(vllm_wheel_030) as zf:
+        digest_030 = hashlib.sha256(zf.read(VERIFY)).hexdigest()
+    old_digest = load_manifest(m).files[VERIFY]
+    m.write_text(m.read_text().replace(old_digest, digest_030).replace("0.31.0", "0.30.0"))
+    # check passes it by the digest alone; the lines hold other code.
+    assert run_cli("check", str(vllm_wheel_030), "-m", str(m)).returncode == 0
+    before = m.read_bytes()
+    rc, review, _ = pin_json(vllm_wheel_030, m, "--in-place")
+    assert rc == 1 and m.read_bytes() == before
+    item = rows(review, "unresolved")["verify"]
+    assert item["detail"].startswith("passes only by its file's pinned SHA-256; by its anchor: ")
+    assert "is no longer in" in item["detail"]
+    assert rows(review, "changed") == {}
+    # Written marked, the anchor is still the audit's quotation, and check fails it.
+    rc, _, _ = pin_json(vllm_wheel_030, m, "--in-place", "--allow-unresolved")
+    cit = load_manifest(m).citations["verify"]
+    assert rc == 1 and cit.unresolved is not None
+    assert cit.anchor is not None and cit.anchor.exact == file_lines(vllm_tree, VERIFY)[236:279]
+    assert run_cli("check", str(vllm_wheel_030), "-m", str(m)).returncode == 1
+
+
+def test_a_pinned_tree_digest_is_carried(vllm_tree: Path, vllm_wheel_030: Path,
+                                         tmp_path: Path) -> None:
+    proc = run_cli("check", str(vllm_tree), "-m", str(PROBE), "--record", "--format", "json")
+    tree_031 = next(c["actual"] for c in json.loads(proc.stdout)["checks"] if c["id"] == "tree")
+    m, out = tmp_path / "m.yaml", tmp_path / "030.yaml"
+    m.write_text(f"pp1audit: 1\ntarget:\n  package: vllm\n  version: 0.31.0\n"
+                 f"  tree_sha256: {tree_031}   # the whole package\n")
+    assert run_cli("check", str(vllm_tree), "-m", str(m)).returncode == 0
+    rc, review, _ = pin_json(vllm_wheel_030, m, "-o", str(out))
+    assert rc == 0
+    item = next(i for i in review["items"] if i["id"] == "tree")
+    assert item["outcome"] == "changed" and item["old"] == tree_031 and item["new"] != tree_031
+    assert f"tree_sha256: {item['new']}   # the whole package\n" in out.read_text()
+    proc = run_cli("check", str(vllm_wheel_030), "-m", str(out), "--format", "json")
+    assert proc.returncode == 0, proc.stdout
+    tree = next(c for c in json.loads(proc.stdout)["checks"] if c["id"] == "tree")
+    assert tree["status"] == "pass" and tree["actual"] == item["new"]
+
+
+def test_requoted_context_a_literal_block_cannot_hold_is_escaped(
+    make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = make_files({"pkg/__init__.py": "", "pkg/a.py": "a = 1\nb = 2\nfire()\n"})
+    m = tmp_path / "m.yaml"
+    proc = run_cli("init", str(root), "-p", "pkg", "--context", "1", "--cite", "fire=pkg/a.py:3",
+                   "-o", str(m))
+    assert proc.returncode == 0, proc.stderr
+    assert "prefix: |" in m.read_text()
+    # A form feed (a page break, legal in Python) now starts the line before the call.
+    (root / "pkg" / "a.py").write_text("a = 1\n\x0cb = 3\nfire()\n")
+    rc, _, err = pin_json(root, m, "--in-place")
+    assert rc == 0, err
+    assert 'prefix: "\\fb = 3\\n"' in m.read_text()
+    anchor = load_manifest(m).citations["fire"].anchor
+    assert anchor is not None and anchor.prefix == ["\x0cb = 3"]
+    assert run_cli("check", str(root), "-m", str(m)).returncode == 0
+
+
+def test_in_place_needs_an_explicit_manifest(vllm_tree: Path) -> None:
+    shipped = REPO / "manifests" / "pp1.yaml"
+    before = shipped.read_bytes()
+    proc = run_cli("pin", str(vllm_tree), "--in-place")
+    assert proc.returncode == 2
+    assert "--in-place needs -m" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert shipped.read_bytes() == before
+
+
+def test_a_byte_order_mark_is_kept(vllm_wheel_030: Path, tmp_path: Path) -> None:
+    m = tmp_path / "bom.yaml"
+    m.write_bytes(b"\xef\xbb\xbf" + PROBE.read_bytes())
+    out = tmp_path / "out.yaml"
+    assert run_cli("pin", str(vllm_wheel_030), "-m", str(m), "-o", str(out)).returncode == 0
+    assert out.read_bytes().startswith(b"\xef\xbb\xbf# PP1 probe")
+    assert run_cli("check", str(vllm_wheel_030), "-m", str(out)).returncode == 0
