@@ -63,7 +63,10 @@ def prepare(spec: str, manifest: Manifest | None, source: Source) -> Shown:
         start, end = where or (span.start, span.end)
         lines = store.get(span.path).text_lines()
         note = ""
-        if where is None:
+        if where is None and cit.unresolved is not None:  # check does not look for it then
+            note = (f"marked unresolved in the manifest ({cit.unresolved}); showing the pinned "
+                    f"lines {span.start}-{span.end}")
+        elif where is None:
             note = f"not found on this tree; showing the pinned lines {span.start}-{span.end}"
         start, end = min(start, max(len(lines), 1)), min(end, len(lines))
         if end < start:

@@ -98,3 +98,19 @@ def test_show_colour_prints_a_title_with_brackets_as_text(tmp_path: Path) -> Non
     proc = run_cli("show", str(tree), "pkg/a[/b].py:2", "-m", str(manifest), "--color", "always")
     assert proc.returncode == 0, proc.stderr
     assert "\x1b[1mpkg/a[/b].py:2\x1b[0m" in proc.stdout  # the title, bold, verbatim
+
+
+def test_show_a_citation_marked_unresolved_says_so(tmp_path: Path, vllm_tree: Path) -> None:
+    """``check`` does not look for a citation ``pin`` marked unresolved: show must
+    not claim its text is gone from the tree (it is there, at the pinned line)."""
+    marked = tmp_path / "probe.yaml"
+    marked.write_text(PROBE.read_text(encoding="utf-8").replace(
+        "    at: vllm/config/speculative.py:601\n",
+        "    at: vllm/config/speculative.py:601\n    unresolved: two places matched\n", 1),
+        encoding="utf-8")
+    proc = run_cli("show", str(vllm_tree), "greedy-default", "-m", str(marked))
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == ("marked unresolved in the manifest (two places matched); showing the "
+                         "pinned lines 601-601")
+    assert 'DraftSampleMethod = "greedy"' in next(x for x in lines if x.startswith("> 601"))
