@@ -10,11 +10,18 @@ wheel, whose members reach hundreds of MB). Every failure is a ``ZipError``
 (or ``OSError``), unlike ``zipfile``, which lets ``zlib.error``, ``EOFError``
 and ``NotImplementedError`` through. Stored and
 deflated members are supported (all that wheels use); zip64 is handled.
+
+pip installs a wheel through ``zipfile``, so an archive that ``zipfile`` could
+read as other members than this reader sees (entries past the declared count,
+two members installing to one path, an ambiguous zip64 end record) is refused
+when it is opened: the audit must read every member pip would install.
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
+import re
 import struct
 import zlib
 from collections.abc import Iterator
@@ -24,8 +31,12 @@ _EOCD = struct.Struct("<4s4H2LH")  # signature ... comment length: 22 bytes
 _EOCD64_LOCATOR = struct.Struct("<4sLQL")  # 20 bytes
 _EOCD64 = struct.Struct("<4sQ2H2L4Q")  # 56 bytes
 _CENTRAL = struct.Struct("<4s6H3L5H2L")  # 46 bytes
+_CENTRAL_HEAD = struct.Struct("<4s24x3H")  # its signature, name, extra and comment lengths
 _LOCAL = struct.Struct("<4s5H3L2H")  # 30 bytes
 _MAX_COMMENT = 0xFFFF
+# In the names each written as "/" + name + "\n": a "//", or a "." or ".." segment (a name
+# that normalises to another path). A newline in a name can only cause a false alarm.
+_ALIAS_MARK = re.compile(rb"/(?:/|\.\.?[/\n])")
 
 
 class ZipError(Exception):
@@ -87,31 +98,39 @@ class ZipIndex:
             raise
 
     def _read_directory(self) -> dict[bytes, int]:
+        """Index the central directory; refuse an archive pip would read otherwise.
+
+        pip installs through ``zipfile``, which reads central-directory entries
+        until the directory's declared size is used up (the entry count is
+        ignored) and installs each name through ``os.path.normpath``, the last of
+        several copies winning. An archive is refused when its entries disagree
+        with the end record's count, or two of its members install to one path:
+        otherwise a member could be installed that the audit never read.
+        """
         fh = self._fh
         fh.seek(0, os.SEEK_END)
         end = fh.tell()
-        tail_len = min(end, _MAX_COMMENT + _EOCD.size + _EOCD64_LOCATOR.size)
+        tail_len = min(end, _MAX_COMMENT + _EOCD.size + _EOCD64_LOCATOR.size + _EOCD64.size)
         fh.seek(end - tail_len)
         tail = fh.read(tail_len)
-        at = tail.rfind(b"PK\x05\x06")
+        # As zipfile: a record ending the file without a comment, else the last signature.
+        at = tail_len - _EOCD.size
+        if at < 0 or tail[at : at + 4] != b"PK\x05\x06" or tail[-2:] != b"\0\0":
+            at = tail.rfind(b"PK\x05\x06", max(0, tail_len - _MAX_COMMENT - _EOCD.size))
         if at < 0 or at + _EOCD.size > len(tail):
             raise ZipError("File is not a zip file")
         _, _, _, _, count, cd_size, cd_offset, _ = _EOCD.unpack_from(tail, at)
+        # The directory ends where the end record starts (or the zip64 one): whatever
+        # lies before the archive's own offsets is a prefix (self-extracting archives).
+        # zipfile reads the directory from there too, whatever its offset field says.
+        directory_end = end - tail_len + at
         loc = at - _EOCD64_LOCATOR.size
         if loc >= 0 and tail[loc : loc + 4] == b"PK\x06\x07":
-            _, _, eocd64_offset, _ = _EOCD64_LOCATOR.unpack_from(tail, loc)
-            fh.seek(eocd64_offset)
-            record = fh.read(_EOCD64.size)
-            if record[:4] != b"PK\x06\x06":
-                raise ZipError("bad zip64 end of central directory")
-            fields = _EOCD64.unpack(record)
-            count, cd_size, cd_offset = fields[7], fields[8], fields[9]
-        # Data may be preceded by a prefix (self-extracting archives): locate the
-        # directory relative to where the end record actually is.
-        eocd_pos = end - tail_len + at
-        shift = eocd_pos - cd_size - cd_offset
-        if loc >= 0 and tail[loc : loc + 4] == b"PK\x06\x07":
-            shift = 0
+            count, cd_size, cd_offset = self._zip64_end(tail, loc, directory_end)
+            directory_end -= _EOCD64_LOCATOR.size + _EOCD64.size
+        shift = directory_end - cd_size - cd_offset
+        if shift < 0:
+            raise ZipError("bad offset for the central directory")
         fh.seek(cd_offset + shift)
         directory = fh.read(cd_size)
         if len(directory) != cd_size:
@@ -119,17 +138,87 @@ class ZipIndex:
         self._directory = directory
         self._shift = shift
         # One slice and one small unpack per entry; records are parsed in full
-        # only for the members actually used (``member``).
+        # only for the members actually used (``member``). Entries are read until
+        # the directory's size is used up, as zipfile does; the count is checked after.
         index: dict[bytes, int] = {}
-        lengths = struct.Struct("<3H").unpack_from
-        pos = 0
-        for _ in range(count):
-            if directory[pos : pos + 4] != b"PK\x01\x02":
-                raise ZipError("bad central directory entry")
-            nlen, elen, clen = lengths(directory, pos + 28)
-            index[directory[pos + 46 : pos + 46 + nlen]] = pos
-            pos += 46 + nlen + elen + clen
+        head = _CENTRAL_HEAD.unpack_from
+        pos = entries = 0
+        try:
+            while pos < cd_size:
+                signature, nlen, elen, clen = head(directory, pos)
+                if signature != b"PK\x01\x02":
+                    raise ZipError("bad central directory entry")
+                start = pos + _CENTRAL.size
+                index[directory[start : start + nlen]] = pos
+                pos = start + nlen + elen + clen
+                entries += 1
+        except struct.error:
+            raise ZipError("truncated central directory entry") from None
+        if pos != cd_size:
+            raise ZipError("the last central directory entry overruns the directory")
+        if entries != count:
+            raise ZipError(
+                f"the end record declares {count} members, the central directory holds {entries}"
+            )
+        self._refuse_aliases(index, entries)
+        if shift and index:  # a prefix, or a wrong offset: the first member tells which
+            first = self._member_at("", 0)
+            fh.seek(first.header_offset)
+            if fh.read(4) != b"PK\x03\x04":
+                raise ZipError("bad offset for the central directory")
         return index
+
+    def _zip64_end(self, tail: bytes, loc: int, directory_end: int) -> tuple[int, int, int]:
+        """Count, size and offset of the directory from the zip64 end record.
+
+        Python 3.11's zipfile reads the record just before the locator; newer
+        versions first try the locator's offset. Both agree when the record is
+        just before the locator, the locator's offset is where the directory
+        ends, and nothing else that looks like a record is at that offset (a
+        prefix could hold one): anything else is refused.
+        """
+        _, _, locator_offset, _ = _EOCD64_LOCATOR.unpack_from(tail, loc)
+        at = loc - _EOCD64.size
+        if at < 0 or tail[at : at + 4] != b"PK\x06\x06":
+            raise ZipError("bad zip64 end of central directory")
+        _, record_size, _, _, _, _, _, count, cd_size, cd_offset = _EOCD64.unpack_from(tail, at)
+        if record_size != _EOCD64.size - 12 or cd_offset + cd_size != locator_offset:
+            raise ZipError("bad zip64 end of central directory")
+        record_pos = directory_end - _EOCD64_LOCATOR.size - _EOCD64.size
+        if locator_offset != record_pos:
+            self._fh.seek(locator_offset)
+            if self._fh.read(4) == b"PK\x06\x06":
+                raise ZipError("the zip64 end record is ambiguous (another where the locator points)")
+        return count, cd_size, cd_offset
+
+    def _refuse_aliases(self, index: dict[bytes, int], entries: int) -> None:
+        """Refuse two members that pip would install to one path.
+
+        zipfile cuts a name at a NUL byte and decodes it (UTF-8 when flagged,
+        else CP437); pip installs it through ``os.path.normpath``. A wheel of
+        distinct ASCII names without ``.``/``..`` segments or ``//`` is cleared by
+        one search over all names at once; any other is looked at name by name.
+        """
+        joined = b"\n/".join([b"", *index, b""])
+        if (len(index) == entries and joined.isascii() and b"\0" not in joined
+                and _ALIAS_MARK.search(joined) is None):
+            return
+        seen: dict[str, str] = {}
+        pos = 0
+        while pos < len(self._directory):
+            nlen, elen, clen = struct.unpack_from("<3H", self._directory, pos + 28)
+            name = self._decode(self._directory[pos + 46 : pos + 46 + nlen], pos)
+            if "\0" in name:
+                raise ZipError(f"member name {name!r} holds a NUL byte")
+            path = name
+            if "/." in "/" + name or "//" in name:
+                path = posixpath.normpath(name) + ("/" if name.endswith("/") else "")
+            if path in seen:
+                if seen[path] == name:
+                    raise ZipError(f"member {name!r} appears twice")
+                raise ZipError(f"members {seen[path]!r} and {name!r} both install as {path!r}")
+            seen[path] = name
+            pos += 46 + nlen + elen + clen
 
     def _decode(self, raw: bytes, pos: int) -> str:
         flags = struct.unpack_from("<H", self._directory, pos + 8)[0]
@@ -151,6 +240,9 @@ class ZipIndex:
             pos = (self._names or {}).get(name)
         if pos is None:
             return None
+        return self._member_at(name, pos)
+
+    def _member_at(self, name: str, pos: int) -> Member:
         (_sig, _vm, _vn, flags, method, _t, _d, crc, csize, size, nlen, elen, _clen,
          _disk, _ia, eattr, offset) = _CENTRAL.unpack_from(self._directory, pos)
         start = pos + _CENTRAL.size

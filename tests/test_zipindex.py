@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import posixpath
+import re
+import shutil
+import struct
+import warnings
 import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import REPO, run_cli
 
 from pp1audit.zipindex import ZipError, ZipIndex
 
@@ -137,3 +144,199 @@ def test_stream_reports_corruption_as_zip_error(tmp_path: Path, damage: str, wor
     with pytest.raises(ZipError, match=words):
         b"".join(index.stream(member, block=4096))
     index.close()
+
+
+# --- Archives that pip (zipfile) would install differently from what we read ---------
+
+EOCD = struct.Struct("<4s4H2LH")
+
+
+def _eocd(blob: bytes) -> int:
+    return blob.rfind(b"PK\x05\x06")
+
+
+def _lower_count(path: Path) -> None:
+    """Declare one central-directory entry fewer in the end record (the rest unchanged)."""
+    blob = bytearray(path.read_bytes())
+    at = _eocd(bytes(blob))
+    count = struct.unpack_from("<H", blob, at + 10)[0]
+    struct.pack_into("<2H", blob, at + 8, count - 1, count - 1)
+    path.write_bytes(bytes(blob))
+
+
+def _append(path: Path, name: str, data: bytes) -> Path:
+    """Append member ``name`` with ``zipfile`` (which warns on a repeated name, and writes it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with zipfile.ZipFile(path, "a", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(name, data)
+    return path
+
+
+def test_a_member_past_the_declared_count_is_refused(tmp_path: Path) -> None:
+    path = _append(write(tmp_path / "t.whl", zipfile.ZIP_DEFLATED), "pkg/a.py", b"evil\n")
+    _lower_count(path)
+    with zipfile.ZipFile(path) as zf:  # what pip installs: the last copy wins
+        assert zf.namelist().count("pkg/a.py") == 2 and zf.read("pkg/a.py") == b"evil\n"
+    with pytest.raises(ZipError, match="end record declares 5 members, the central directory holds 6"):
+        ZipIndex(path)
+
+
+def test_an_extra_member_past_the_declared_count_is_refused(tmp_path: Path) -> None:
+    path = _append(write(tmp_path / "t.whl", zipfile.ZIP_STORED), "evil.pth", b"import os\n")
+    _lower_count(path)
+    with zipfile.ZipFile(path) as zf:
+        assert "evil.pth" in zf.namelist()
+    with pytest.raises(ZipError, match="declares 5 members, the central directory holds 6"):
+        ZipIndex(path)
+
+
+def _rename(path: Path, old: str, new: bytes, utf8_flag: bool | None = None) -> None:
+    """Give member ``old`` the raw name ``new`` (same length) in both of its headers."""
+    blob = bytearray(path.read_bytes())
+    raw = old.encode()
+    assert len(new) == len(raw) and blob.count(raw) == 2
+    central = _central_record(bytes(blob), old)
+    blob[:] = blob.replace(raw, new)
+    if utf8_flag is not None:
+        flags = struct.unpack_from("<H", blob, central + 8)[0]
+        struct.pack_into("<H", blob, central + 8, flags | 0x800 if utf8_flag else flags & ~0x800)
+    path.write_bytes(bytes(blob))
+
+
+def test_a_repeated_name_is_refused(tmp_path: Path) -> None:
+    path = _append(write(tmp_path / "t.whl", zipfile.ZIP_DEFLATED), "pkg/a.py", b"evil\n")
+    with zipfile.ZipFile(path) as zf:  # pip installs both, the last over the first
+        assert zf.namelist().count("pkg/a.py") == 2 and zf.read("pkg/a.py") == b"evil\n"
+    with pytest.raises(ZipError, match=re.escape("member 'pkg/a.py' appears twice")):
+        ZipIndex(path)
+
+
+@pytest.mark.parametrize("alias", ["pkg/./a.py", "pkg//a.py", "./pkg/a.py", "pkg/sub/../a.py"])
+def test_two_members_that_install_to_one_path_are_refused(tmp_path: Path, alias: str) -> None:
+    path = _append(write(tmp_path / "t.whl", zipfile.ZIP_DEFLATED), alias, b"evil\n")
+    with zipfile.ZipFile(path) as zf:  # pip installs both, through os.path.normpath
+        assert [n for n in zf.namelist() if posixpath.normpath(n) == "pkg/a.py"] == ["pkg/a.py", alias]
+    with pytest.raises(ZipError, match=re.escape(f"'pkg/a.py' and '{alias}' both install as 'pkg/a.py'")):
+        ZipIndex(path)
+
+
+def test_a_nul_in_a_name_is_refused(tmp_path: Path) -> None:
+    path = _append(write(tmp_path / "t.whl", zipfile.ZIP_STORED), "pkg/a.pyX", b"evil\n")
+    _rename(path, "pkg/a.pyX", b"pkg/a.py\0")
+    with zipfile.ZipFile(path) as zf:  # zipfile cuts the name at the NUL
+        assert zf.namelist().count("pkg/a.py") == 2
+    with pytest.raises(ZipError, match=re.escape("member name 'pkg/a.py\\x00' holds a NUL byte")):
+        ZipIndex(path)
+
+
+def test_names_that_decode_alike_are_refused(tmp_path: Path) -> None:
+    """A CP437 name (no UTF-8 flag) can decode to the same text as a UTF-8 one."""
+    path = _append(write(tmp_path / "t.whl", zipfile.ZIP_STORED), "pkg/cafX.py", b"evil\n")
+    _rename(path, "pkg/cafX.py", b"pkg/caf\x82.py", utf8_flag=False)  # 0x82 is e-acute in CP437
+    with zipfile.ZipFile(path) as zf:
+        assert zf.namelist().count("pkg/caf\u00e9.py") == 2
+    with pytest.raises(ZipError, match=re.escape("member 'pkg/caf\u00e9.py' appears twice")):
+        ZipIndex(path)
+
+
+def _with_zip64_end(blob: bytes) -> bytes:
+    """The archive with a zip64 end record and locator, as a zip64 writer lays them out."""
+    at = _eocd(blob)
+    _sig, _d, _cd, _n, count, size, offset, clen = EOCD.unpack_from(blob, at)
+    record = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, size, offset)
+    locator = struct.pack("<4sLQL", b"PK\x06\x07", 0, offset + size, 1)
+    end = EOCD.pack(b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, clen)
+    return blob[:at] + record + locator + end + blob[at + EOCD.size:]
+
+
+def test_zip64_end_record_after_a_prefix_is_found_as_zipfile_finds_it(tmp_path: Path) -> None:
+    path = tmp_path / "t.zip"
+    archive = _with_zip64_end(write(tmp_path / "src.zip", zipfile.ZIP_DEFLATED).read_bytes())
+    path.write_bytes(b"#!/bin/sh\nexit 0\n" + archive)
+    with zipfile.ZipFile(path) as zf:
+        expected = {n: zf.read(n) for n in zf.namelist()}
+    index = ZipIndex(path)
+    assert sorted(index.names()) == sorted(expected)
+    for name, data in expected.items():
+        member = index.member(name)
+        assert member is not None and index.read(member) == data
+    index.close()
+
+
+def test_zip64_member_past_the_declared_count_is_refused(tmp_path: Path) -> None:
+    src = _append(write(tmp_path / "src.zip", zipfile.ZIP_DEFLATED), "pkg/a.py", b"evil\n")
+    blob = bytearray(_with_zip64_end(src.read_bytes()))
+    record = blob.rfind(b"PK\x06\x06")
+    struct.pack_into("<2Q", blob, record + 24, 5, 5)
+    path = tmp_path / "t.zip"
+    path.write_bytes(bytes(blob))
+    with zipfile.ZipFile(path) as zf:
+        assert zf.namelist().count("pkg/a.py") == 2
+    with pytest.raises(ZipError, match="declares 5 members, the central directory holds 6"):
+        ZipIndex(path)
+
+
+def test_zip64_locator_pointing_into_a_prefix_is_refused(tmp_path: Path) -> None:
+    """Python 3.11's zipfile reads the record just before the locator; newer ones try the
+    locator's offset first. A prefix holding a valid-looking record (here: of an empty
+    archive) at that offset is read two ways, so it is refused."""
+    inner = _with_zip64_end(write(tmp_path / "src.zip", zipfile.ZIP_DEFLATED).read_bytes())
+    reloff = struct.unpack_from("<Q", inner, inner.rfind(b"PK\x06\x07") + 8)[0]
+    # Newer zipfile checks the record's size against the gap to the locator: the prefix's length.
+    forged = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44 + len(inner), 45, 45, 0, 0, 0, 0, 0, reloff)
+    prefix = bytes(reloff) + forged + bytes(len(inner) - reloff - len(forged))
+    path = tmp_path / "t.zip"
+    path.write_bytes(prefix + inner)
+    with zipfile.ZipFile(path) as zf:  # this Python: the real record, every member
+        assert len(zf.namelist()) == len(FILES) + 1
+    with pytest.raises(ZipError, match="zip64 end record is ambiguous"):
+        ZipIndex(path)
+
+
+@pytest.mark.parametrize("delta", [1, -1])
+def test_a_corrupt_directory_offset_is_one_error(tmp_path: Path, delta: int) -> None:
+    path = write(tmp_path / "t.whl", zipfile.ZIP_DEFLATED)
+    blob = bytearray(path.read_bytes())
+    at = _eocd(bytes(blob))
+    offset = struct.unpack_from("<L", blob, at + 16)[0]
+    struct.pack_into("<L", blob, at + 16, offset + delta)
+    path.write_bytes(bytes(blob))
+    with pytest.raises(ZipError, match="bad offset for the central directory"):
+        ZipIndex(path)
+
+
+def test_cli_refuses_a_corrupt_directory_offset_once(tmp_path: Path) -> None:
+    wheel = write(tmp_path / "pkg-1.0-py3-none-any.whl", zipfile.ZIP_DEFLATED)
+    blob = bytearray(wheel.read_bytes())
+    at = _eocd(bytes(blob))
+    struct.pack_into("<L", blob, at + 16, struct.unpack_from("<L", blob, at + 16)[0] + 7)
+    wheel.write_bytes(bytes(blob))
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("pp1audit: 1\naudit: {id: t, date: 2026-01-01}\ntarget: {package: pkg}\n"
+                        "files:\n  pkg/a.py: " + hashlib.sha256(FILES["pkg/a.py"]).hexdigest() + "\n")
+    proc = run_cli("check", str(wheel), "-m", str(manifest), timeout=10)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines() == [
+        f"pp1audit: error: {wheel}: not a readable wheel (bad offset for the central directory)"]
+
+
+def test_cli_refuses_the_vllm_wheel_with_a_hidden_runner(tmp_path: Path, vllm_wheel: Path) -> None:
+    """The real wheel with an evil copy of a pinned file appended and the count lowered:
+    pip would install the evil copy; the check must not pass it, even with --record."""
+    name = "vllm/v1/worker/gpu/model_runner.py"
+    manifest = str(REPO / "manifests" / "examples" / "vllm-0.31.0.yaml")
+    assert run_cli("check", str(vllm_wheel), "-m", manifest).returncode == 0
+    evil = tmp_path / vllm_wheel.name
+    shutil.copyfile(vllm_wheel, evil)
+    with zipfile.ZipFile(vllm_wheel) as zf:
+        runner = zf.read(name)
+    _append(evil, name, runner + b"\nimport os; os.system('echo PWNED')\n")
+    _lower_count(evil)
+    with zipfile.ZipFile(evil) as zf:
+        assert zf.read(zf.infolist()[-1]).endswith(b"PWNED')\n")
+    proc = run_cli("check", str(evil), "-m", manifest, "--record")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines() == [
+        f"pp1audit: error: {evil}: not a readable wheel (the end record declares 5194 members, "
+        "the central directory holds 5195)"]
