@@ -170,7 +170,10 @@ def pin(
         write_atomic(dest, bom + plan.new_text)
         marked = f", {len(unresolved)} marked unresolved" if unresolved else ""
         _note(f"wrote {dest if dest is not None else display}{marked}")
-    return EXIT_CLOSED if unresolved else EXIT_OPEN
+    if plan.target_fails:
+        _note(f"{len(plan.target_fails)} check(s) of the target itself fail and no pin can "
+              "carry them (see 'target fails'): check will fail on this tree")
+    return EXIT_CLOSED if unresolved or plan.target_fails else EXIT_OPEN
 
 
 @click.command()

@@ -42,6 +42,9 @@ MOVED = "moved"
 CHANGED = "changed"
 UNRESOLVED = "unresolved"
 NOT_CARRIED = "not carried"
+TARGET_FAILS = "target fails"
+"""A check of the target itself that fails and that no pin can carry (the tree
+differs from its own RECORD, a tampered pyc): the manifest written would fail."""
 
 MARK = "pp1audit pin: UNRESOLVED"
 """Comment put on pins that have no ``unresolved`` key (version, files) when marked."""
@@ -88,13 +91,18 @@ class PinPlan:
         return [i for i in self.items if i.outcome == UNRESOLVED]
 
     @property
+    def target_fails(self) -> list[PinItem]:
+        """Failing checks of the target that no pin can carry (``check`` will fail too)."""
+        return [i for i in self.items if i.outcome == TARGET_FAILS]
+
+    @property
     def moved(self) -> list[PinItem]:
         """Citations found at other lines (and carried there)."""
         return [i for i in self.items if i.outcome == MOVED]
 
     def counts(self) -> dict[str, int]:
         """Items per outcome, every outcome present."""
-        out = dict.fromkeys((UNCHANGED, MOVED, CHANGED, UNRESOLVED, NOT_CARRIED), 0)
+        out = dict.fromkeys((UNCHANGED, MOVED, CHANGED, UNRESOLVED, NOT_CARRIED, TARGET_FAILS), 0)
         for item in self.items:
             out[item.outcome] += 1
         return out
@@ -404,8 +412,9 @@ class _Planner:
                 if check.status in (Status.FAIL, Status.ERROR):
                     self._unresolved_invariant(check, invariants, allowed)
                     continue
+            fails = check.kind == "record" and check.status in (Status.FAIL, Status.ERROR)
             self.items.append(PinItem(
-                check.kind, check.id, NOT_CARRIED, path=check.path,
+                check.kind, check.id, TARGET_FAILS if fails else NOT_CARRIED, path=check.path,
                 detail=f"{check.status.value}: {check.message}"))
 
     def _tree(self, check: Check) -> None:

@@ -426,3 +426,27 @@ def test_a_byte_order_mark_is_kept(vllm_wheel_030: Path, tmp_path: Path) -> None
     assert run_cli("pin", str(vllm_wheel_030), "-m", str(m), "-o", str(out)).returncode == 0
     assert out.read_bytes().startswith(b"\xef\xbb\xbf# PP1 probe")
     assert run_cli("check", str(vllm_wheel_030), "-m", str(out)).returncode == 0
+
+
+def test_a_failing_record_check_is_not_carried_and_pin_says_so(tmp_path: Path) -> None:
+    """RECORD failures are the tree disagreeing with itself: no pin can carry
+    them, so pin names them and exits 1 (the manifest it writes would fail)."""
+    from test_record_units import install
+
+    root = install(tmp_path / "site", compile_pyc=False)  # no pyc: one finding, by RECORD
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("pp1audit: 1\ntarget: {package: pkg, record: true}\n", encoding="utf-8")
+    out = tmp_path / "new.yaml"
+    clean = run_cli("pin", str(root), "-m", str(manifest), "-o", str(out),
+                    env={"PP1AUDIT_NO_CACHE": "1"})
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    (root / "pkg" / "mod.py").write_text("def answer():\n    return 43\n", encoding="utf-8")
+    proc = run_cli("pin", str(root), "-m", str(manifest), "-o", str(out), "--format", "json",
+                   env={"PP1AUDIT_NO_CACHE": "1"})
+    assert proc.returncode == 1, proc.stderr
+    review = json.loads(proc.stdout)
+    fails = [i for i in review["items"] if i["outcome"] == "target fails"]
+    assert [i["id"] for i in fails] == ["record:pkg/mod.py"]
+    assert review["counts"]["target fails"] == 1
+    assert "1 check(s) of the target itself fail" in proc.stderr
+    assert run_cli("check", str(root), "-m", str(out), env={"PP1AUDIT_NO_CACHE": "1"}).returncode == 1
