@@ -19,8 +19,15 @@ from pp1audit.errors import MissingFile, SourceError, TargetError
 from pp1audit.paths import path_problem
 from pp1audit.zipindex import Member, ZipError, ZipIndex
 
-MAX_MEMBER = 4 << 30
-"""A wheel member declaring more than 4 GiB is refused before it is inflated."""
+MAX_READ = 512 << 20
+"""Largest file read whole (a file pin, a cited file): the biggest file of vLLM is
+300 MB. A larger one (or a sparse 8 GB file planted at a cited path) is that
+check's ``error``, never an exhausted memory; ``--record`` and the tree digest
+hash any size in a stream."""
+
+
+def _too_large(size: int) -> str:
+    return f"is too large to read whole ({size:,} bytes; the limit is {MAX_READ >> 20} MiB)"
 
 BLOCK = 1 << 20
 """Read size: large blocks keep syscalls few and let hashlib work on big buffers."""
@@ -137,11 +144,17 @@ class DirectorySource(Source):
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise SourceError(path, f"is a {kind_of_mode(st.st_mode)}; not opened")
+            if st.st_size > MAX_READ:
+                raise SourceError(path, _too_large(st.st_size))
             chunks = []
+            total = 0
             while True:
                 chunk = os.read(fd, BLOCK)
                 if not chunk:
                     break
+                total += len(chunk)
+                if total > MAX_READ:  # grew while being read
+                    raise SourceError(path, _too_large(total))
                 chunks.append(chunk)
             return b"".join(chunks)
         except OSError as exc:
@@ -213,8 +226,10 @@ class WheelSource(Source):
 
     def read(self, path: str) -> bytes:
         member = self.info(path)
+        if member.size > MAX_READ:
+            raise SourceError(path, _too_large(member.size))
         try:
-            return self._zip.read(member, limit=MAX_MEMBER)
+            return self._zip.read(member, limit=MAX_READ)
         except (OSError, ZipError) as exc:
             raise SourceError(path, f"cannot read from the wheel: {exc}") from None
 

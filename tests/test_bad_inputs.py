@@ -261,6 +261,24 @@ def test_package_dir_target_is_audited_not_a_nested_copy_inside_it(
     assert _checks(proc.stdout)["file:pkg/m.py"]["status"] == "fail"  # and as site-packages
 
 
+def test_a_huge_file_at_a_pinned_path_is_an_error_not_exhausted_memory(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    """A sparse 8 GB file costs no disk but would cost 8 GB of memory read whole."""
+    from pp1audit.sources import MAX_READ
+
+    tree = make_files({"pkg/__init__.py": "", "pkg/a.py": "a = 1\n"})
+    with open(tree / "pkg" / "big.so", "wb") as f:
+        f.truncate(8 << 30)
+    manifest = _tree_manifest(tmp_path, {"pkg/big.so": H, "pkg/a.py": H}, {})
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", timeout=20)
+    assert proc.returncode == 1, proc.stderr
+    check = _checks(proc.stdout)["file:pkg/big.so"]
+    assert check["status"] == "error"
+    assert check["message"] == (f"pkg/big.so is too large to read whole ({8 << 30:,} bytes; "
+                                f"the limit is {MAX_READ >> 20} MiB)")
+    assert _checks(proc.stdout)["file:pkg/a.py"]["status"] == "fail"  # the rest still judged
+
+
 def test_wheel_with_symlink_entry_is_not_read(tmp_path: Path) -> None:
     import stat
     import zipfile
