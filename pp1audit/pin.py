@@ -152,6 +152,19 @@ def _eol_mark(mapping: Any, key: str, reason: str) -> None:
     mapping.yaml_add_eol_comment(f"{MARK}: {reason}", key)
 
 
+def _clear_mark(mapping: Any, key: str) -> bool:
+    """Remove an earlier pin's UNRESOLVED comment from ``key`` now that it is resolved.
+
+    True when there was one (the entry must then be re-emitted). Other comments
+    are the author's and stay.
+    """
+    entry = getattr(getattr(mapping, "ca", None), "items", {}).get(key)
+    if not entry or len(entry) < 3 or entry[2] is None or MARK not in str(entry[2].value):
+        return False
+    entry[2] = None
+    return True
+
+
 def _invariant_marks_allowed() -> bool:
     """True when the schema lets an invariant record carry an ``unresolved`` key."""
     from pp1audit.schema import SCHEMA
@@ -202,6 +215,8 @@ class _Planner:
         target = self.doc.data["target"]
         if check is None:  # pragma: no cover - the core always checks a pinned version
             return
+        if (check.status is Status.PASS or check.actual) and _clear_mark(target, "version"):
+            self.edited.add(("target", "version"))
         if check.status is Status.PASS:
             self.items.append(PinItem("version", "version", UNCHANGED, m.version, m.version))
         elif check.actual:
@@ -235,6 +250,8 @@ class _Planner:
                 self.edited.add(("files", path))
                 self.items.append(PinItem("file", path, UNRESOLVED, digest, None, reason, path=path))
                 continue
+            if path not in held and _clear_mark(fmap, path):
+                self.edited.add(("files", path))
             if new == digest:
                 self.items.append(PinItem("file", path, UNCHANGED, digest, new, path=path))
             elif path in held:
@@ -427,6 +444,8 @@ class _Planner:
 
         old = self.manifest.tree_sha256
         target = self.doc.data["target"]
+        if (check.status is Status.PASS or check.actual) and _clear_mark(target, "tree_sha256"):
+            self.edited.add(("target", "tree_sha256"))
         if check.status is Status.PASS:
             self.items.append(PinItem(check.kind, check.id, UNCHANGED, old, old, path=check.path))
         elif check.actual:

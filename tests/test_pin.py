@@ -248,6 +248,16 @@ def test_a_gone_file_keeps_its_old_digest_marked(make_files: Callable[..., Path]
     old_digest = load_manifest(tmp_path / "m.yaml").files["pkg/b.py"]
     assert f"pkg/b.py: {old_digest}  # pp1audit pin: UNRESOLVED: missing from the target" in after
     assert run_cli("check", str(root), "-m", str(m)).returncode == 1
+    # The file comes back and a human removes the citation's mark: the next pin
+    # resolves everything and takes its own comment off the file pin.
+    (root / "pkg" / "b.py").write_text("b = 2\n")
+    m.write_text("".join(x for x in after.splitlines(keepends=True)
+                         if not x.lstrip().startswith("unresolved:")))
+    rc, review, err = pin_json(root, m, "--in-place")
+    assert rc == 0, err
+    assert "UNRESOLVED" not in m.read_text()
+    assert f"pkg/b.py: {old_digest}\n" in m.read_text()
+    assert run_cli("check", str(root), "-m", str(m)).returncode == 0
 
 
 def test_whitespace_only_change_is_requoted_and_version_loss_is_unresolved(
