@@ -279,6 +279,14 @@ def schema() -> int:
     return EXIT_OPEN
 
 
+def _say(message: str) -> None:
+    """An error on stderr in one line, whatever it quotes (a YAML reader's or
+    git's message may hold newlines; a file name may hold anything)."""
+    from pp1audit.safetext import printable
+
+    click.echo("pp1audit: " + printable(message), err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI and turn every outcome into an exit code."""
     # Results may hold any Unicode (en dashes, arrows): never let a narrow
@@ -294,10 +302,10 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_USAGE
     except click.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
-        click.echo(f"pp1audit: error: {exc.format_message()}{hint}", err=True)
+        _say(f"error: {exc.format_message()}{hint}")
         code = EXIT_USAGE
     except click.ClickException as exc:
-        click.echo(f"pp1audit: error: {exc.format_message()}", err=True)
+        _say(f"error: {exc.format_message()}")
         code = EXIT_USAGE
     except click.exceptions.Abort:
         click.echo("pp1audit: aborted", err=True)
@@ -305,7 +313,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except Pp1Error as exc:
-        click.echo(f"pp1audit: error: {exc}", err=True)
+        _say(f"error: {exc}")
         code = exc.exit_code
     except BrokenPipeError:
         code = EXIT_USAGE
@@ -313,6 +321,6 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("pp1audit: interrupted", err=True)
         code = EXIT_USAGE
     except Exception as exc:  # a bug: still one line, never a traceback
-        click.echo(f"pp1audit: internal error: {type(exc).__name__}: {exc}", err=True)
+        _say(f"internal error: {type(exc).__name__}: {exc}")
         code = EXIT_USAGE
     sys.exit(code if isinstance(code, int) else EXIT_OPEN)

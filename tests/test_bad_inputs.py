@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import REPO, run_cli
 
 H = "a" * 64
 GOOD = "pp1audit: 1\ntarget:\n  package: pkg\n"
@@ -320,3 +320,10 @@ def test_hostile_version_file_is_an_error_check(tmp_path: Path, make_files: Call
     proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", timeout=10)
     assert proc.returncode == 1, proc.stderr
     assert _checks(proc.stdout)["version"]["status"] == "error"
+
+
+def test_an_error_naming_an_odd_path_stays_one_line(tmp_path: Path) -> None:
+    odd = tmp_path / "no\nsuch\x1b[2J"
+    proc = run_cli("check", str(odd), "-m", str(REPO / "manifests/examples/vllm-0.31.0.yaml"))
+    assert proc.returncode == 2
+    assert proc.stderr == f"pp1audit: error: {tmp_path}/no\\nsuch\\x1b[2J: no such file or directory\n"
