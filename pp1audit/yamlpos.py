@@ -8,6 +8,7 @@ mistakes: duplicate keys, non-string keys, merge keys and custom tags.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import yaml
@@ -46,6 +47,14 @@ def keypath_str(path: KeyPath) -> str:
 MAX_DEPTH = 32
 """Deeper than any manifest needs; keeps hostile nesting from exhausting the stack."""
 
+_SAFE_COMPOSE_DEPTH = 2000
+"""Nesting the composer may be given unchecked. libyaml's composer recurses in C, about
+300 bytes of stack a level: ~25,000 levels overflow an 8 MB stack and kill the process
+(SIGSEGV, no message), ~4,000 a 1 MB one."""
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's parser when present: same safe node tree and marks, far faster."""
+
 _PLAIN_TAGS = {
     "tag:yaml.org,2002:str",
     "tag:yaml.org,2002:int",
@@ -58,11 +67,60 @@ _PLAIN_TAGS = {
 }
 
 
+def _refuse_deep_nesting(text: str, file: str) -> None:
+    """Refuse nesting deeper than ``MAX_DEPTH`` before the recursive composer sees it.
+
+    Every collection needs a character of its own among ``[ { - ? :``, so their count
+    bounds the depth: a text with at most ``_SAFE_COMPOSE_DEPTH`` of them (the PP1
+    manifest has under 900) goes to the composer after five ``str.count`` calls. Only
+    a larger one has its parse events walked (the parser does not recurse), stopping
+    at the limit.
+    """
+    if sum(map(text.count, "[{-?:")) <= _SAFE_COMPOSE_DEPTH:
+        return
+    depth = 0  # collections open around the next node: the length of its key path
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, yaml.NodeEvent):
+            if depth > MAX_DEPTH:  # where build() would refuse it, at the same mark
+                mark = event.start_mark
+                line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+                raise ManifestError(file, line, col, "", f"nested deeper than {MAX_DEPTH}")
+            depth += isinstance(event, yaml.CollectionStartEvent)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _reader_error(text: str, file: str, exc: yaml.reader.ReaderError) -> ManifestError:
+    """A character YAML does not allow, at its line:column, in one line.
+
+    The reader stops at the first such character, so its first occurrence is the place;
+    ``exc.position`` is no substitute, being a byte offset under libyaml.
+    """
+    at = text.find(chr(exc.character))
+    line = text.count("\n", 0, at) + 1
+    col = at - text.rfind("\n", 0, at)
+    control = exc.character < 0x20 or 0x7F <= exc.character <= 0x9F  # Unicode category Cc
+    kind = "control character" if control else "character"
+    return ManifestError(file, line, col, "", f"{kind} U+{exc.character:04X} not allowed")
+
+
+def _unprintable(value: int, limit: int) -> bool:
+    """Whether ``str(value)`` fails, as any later message or JSON output of it would.
+
+    ``limit`` is Python's (``sys.get_int_max_str_digits()``; 0: none). ``10**limit``
+    exceeds ``2**(3*limit)``, so the bit length rules out ordinary integers before the
+    exact (and slow, ~30 us) comparison.
+    """
+    return limit > 0 and value.bit_length() > 3 * limit and abs(value) >= 10**limit
+
+
 def load(text: str, file: str) -> Loaded:
     """Parse one YAML document safely; ``ManifestError`` with line:column on any problem."""
     try:
-        # libyaml's parser when present: same safe node tree and marks, far faster.
-        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        _refuse_deep_nesting(text, file)
+        node = yaml.compose(text, Loader=_LOADER)
+    except yaml.reader.ReaderError as exc:
+        raise _reader_error(text, file, exc) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -76,6 +134,8 @@ def load(text: str, file: str) -> Loaded:
     positions: dict[KeyPath, tuple[int, int]] = {}
     key_positions: dict[KeyPath, tuple[int, int]] = {}
     constructor = yaml.SafeLoader("")
+    max_digits = sys.get_int_max_str_digits()
+    too_long = f"integer longer than {max_digits} digits"
 
     def pos(n: yaml.Node) -> tuple[int, int]:
         return (n.start_mark.line + 1, n.start_mark.column + 1)
@@ -117,7 +177,21 @@ def load(text: str, file: str) -> Loaded:
             return [build(v, (*path, i)) for i, v in enumerate(n.value)]
         if n.tag == "tag:yaml.org,2002:timestamp":
             return str(n.value)  # dates stay text: the manifest pins what was written
-        return constructor.construct_object(n)
+        try:
+            value = constructor.construct_object(n)
+        except (ValueError, KeyError):
+            # int() refuses more digits than it converts; an explicit !!int, !!float or
+            # !!bool may be on text that is none.
+            kind = n.tag.rsplit(":", 1)[1]
+            digits = sum(c.isdigit() for c in n.value)
+            problem = too_long if kind == "int" and 0 < max_digits < digits else f"not a valid !!{kind}"
+        else:
+            # int() took a hex, octal or binary integer of any size; str() of it would fail.
+            if not (isinstance(value, int) and _unprintable(value, max_digits)):
+                return value
+            problem = too_long
+        line, col = pos(n)
+        raise ManifestError(file, line, col, keypath_str(path), problem)
 
     data = build(node, ())
     return Loaded(data, positions, key_positions)

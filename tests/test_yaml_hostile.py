@@ -1,0 +1,71 @@
+"""Hostile manifests that used to escape the one-line error contract.
+
+Each is well under the 16 MiB input cap: nesting deep enough to overflow the C
+stack of libyaml's recursive composer (the process died with SIGSEGV, no message),
+a control character (a two-line message at 1:1) and an integer over Python's
+4,300-digit conversion limit or a scalar its explicit tag does not fit (an
+"internal error"). All must be exit 2 with one line naming ``file:line:column``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+GOOD = "pp1audit: 1\ntarget:\n  package: pkg\n"
+
+
+def manifest_error(tmp_path: Path, text: str, command: str = "check") -> str:
+    """Run the CLI on a manifest with ``text``; assert the contract and return the line."""
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(text, encoding="utf-8")
+    target = [str(tmp_path)] if command == "check" else []
+    proc = run_cli(command, *target, "-m", str(manifest), timeout=30)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-500:])
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert f"{manifest}:" in lines[0]
+    return lines[0].split(f"{manifest}:", 1)[1]
+
+
+@pytest.mark.parametrize("command", ["check", "report"])
+def test_flow_nesting_past_the_c_stack_is_refused_before_composing(
+    tmp_path: Path, command: str
+) -> None:
+    # 100,000 levels: libyaml's composer overflows an 8 MB stack at ~25,000.
+    text = GOOD + "x: " + "[" * 100_000 + "]" * 100_000 + "\n"
+    # The node 33 levels down: 'x' is level 1, its 32nd nested '[' is at column 4 + 32.
+    assert manifest_error(tmp_path, text, command) == "4:36: nested deeper than 32"
+
+
+def test_block_nesting_past_the_c_stack_is_refused_before_composing(tmp_path: Path) -> None:
+    # Compact block sequences ("- - - ...") nest one level per two characters.
+    text = GOOD + "x:\n" + "- " * 60_000 + "a\n"
+    # Level k starts at column 2k - 1 ('x' is level 1): level 33 at column 65.
+    assert manifest_error(tmp_path, text) == "5:65: nested deeper than 32"
+
+
+@pytest.mark.parametrize(("char", "name"), [("\x01", "U+0001"), ("\x00", "U+0000")])
+def test_control_character_is_one_line_at_its_place(tmp_path: Path, char: str, name: str) -> None:
+    # Non-ASCII before it: libyaml reports a byte offset, the column counts characters.
+    text = GOOD + f'audit: {{id: x, title: "é€{char}"}}\n'
+    assert manifest_error(tmp_path, text) == f"4:26: control character {name} not allowed"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("9" * 5000, "integer longer than 4300 digits"),  # int() refuses it
+        ("0x" + "f" * 3572, "integer longer than 4300 digits"),  # int() takes it, str() would not
+        ("!!int abc", "not a valid !!int"),
+        ("!!bool maybe", "not a valid !!bool"),
+    ],
+    ids=["decimal", "hex", "tagged-int", "tagged-bool"],
+)
+def test_unreadable_scalar_is_a_manifest_error(tmp_path: Path, value: str, message: str) -> None:
+    text = GOOD + "audit: {id: x, n: " + value + "}\n"
+    assert manifest_error(tmp_path, text) == f"4:19: {message} (at audit.n)"
