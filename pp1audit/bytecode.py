@@ -14,8 +14,14 @@ A pyc that passes that test but whose code is not the compiled source is a
 tampered (or stale-but-current-looking) bytecode file: the audited ``.py`` is
 not what runs. It is detected by compiling the source the way the import
 system does (same ``co_filename`` as recorded in the pyc, ``dont_inherit``,
-optimisation level from the ``.opt-N`` suffix) and comparing the marshalled
-code, with code-object equality as a fallback.
+optimisation level from the ``.opt-N`` suffix; ``python -OOO`` loads
+``.opt-3`` files, compiled as level 2) and comparing the marshalled code:
+equal bytes, or, since marshal's bytes for equal code depend on the process
+that wrote them, equal meaning — every field marshal stores, read back by
+``_marshal_tree`` (code-object equality is not enough: it ignores the stack
+size, the qualified name, local-variable kinds and specialised instructions,
+any of which a crafted pyc can change to crash or subvert the interpreter).
+Attribute-wise comparison only explains a difference in the message.
 
 Only pycs for the running interpreter's cache tag can be judged (another
 version compiles differently): others that would be loaded by their
@@ -27,11 +33,12 @@ interpreter is compared with its source (a wheel should not ship any).
 
 Compiling ~2,800 vLLM modules costs ~7 s of CPU, so successes are remembered
 in a content-addressed cache (pyc SHA-256, source SHA-256, optimisation, exact
-interpreter version): a hit means this very pair was compiled and compared
-before. Misses are compiled in worker processes, one per core, always (even for one
-pair): ``marshal`` is not safe against hostile data, so a crafted pyc may
-crash the process that reads it, and that must be a worker, whose death
-becomes that pair's ``error``.
+interpreter version, and ``COMPARISON``, the version of the comparison rule:
+pairs a weaker rule let through are not trusted): a hit means this very pair
+was compiled and compared before. Misses are compiled in worker processes,
+one per core, always (even for one pair): ``marshal`` is not safe against
+hostile data, so a crafted pyc may crash the process that reads it, and that
+must be a worker, whose death becomes that pair's ``error``.
 """
 
 from __future__ import annotations
@@ -40,10 +47,11 @@ import importlib.util
 import marshal
 import os
 import stat
+import struct
 import sys
 import types
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pp1audit.hashing import Digest, Progress, default_workers
@@ -51,6 +59,10 @@ from pp1audit.inventory import FILE, Entry
 
 TAG = sys.implementation.cache_tag or "none"
 MAGIC = importlib.util.MAGIC_NUMBER
+COMPARISON = 2
+"""Version of the comparison rule, part of every cache key: 1 accepted code-object
+equality (blind to stack size, qualified names, local kinds); 2 compares all
+that marshal stores."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,14 +76,24 @@ class PycName:
 
 
 def pyc_name(path: str) -> PycName | None:
-    """Parse ``dir/__pycache__/stem.tag[.opt-N].pyc``; None for anything else."""
+    """Parse ``dir/__pycache__/stem.tag[.opt-N].pyc``; None for anything else.
+
+    ``optimize`` is the level the source is compiled at to compare: ``python
+    -OOO`` (``sys.flags.optimize`` 3) imports ``.opt-3`` files, whose code the
+    compiler makes as at level 2, the highest ``compile`` accepts. ``.opt-0``
+    (or ``.opt-01``) is None: level 0 imports the name without ``.opt-``, so
+    Python never loads it.
+    """
     head, _, name = path.rpartition("/")
     if not head.endswith("__pycache__") or not name.endswith(".pyc"):
         return None
     parts = name[:-4].split(".")
     optimize = 0
     if len(parts) >= 3 and parts[-1].startswith("opt-") and parts[-1][4:].isdigit():
-        optimize = int(parts[-1][4:])
+        level = parts[-1][4:]
+        if level != str(int(level)) or level == "0":  # never a name the import system asks for
+            return None
+        optimize = min(int(level), 2)
         parts = parts[:-1]
     if len(parts) < 2 or not parts[0]:
         return None
@@ -123,6 +145,155 @@ def _constants(code: types.CodeType) -> set[str]:
     return out
 
 
+class _BadMarshal(ValueError):
+    """Marshal data ``_marshal_tree`` cannot read (so it never equals compiled code)."""
+
+
+_CODE_FIELDS = "lllll" "oooooooo" "l" "oo" if (3, 11) <= sys.version_info[:2] <= (3, 13) else None
+"""How marshal lays out a code object (``l`` a 32-bit field, ``o`` an object), as
+``Python/marshal.c`` reads it in 3.11 to 3.13: argcount, posonlyargcount,
+kwonlyargcount, stacksize, flags; code, consts, names, localsplusnames,
+localspluskinds, filename, name, qualname; firstlineno; linetable,
+exceptiontable. Another version: only byte-equal pycs pass."""
+
+_SINGLETONS = frozenset("0NFTS.")
+_RESERVED = ("reserved",)
+
+
+def _marshal_tree(data: bytes) -> tuple[object, int]:
+    """What marshal data means, as nested tuples, and how many bytes follow it.
+
+    Equal trees load as equal code in every respect the interpreter uses.
+    Dropped, because they depend on the writing process rather than the code:
+    which objects were written once and referenced (``FLAG_REF`` follows
+    reference counts at ``dumps`` time, so a pyc written on import differs
+    from ``py_compile``'s), the spelling of a value (short or long string and
+    tuple forms, interning, ``int`` as 32-bit or long), and the order of set
+    elements (no part of a set's meaning). Kept exactly: every
+    code field, the raw instruction bytes (specialised instructions and inline
+    caches included), and each constant's type and bits (``-0.0`` is not
+    ``0.0``).
+    """
+    refs: list[object] = []
+    pos = 0
+
+    def take(n: int) -> bytes:
+        nonlocal pos
+        if n < 0 or pos + n > len(data):
+            raise _BadMarshal("truncated")
+        pos += n
+        return data[pos - n:pos]
+
+    def long() -> int:
+        return int.from_bytes(take(4), "little", signed=True)
+
+    def items(n: int) -> tuple[object, ...]:
+        return tuple(obj() for _ in range(n))
+
+    def text_float() -> bytes:
+        try:
+            return struct.pack("<d", float(take(take(1)[0]).decode("ascii")))
+        except (UnicodeDecodeError, ValueError):
+            raise _BadMarshal("bad float") from None
+
+    def utf8(raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            raise _BadMarshal("bad string") from None
+
+    def dict_items() -> tuple[object, ...]:
+        out = []
+        while (key := obj()) != ("0",):
+            out.append((key, obj()))
+        return tuple(out)
+
+    def code() -> tuple[object, ...]:
+        if _CODE_FIELDS is None:
+            raise _BadMarshal(f"code objects of Python {sys.version_info[0]}.{sys.version_info[1]}")
+        return ("code", *(long() if f == "l" else obj() for f in _CODE_FIELDS))
+
+    def long_int() -> int:
+        n = long()
+        digits = take(2 * abs(n))
+        value = sum(int.from_bytes(digits[2 * i:2 * i + 2], "little") << (15 * i) for i in range(abs(n)))
+        return -value if n < 0 else value
+
+    read: dict[str, Callable[[], object]] = {
+        "i": lambda: ("int", long()),
+        "I": lambda: ("int", int.from_bytes(take(8), "little", signed=True)),
+        "l": lambda: ("int", long_int()),
+        "g": lambda: ("float", take(8)),
+        "f": lambda: ("float", text_float()),
+        "y": lambda: ("complex", take(16)),
+        "x": lambda: ("complex", text_float() + text_float()),
+        "s": lambda: ("bytes", take(long())),
+        "u": lambda: ("str", utf8(take(long()))),
+        "t": lambda: ("str", utf8(take(long()))),
+        "a": lambda: ("str", take(long()).decode("latin-1")),
+        "A": lambda: ("str", take(long()).decode("latin-1")),
+        "z": lambda: ("str", take(take(1)[0]).decode("latin-1")),
+        "Z": lambda: ("str", take(take(1)[0]).decode("latin-1")),
+        "(": lambda: ("tuple", items(long())),
+        ")": lambda: ("tuple", items(take(1)[0])),
+        "[": lambda: ("list", items(long())),
+        "{": lambda: ("dict", dict_items()),
+        "<": lambda: ("set", tuple(sorted(items(long()), key=repr))),
+        ">": lambda: ("frozenset", tuple(sorted(items(long()), key=repr))),
+        ":": lambda: ("slice", items(3)),
+        "c": code,
+    }
+
+    def obj() -> object:
+        byte = take(1)[0]
+        kind = chr(byte & 0x7F)
+        if kind in _SINGLETONS:
+            return (kind,)
+        if kind == "r":
+            i = long()
+            if not 0 <= i < len(refs) or refs[i] is _RESERVED:
+                raise _BadMarshal("bad reference")
+            return refs[i]
+        reader = read.get(kind)
+        if reader is None:
+            raise _BadMarshal(f"unknown type {kind!r}")
+        if not byte & 0x80:
+            return reader()
+        refs.append(_RESERVED)  # numbered before its contents, as marshal does
+        at = len(refs) - 1
+        refs[at] = reader()
+        return refs[at]
+
+    tree = obj()
+    return tree, len(data) - pos
+
+
+_FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_stacksize", "co_flags",
+           "co_nlocals", "co_varnames", "co_cellvars", "co_freevars", "co_names", "co_name",
+           "co_qualname", "co_firstlineno", "co_code", "_co_code_adaptive", "co_linetable",
+           "co_exceptiontable")
+"""Code-object attributes named in a tampered pyc's message (an explanation only)."""
+
+
+def _field_differences(code: types.CodeType, fresh: types.CodeType, limit: int = 4) -> list[str]:
+    """``qualname.attribute`` for the first code attributes that differ, with both values
+    when short: what a reader needs to see why the pyc is not its source."""
+    out: list[str] = []
+    stack = [(code, fresh)]
+    while stack and len(out) < limit:
+        a, b = stack.pop()
+        for field in _FIELDS:
+            va, vb = getattr(a, field, None), getattr(b, field, None)
+            if va != vb and len(out) < limit:
+                shown = "" if isinstance(va, bytes) else f" ({va!r:.40} in the bytecode, {vb!r:.40} compiled)"
+                out.append(f"{b.co_qualname}.{field}{shown}")
+        inner_a = [k for k in a.co_consts if isinstance(k, types.CodeType)]
+        inner_b = [k for k in b.co_consts if isinstance(k, types.CodeType)]
+        if len(inner_a) == len(inner_b):
+            stack.extend(reversed(list(zip(inner_a, inner_b, strict=True))))
+    return out
+
+
 def compare(source: bytes, pyc: bytes, optimize: int) -> tuple[str, str] | None:
     """None when ``pyc`` holds exactly the compiled ``source``; else ``(status, why)``.
 
@@ -158,18 +329,29 @@ def _compare(source: bytes, pyc: bytes, optimize: int) -> tuple[str, str] | None
     except (SyntaxError, ValueError) as exc:
         return "fail", f"the source does not compile ({exc}) yet this bytecode would run"
     try:
-        same = marshal.dumps(fresh) == body
-    except ValueError:  # "object too deeply nested to marshal"
-        same = False
-    if same or fresh == code:
+        mine = marshal.dumps(fresh)
+    except ValueError as exc:  # "object too deeply nested to marshal"
+        return "error", f"it could not be compared with its source (its compiled code: {exc})"
+    if mine == body:
         return None
+    try:
+        if _marshal_tree(body) == _marshal_tree(mine):
+            return None
+    except _BadMarshal:
+        pass
     extra = sorted(_constants(code) - _constants(fresh))
     missing = sorted(_constants(fresh) - _constants(code))
+    fields = _field_differences(code, fresh)
     detail = ""
     if extra:
         detail += "; only in the bytecode: " + ", ".join(x[:60] for x in extra[:4])
     if missing:
         detail += "; only in the source: " + ", ".join(x[:60] for x in missing[:4])
+    if fields:
+        detail += "; differs in " + ", ".join(fields)
+    elif not extra and not missing:
+        detail += ("; the difference is in data marshal stores but code objects do not show "
+                   "(local-variable kinds, or bytes after the code)")
     return "fail", "its code differs from compiling the source" + detail
 
 
@@ -232,8 +414,8 @@ class VerifiedCache:
 
     @staticmethod
     def key(pyc_sha: bytes, src_sha: bytes, optimize: int) -> str:
-        """The cache line for one verified pair."""
-        return f"{pyc_sha.hex()} {src_sha.hex()} {optimize}"
+        """The cache line for one verified pair, under the current comparison rule."""
+        return f"{pyc_sha.hex()} {src_sha.hex()} {optimize} c{COMPARISON}"
 
     def add(self, keys: Iterable[str]) -> None:
         """Remember new verified pairs (best effort: a write failure is ignored)."""
@@ -311,11 +493,20 @@ def check_bytecode(
         if src is None or src.kind != FILE:
             orphans += 1
             continue
+        unkept = next((f"{p} is {x.unkept}" for p, x in ((e.path, d), (name.source, sd))
+                       if x is not None and x.unkept), None)
+        if unkept is not None:
+            findings.append(Finding(e.path, "error", f"unverified bytecode: {unkept}; it could "
+                                    "not be compared with its source", name.source))
+            continue
         if d is None or d.data is None or sd is None or sd.data is None or d.sha256 is None \
                 or sd.sha256 is None:
             findings.append(Finding(e.path, "error", "could not read the bytecode or its source",
                                     name.source))
             continue
+        # The bytes read decide, not the listing: a source that grew in between is
+        # one Python would recompile, not a reason to blame its bytecode.
+        src = replace(src, size=len(sd.data))
         if name.tag != TAG:
             loads, _ = would_load(d.data, src, sd.data, check_source_hash=False)
             if loads:

@@ -23,7 +23,15 @@ Why this shape:
   ``O_NONBLOCK | O_NOFOLLOW`` and a re-check of ``fstat`` after the open, so a
   FIFO or a symlink swapped in between cannot hang or redirect the run.
 * Files a caller wants to inspect further (sources and bytecode) are kept in
-  memory: the bytes that are hashed are the bytes that are compiled.
+  memory: the bytes that are hashed are the bytes that are compiled. What is
+  kept is bounded (``KEEP_FILE`` per file, ``KEEP_TOTAL`` per run): a bloated
+  file (a 40 GB sparse pyc, a zip bomb) is still hashed, streaming, and
+  marked ``unkept`` for the caller to report, never read whole.
+* A read is short only at the end of a regular file, but ``read`` returns at
+  most ~2 GiB and network or FUSE file systems may return less: reading goes
+  on until the size ``fstat`` gave is reached and a read comes back short.
+* An exception while hashing one file (``MemoryError``, a bug) is that file's
+  ``error``, never the end of the run.
 
 Progress is reported through an optional ``Progress`` hook polled by the
 calling thread ten times a second; the workers only bump their own counters.
@@ -37,7 +45,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from pp1audit.inventory import Entry, kind_of_mode
@@ -47,6 +55,12 @@ BUFFER = 4 << 20
 """Read size per call; large enough that hashlib and syscalls run at full speed."""
 SMALL = 256 << 10
 """Files below this are read in one call and hashed in one ``update``."""
+KEEP_FILE = 16 << 20
+"""Largest file whose bytes are kept: real modules and their bytecode are far
+smaller (vLLM's largest source is 0.3 MB); a larger one is hashed streaming."""
+KEEP_TOTAL = 1 << 30
+"""Most bytes one ``HashRun`` keeps (an installed vLLM keeps ~90 MB): a tree of
+many bloated files (say a zip bomb of 16 MiB pycs) must not exhaust memory."""
 
 
 class Progress(Protocol):
@@ -72,25 +86,26 @@ class Digest:
     data: bytes | None = None
     """The whole content, when the caller asked to keep it."""
     error: str | None = None
+    unkept: str | None = None
+    """Why the content was not kept although asked (too large): hashed, not kept."""
 
 
-def _read_fd_all(fd: int, size: int) -> bytes:
-    """The whole file: one ``read`` of size+1 bytes proves EOF without a second call."""
-    first = os.read(fd, size + 1)
-    if len(first) <= size:
-        return first
-    chunks = [first]  # the file grew since fstat: read on to the end
-    while chunk := os.read(fd, BUFFER):
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _new_hash(algorithm: str) -> hashlib._Hash:
+    return hashlib.sha256() if algorithm == "sha256" else hashlib.new(algorithm)
 
 
-def hash_path(real: str, keep: bool, buf: bytearray) -> Digest:
-    """SHA-256 of one file on disk; never opens anything but a regular file.
+def too_large(size: int) -> str:
+    """Why a file asked to be kept was not: the phrase checks report."""
+    return f"{size:,} bytes, over the {KEEP_FILE >> 20} MiB per file kept for comparison"
 
-    Unless the bytes are kept, they are read into ``buf`` (the calling thread's,
-    reused): a file smaller than it takes one ``read`` and no allocation, and a
-    short read of a regular file is its end, so no second call is needed.
+
+def hash_path(real: str, keep: bool, buf: bytearray, algorithm: str = "sha256") -> Digest:
+    """Digest (SHA-256 unless told) of one file on disk; never opens anything but a regular file.
+
+    The bytes are read into ``buf`` (the calling thread's, reused): a file
+    smaller than it takes one ``read``, and a read that comes back short once
+    the ``fstat`` size is reached is the end, so no call is spent proving EOF.
+    ``keep`` copies the bytes out, up to ``KEEP_FILE``.
     """
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -100,32 +115,40 @@ def hash_path(real: str, keep: bool, buf: bytearray) -> Digest:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return Digest(None, 0, error=f"is a {kind_of_mode(st.st_mode)}; not opened")
-        if keep:
-            data = _read_fd_all(fd, st.st_size)
-            return Digest(hashlib.sha256(data).digest(), len(data), data)
+        h = _new_hash(algorithm)
         view = memoryview(buf)
         full = len(view)
-        n = os.readv(fd, (view,))
-        h = hashlib.sha256(view[:n])
-        total = n
-        while n == full:
-            n = os.readv(fd, (view,))
+        parts: list[bytes] | None = [] if keep and st.st_size <= KEEP_FILE else None
+        total = 0
+        while n := os.readv(fd, (view,)):
             h.update(view[:n])
             total += n
-        return Digest(h.digest(), total)
+            if parts is not None and total > KEEP_FILE:
+                parts = None  # it grew past the limit since fstat
+            elif parts is not None:
+                parts.append(bytes(view[:n]))
+            if n < full and total >= st.st_size:
+                break
+        if not keep:
+            return Digest(h.digest(), total)
+        if parts is None:
+            return Digest(h.digest(), total, unkept=too_large(total))
+        return Digest(h.digest(), total, parts[0] if len(parts) == 1 else b"".join(parts))
     except OSError as exc:
         return Digest(None, 0, error=f"cannot read: {exc.strerror}")
     finally:
         os.close(fd)
 
 
-def hash_member(zf: ZipIndex, name: str, keep: bool) -> Digest:
-    """SHA-256 of one wheel member, decompressed in streamed blocks (size and CRC-32
+def hash_member(zf: ZipIndex, name: str, keep: bool, algorithm: str = "sha256") -> Digest:
+    """Digest of one wheel member, decompressed in streamed blocks (size and CRC-32
     checked by ``ZipIndex.stream``, which raises nothing but ``ZipError``/``OSError``:
-    a corrupt member is this file's error, never the end of the run)."""
-    h = hashlib.sha256()
+    a corrupt member is this file's error, never the end of the run). ``keep``
+    keeps at most ``KEEP_FILE`` bytes: a 2 GiB member inflated from 2 MB is
+    hashed, not held."""
+    h = _new_hash(algorithm)
     total = 0
-    parts: list[bytes] = []
+    parts: list[bytes] | None = [] if keep else None
     try:
         member = zf.member(name)
         if member is None:
@@ -133,11 +156,24 @@ def hash_member(zf: ZipIndex, name: str, keep: bool) -> Digest:
         for chunk in zf.stream(member, BUFFER):
             h.update(chunk)
             total += len(chunk)
-            if keep:
+            if parts is not None and total > KEEP_FILE:
+                parts = None
+            elif parts is not None:
                 parts.append(chunk)
     except (OSError, ZipError) as exc:
         return Digest(None, total, error=f"cannot read from the wheel: {exc or type(exc).__name__}")
-    return Digest(h.digest(), total, b"".join(parts) if keep else None)
+    if keep and parts is None:
+        return Digest(h.digest(), total, unkept=too_large(total))
+    return Digest(h.digest(), total, b"".join(parts) if parts is not None else None)
+
+
+def _guarded(hash_one: Callable[..., Digest], *args: object) -> Digest:
+    """Run one file's hashing; an exception it raises (``MemoryError``, a bug) is
+    that file's error: one bad file must not end the run, whatever it holds."""
+    try:
+        return hash_one(*args)
+    except Exception as exc:
+        return Digest(None, 0, error=f"cannot be hashed: {type(exc).__name__}: {exc}")
 
 
 def default_workers() -> int:
@@ -155,8 +191,12 @@ def hash_entries(
     keep: Callable[[Entry], bool] = lambda e: False,
     workers: int | None = None,
     progress: Progress | None = None,
+    algorithm: str = "sha256",
 ) -> dict[str, Digest]:
-    """SHA-256 of every entry (regular files only; others get an ``error``), by logical path.
+    """Digest of every entry (regular files only; others get an ``error``), by logical path.
+
+    SHA-256 unless ``algorithm`` names another ``hashlib`` one (RECORD rows may
+    use any): always streamed, so no algorithm makes a large file be held.
 
     ``entry.ref`` is the OS path, or the member name when ``wheel`` is given
     (each thread then opens its own ``ZipIndex``: one index has one file
@@ -165,15 +205,15 @@ def hash_entries(
     thread: starting threads would cost more than the hashing.
     """
     if progress is None and len(entries) <= 4 and sum(e.size for e in entries) < SMALL:
-        return _hash_here(entries, wheel, keep)
-    run = HashRun(wheel=wheel, keep=keep, workers=workers, progress=progress)
+        return _hash_here(entries, wheel, keep, algorithm)
+    run = HashRun(wheel=wheel, keep=keep, workers=workers, progress=progress, algorithm=algorithm)
     for e in entries:
         run.add(e)
     return run.result()
 
 
-def _hash_here(entries: Sequence[Entry], wheel: str | None,
-               keep: Callable[[Entry], bool]) -> dict[str, Digest]:
+def _hash_here(entries: Sequence[Entry], wheel: str | None, keep: Callable[[Entry], bool],
+               algorithm: str) -> dict[str, Digest]:
     out: dict[str, Digest] = {}
     todo = [e for e in entries if e.kind == "file"]
     for e in entries:
@@ -182,7 +222,7 @@ def _hash_here(entries: Sequence[Entry], wheel: str | None,
     if wheel is None:
         buf = bytearray(SMALL)
         for e in todo:
-            out[e.path] = hash_path(e.ref, keep(e), buf)
+            out[e.path] = _guarded(hash_path, e.ref, keep(e), buf, algorithm)
         return out
     try:
         zf = ZipIndex(wheel)
@@ -191,7 +231,7 @@ def _hash_here(entries: Sequence[Entry], wheel: str | None,
                           for e in todo}}
     try:
         for e in todo:
-            out[e.path] = hash_member(zf, e.ref, keep(e))
+            out[e.path] = _guarded(hash_member, zf, e.ref, keep(e), algorithm)
     finally:
         zf.close()
     return out
@@ -220,9 +260,15 @@ class HashRun:
         workers: int | None = None,
         progress: Progress | None = None,
         early: int = SMALL,
+        algorithm: str = "sha256",
+        keep_total: int = KEEP_TOTAL,
     ) -> None:
         self.out: dict[str, Digest] = {}
         self._wheel = wheel
+        self._algorithm = algorithm
+        self._kept = 0  # bytes reserved for kept files, up to keep_total
+        self._keep_total = keep_total
+        self._kept_lock = threading.Lock()
         self._keep = keep
         self._early = early
         self._workers = max(1, workers or default_workers())
@@ -326,12 +372,29 @@ class HashRun:
         try:
             while (e := self._take(smallest)) is not None:
                 want = self._keep(e)
-                d = hash_member(zf, e.ref, want) if zf is not None else hash_path(e.ref, want, buf)
+                over = want and not self._reserve(e.size)
+                keep = want and not over
+                d = (_guarded(hash_member, zf, e.ref, keep, self._algorithm) if zf is not None
+                     else _guarded(hash_path, e.ref, keep, buf, self._algorithm))
+                if over:
+                    d = replace(d, unkept=f"{e.size:,} bytes, past the {self._keep_total:,} bytes "
+                                          "kept for comparison in one run")
                 self.out[e.path] = d
                 self._done[slot] += max(e.size, 1)
         finally:
             if zf is not None:
                 zf.close()
+
+    def _reserve(self, size: int) -> bool:
+        """Count a kept file against ``keep_total``; False when it would not fit (one
+        over ``KEEP_FILE`` is refused by the reader itself and costs nothing here)."""
+        if size > KEEP_FILE:
+            return True
+        with self._kept_lock:
+            if self._kept + size > self._keep_total:
+                return False
+            self._kept += size
+            return True
 
     def result(self) -> dict[str, Digest]:
         """Close the listing, wait for every thread (reporting progress meanwhile), return the digests."""

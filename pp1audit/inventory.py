@@ -106,6 +106,14 @@ class DirInventory(Inventory):
         return sorted(out)
 
     def walk(self, top: str, found: Callable[[Entry], None] | None = None) -> list[Entry]:
+        """See ``Inventory.walk``. Symlinks below ``top`` are entries, never followed;
+        ``top`` itself (the package directory) is followed as Python follows it, but
+        only within the root: one leading outside is a ``TargetError`` (the files
+        of another tree, as the file checks call a symlink escape)."""
+        real = os.path.realpath(self._os(top))
+        if real != self.root and not real.startswith(self.root + os.sep):
+            raise TargetError(f"{top.rstrip('/')}/ resolves outside the target root ({real}): "
+                              "symlink escape, not audited")
         out: list[Entry] = []
         stack = [(self._os(top), top.rstrip("/") + "/" if top else "")]
         while stack:

@@ -15,6 +15,9 @@ install):
   ``__pycache__`` is judged by the bytecode check (``pp1audit.bytecode``), which
   asks the question that matters — would Python run it, and is it the source
   compiled? — never by RECORD. A missing ``.pyc`` is fine (Python recompiles).
+  One that is not a regular file (a symlink to a pyc elsewhere, a FIFO that
+  would hang the import) is ``not-regular`` here, listed or not: the bytecode
+  check never opens it.
 * Other entries without a hash must exist; entries with a hash must match in
   size and digest (``sha256``; any ``hashlib`` algorithm is accepted).
 * Paths outside the root (pip writes ``../../../bin/vllm`` for console
@@ -38,6 +41,9 @@ from pp1audit.hashing import Digest
 from pp1audit.inventory import DIR, FILE, Entry, Inventory
 
 UNHASHED_OK = ("RECORD", "RECORD.jws", "RECORD.p7s")
+RECORD_MAX = 16 << 20
+"""Largest RECORD read: one for 100,000 files is ~10 MiB (vLLM's 5,000: 0.6 MB),
+and parsing costs ~40 bytes of memory per byte (a 150 MB one took 6 GB)."""
 
 
 class RecordError(ValueError):
@@ -136,7 +142,19 @@ def claims(inv: Inventory, meta_dir: str, package: str) -> bool:
     return False
 
 
-def read_small(inv: Inventory, path: str, limit: int = 64 << 20) -> bytes | None:
+def read_record(inv: Inventory, path: str) -> bytes:
+    """A RECORD's bytes; ``RecordError`` when it is absent, not a regular file or too large."""
+    e = inv.entry(path)
+    if e is not None and e.kind == FILE and e.size > RECORD_MAX:
+        raise RecordError(f"{path} is {e.size:,} bytes, over the {RECORD_MAX >> 20} MiB a RECORD may "
+                          "have (one for 100,000 files is about 10 MiB): not read")
+    data = read_small(inv, path, limit=RECORD_MAX)
+    if data is None:
+        raise RecordError(f"{path} is missing or not a regular file")
+    return data
+
+
+def read_small(inv: Inventory, path: str, limit: int = RECORD_MAX) -> bytes | None:
     """Content of a small regular file of the inventory (RECORD, .pth, top_level.txt), or None."""
     from pp1audit.hashing import hash_entries
 
@@ -212,12 +230,17 @@ def verify(
         listed_paths.add(row.path)
         name = row.path.rsplit("/", 1)[-1]
         if is_bytecode(row.path):
-            bytecode += 1
+            found = located.get(row.path)
+            if found is not None and found.kind != FILE and row.path not in refused:
+                problems.append(_irregular_bytecode(found))
+            else:
+                bytecode += 1
             continue
         if row.path in refused:
             problems.append(Problem(row.path, "outside",
-                                    "listed in RECORD but outside the installation (neither the "
-                                    "target root nor its console-scripts directory); not opened",
+                                    "listed in RECORD but outside the installation, symbolic "
+                                    "links resolved (neither the target root nor its "
+                                    "console-scripts directory); not opened",
                                     expected=_fmt(row)))
             continue
         if row.digest is None and (row.path == record_path or name in UNHASHED_OK):
@@ -263,9 +286,11 @@ def verify(
             continue
         verified += 1
     for e in package_files:
-        if e.path in listed_paths or is_bytecode(e.path):
+        if e.path in listed_paths or (is_bytecode(e.path) and e.kind == FILE):
             continue
-        if e.kind != FILE:
+        if is_bytecode(e.path):
+            problems.append(_irregular_bytecode(e))
+        elif e.kind != FILE:
             problems.append(Problem(e.path, "not-regular",
                                     f"is a {e.kind} in the package directory, not in RECORD; not opened",
                                     actual=e.kind + (f" -> {e.link}" if e.link else "")))
@@ -278,6 +303,16 @@ def verify(
                                     actual=listed))
     problems.sort(key=lambda p: p.path)
     return Verification(problems, len(entries), verified, bytecode, unhashed, outside)
+
+
+def _irregular_bytecode(e: Entry) -> Problem:
+    """A ``__pycache__/*.pyc`` that is a symlink, FIFO, device…: the import system
+    opens whatever is there (a link to code outside the tree, a FIFO that hangs
+    the import), so it fails whether or not RECORD lists it; never opened."""
+    return Problem(e.path, "not-regular",
+                   f"is a {e.kind} where Python reads bytecode (an import opens it and would "
+                   "run or wait on what it finds); not opened",
+                   actual=e.kind + (f" -> {e.link}" if e.link else ""))
 
 
 def _fmt(row: RecordEntry) -> str:

@@ -8,8 +8,12 @@ would execute something other than the audited files:
   persistence and import-hijack vector), and adds other lines to ``sys.path``.
   An executing ``.pth`` that an installed distribution's RECORD lists with a
   matching hash (setuptools' ``distutils-precedence.pth`` in every fresh venv)
-  is attributed to it and noted; one no RECORD vouches for is a failure. A
-  path line naming a directory that holds another copy of the package fails.
+  is attributed to it and named, with the code it runs, in the summary; one
+  no RECORD vouches for is a failure. Vouching takes an installed
+  distribution: a ``*.dist-info`` with its ``METADATA`` — a bare directory
+  holding a one-line RECORD that names the ``.pth`` is not one (anyone who
+  can drop a ``.pth`` can drop that). A path line naming a directory that
+  holds another copy of the package fails.
 * Another distribution claiming the package (a second ``*.dist-info`` /
   ``*.egg-info`` for the same name or installing the same top-level package):
   files of two versions mixed in one directory, or an uninstall leftover.
@@ -30,7 +34,7 @@ import os
 from dataclasses import dataclass, field
 
 from pp1audit.inventory import DIR, FILE, DirInventory, Inventory
-from pp1audit.record import RecordError, distributions, parse_record, read_small
+from pp1audit.record import RecordError, distributions, parse_record, read_record, read_small
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,25 +75,39 @@ def _copy_in(directory: str, package: str) -> str | None:
     return None
 
 
-def _owners(inv: Inventory, name: str, digest: bytes) -> tuple[list[str], list[str]]:
-    """Distributions whose RECORD lists ``name`` at the root: (with matching hash, with other hash)."""
-    good: list[str] = []
-    bad: list[str] = []
+@dataclass
+class _Owners:
+    """The ``*.dist-info`` directories whose RECORD lists a root file, by verdict."""
+
+    good: list[str] = field(default_factory=list)
+    """Installed distributions listing it with its hash: they vouch for it."""
+    bad: list[str] = field(default_factory=list)
+    """Listing it with another hash."""
+    hollow: list[str] = field(default_factory=list)
+    """Listing it with its hash but without METADATA: no installed distribution."""
+
+
+def _owners(inv: Inventory, name: str, digest: bytes) -> _Owners:
+    """Distributions whose RECORD lists ``name`` at the root."""
+    out = _Owners()
     for meta, kind in inv.children(""):
         if kind != DIR or not meta.endswith(".dist-info"):
             continue
-        data = read_small(inv, f"{meta}/RECORD")
-        if data is None or name.encode() not in data:
-            continue
         try:
-            rows = parse_record(data, f"{meta}/RECORD")
+            data = read_record(inv, f"{meta}/RECORD")
+            rows = parse_record(data, f"{meta}/RECORD") if name.encode() in data else []
         except RecordError:
             continue
         for row in rows:
-            if row.path == name:
-                match = row.algorithm == "sha256" and row.digest == digest
-                (good if match else bad).append(meta)
-    return good, bad
+            if row.path != name:
+                continue
+            if row.algorithm != "sha256" or row.digest != digest:
+                out.bad.append(meta)
+            elif (m := inv.entry(f"{meta}/METADATA")) is not None and m.kind == FILE:
+                out.good.append(meta)
+            else:
+                out.hollow.append(meta)
+    return out
 
 
 def check_pth(inv: Inventory, package: str, report: ShadowReport) -> None:
@@ -123,19 +141,24 @@ def check_pth(inv: Inventory, package: str, report: ShadowReport) -> None:
                         f"'{package}' is there ({copy})", f"pth:{name}:{n}"))
         if not executing:
             continue
-        good, bad = _owners(inv, name, hashlib.sha256(data).digest())
+        owners = _owners(inv, name, hashlib.sha256(data).digest())
         first_n, first = executing[0]
         shown = first if len(first) <= 120 else first[:117] + "..."
-        if good:
-            report.notes.append(f"{name} executes code at startup; installed by {good[0]} "
-                                f"(matches its RECORD)")
+        code = f"line {first_n}: {shown}" + (
+            f" (+{len(executing) - 1} more import lines)" if len(executing) > 1 else "")
+        if owners.good:
+            report.notes.append(f"{name} executes code at startup, vouched for by {owners.good[0]} "
+                                f"(matches its RECORD): {code}")
             continue
-        why = (f"differs from the {bad[0]} RECORD" if bad else "no installed distribution's RECORD lists it")
+        if owners.bad:
+            why = f"differs from the {owners.bad[0]} RECORD"
+        elif owners.hollow:
+            why = (f"only {owners.hollow[0]} lists it, which has no METADATA: not an installed "
+                   "distribution")
+        else:
+            why = "no installed distribution's RECORD lists it"
         report.findings.append(Shadow(
-            name, f"{name} executes code at every interpreter start ({why}): line {first_n}: "
-            f"{shown}" + (f" (+{len(executing) - 1} more import lines)" if len(executing) > 1 else ""),
-            f"pth:{name}",
-        ))
+            name, f"{name} executes code at every interpreter start ({why}): {code}", f"pth:{name}"))
 
 
 def _ahead_dirs(root: str) -> list[str]:
@@ -200,9 +223,9 @@ def check_customize(inv: Inventory, report: ShadowReport) -> None:
         if name not in hooks and not (kind == DIR and name in ("sitecustomize", "usercustomize")):
             continue
         data = read_small(inv, name) if kind == FILE else None
-        good = _owners(inv, name, hashlib.sha256(data).digest())[0] if data is not None else []
+        good = _owners(inv, name, hashlib.sha256(data).digest()).good if data is not None else []
         if good:
-            report.notes.append(f"{name} runs at startup; installed by {good[0]} (matches its RECORD)")
+            report.notes.append(f"{name} runs at startup, vouched for by {good[0]} (matches its RECORD)")
             continue
         report.findings.append(Shadow(
             name, f"{name} is imported by site at every interpreter start, before any package; "

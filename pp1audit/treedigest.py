@@ -13,9 +13,10 @@ pins). For each entry, sorted by the UTF-8 bytes of its path, one line::
 
     <lowercase hex SHA-256 of the content>  <path>\n
 
-— two spaces, as ``sha256sum`` prints. Paths containing a backslash or a
-newline are written the way GNU ``sha256sum`` writes them: the line starts with
-``\``, and in the path ``\`` becomes ``\\`` and a newline ``\n``. An entry that
+— two spaces, as ``sha256sum`` prints. Paths containing a backslash, a
+newline or a carriage return are written the way GNU ``sha256sum`` (coreutils
+9) writes them: the line starts with ``\``, and in the path ``\`` becomes
+``\\``, a newline ``\n`` and a carriage return ``\r``. An entry that
 is not a regular file has ``<type>:<detail>`` in place of the hex digest
 (``symlink:<target>``, ``FIFO:``, ``socket:``, ``device:``); it is never opened.
 The tree digest is the SHA-256 of the concatenated lines, in hex.
@@ -53,8 +54,8 @@ class TreeDigest:
 
 def line_for(path: str, token: str) -> bytes:
     """One line of the digest input (escaped like GNU sha256sum)."""
-    if "\\" in path or "\n" in path:
-        escaped = path.replace("\\", "\\\\").replace("\n", "\\n")
+    if "\\" in path or "\n" in path or "\r" in path:
+        escaped = path.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
         return ("\\" + token + "  " + escaped + "\n").encode("utf-8", "surrogateescape")
     return (token + "  " + path + "\n").encode("utf-8", "surrogateescape")
 

@@ -142,3 +142,77 @@ def test_sources_are_kept_in_memory_only_when_bytecode_names_them(tmp_path: Path
     kept = {p for p, d in digests.items() if d.data is not None}
     pyc = next(p for p in digests if p.endswith(".pyc"))
     assert kept == {"pkg/with_pyc.py", pyc}
+
+
+def test_a_kept_file_over_the_limit_is_hashed_streaming_not_held(tmp_path: Path) -> None:
+    from pp1audit.hashing import BUFFER, KEEP_FILE, hash_path
+
+    big = tmp_path / "big.py"
+    with big.open("wb") as f:  # sparse: zeros, then a marker at the end
+        f.seek(KEEP_FILE)
+        f.write(b"#")
+    d = hash_path(str(big), True, bytearray(BUFFER))
+    assert d.data is None and d.error is None
+    assert d.unkept == f"{KEEP_FILE + 1:,} bytes, over the 16 MiB per file kept for comparison"
+    assert (d.sha256, d.size) == (hashlib.sha256(big.read_bytes()).digest(), KEEP_FILE + 1)
+    small = tmp_path / "small.py"
+    small.write_bytes(b"x = 1\n")
+    assert hash_path(str(small), True, bytearray(BUFFER)).data == b"x = 1\n"
+
+
+def test_a_kept_file_over_2_gib_is_hashed_whole(tmp_path: Path) -> None:
+    """``read`` returns at most 2,147,479,552 bytes per call: taking that short read
+    for the end hashed such a file truncated (a source hashed while the tree is
+    listed is asked to be kept)."""
+    from pp1audit.hashing import BUFFER, hash_path
+
+    huge = tmp_path / "huge.py"
+    size = (2 << 30) + 4096
+    with huge.open("wb") as f:
+        f.seek(size - 1)
+        f.write(b"!")
+    # (head -c $(( (2<<30) + 4095 )) /dev/zero; printf '!') | sha256sum
+    whole = "3e686da514e91fb64c3f7907c2390430bc1615305a87f55bcd222e9bb86a10dc"
+    d = hash_path(str(huge), True, bytearray(BUFFER))
+    assert (d.sha256.hex() if d.sha256 else None, d.size) == (whole, size)
+
+
+def test_what_a_run_keeps_is_bounded_in_total(tmp_path: Path) -> None:
+    entries = tree(tmp_path, {f"pkg/m{i}.py": 1000 for i in range(5)})
+    run = HashRun(keep=lambda e: True, workers=1, keep_total=2500)
+    for e in entries:
+        run.add(e)
+    got = run.result()
+    kept = [d for d in got.values() if d.data is not None]
+    unkept = [d for d in got.values() if d.unkept is not None]
+    assert (len(kept), len(unkept)) == (2, 3)
+    assert unkept[0].unkept == "1,000 bytes, past the 2,500 bytes kept for comparison in one run"
+    assert {p: d.sha256 for p, d in got.items()} == expected(tmp_path, entries)  # all hashed
+
+
+def test_an_exception_while_hashing_one_file_is_that_files_error(tmp_path: Path) -> None:
+    entries = tree(tmp_path, SIZES)
+    broken = Entry("pkg/broken.py", "file", 10, None, str(tmp_path / "pkg" / "a\0.py"))
+    for few in (False, True):  # the threads, and the calling thread for a handful of files
+        todo = [broken, *(entries[:2] if few else entries)]
+        got = hash_entries(todo, workers=2)
+        assert got["pkg/broken.py"].error == "cannot be hashed: ValueError: embedded null byte"
+        assert {p: d.sha256 for p, d in got.items() if p != "pkg/broken.py"} == expected(
+            tmp_path, todo[1:])
+
+
+def test_oversized_bytecode_is_never_read(tmp_path: Path) -> None:
+    """Only the bytecode check reads a pyc, and it cannot compare one over the limit:
+    a 40 GB sparse pyc must not be hashed for nothing (it took 93 s)."""
+    from pp1audit.hashing import KEEP_FILE
+
+    root = tmp_path / "site"
+    tree(root, {"pkg/mod.py": 30})
+    pyc = root / "pkg" / "__pycache__" / "mod.cpython-311.pyc"
+    pyc.parent.mkdir()
+    with pyc.open("wb") as f:
+        f.truncate(KEEP_FILE + 1)
+    with DirectorySource(root) as source:
+        rec = RecordRun("pkg", source)
+        hashed = rec.run.result()
+    assert "pkg/mod.py" in hashed and pyc.relative_to(root).as_posix() not in hashed

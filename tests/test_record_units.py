@@ -20,6 +20,7 @@ import py_compile
 import stat
 import subprocess
 import sys
+import types
 import zipfile
 from pathlib import Path
 
@@ -229,12 +230,13 @@ def test_tree_digest_lines_escape_like_gnu_sha256sum(tmp_path: Path) -> None:
     odd = root / "pkg" / "a\nb\\c.txt"
     odd.parent.mkdir(parents=True)
     odd.write_bytes(b"x")
+    (root / "pkg" / "d\re.txt").write_bytes(b"z")  # coreutils 9 escapes a carriage return too
     (root / "pkg" / "plain.txt").write_bytes(b"y")
     inv = DirInventory(str(root))
     entries = inv.walk("pkg")
     got = tree_digest(entries, hash_entries(entries), "pkg").sha256
-    out = subprocess.run(["sha256sum", "pkg/a\nb\\c.txt", "pkg/plain.txt"], cwd=root,
-                         capture_output=True, check=True).stdout
+    out = subprocess.run(["sha256sum", "pkg/a\nb\\c.txt", "pkg/d\re.txt", "pkg/plain.txt"],
+                         cwd=root, capture_output=True, check=True).stdout
     assert got == hashlib.sha256(out).hexdigest()
 
 
@@ -436,8 +438,10 @@ def test_record_rows_outside_the_installation_are_refused_not_opened(tmp_path: P
     secret.write_text("root:x:0:0\n", encoding="utf-8")
     (prefix / "bin" / "sneaky").symlink_to(secret)  # in bin/, but resolves outside it
     os.mkfifo(tmp_path / "fifo")  # lstat'ed, it would be reported as a FIFO
+    (root / "pkg-1.0.dist-info" / "hostdir").symlink_to(tmp_path)  # a directory link out
     host = [
         ("../" * 9 + "etc/passwd", Path("/etc/passwd")),     # hash matches: would "pass"
+        ("pkg-1.0.dist-info/hostdir/secret.txt", secret),    # inside by name only
         ("../../../../secret.txt", secret),
         ("../../../bin/../../../secret.txt", secret),             # bin/.. escapes bin/
         ("../../../bin/sneaky", secret),
@@ -523,3 +527,205 @@ def test_a_pyc_whose_comparison_kills_the_worker_is_that_pairs_error_only(
     assert bad(checks)[f"bytecode:{pyc}"].status is Status.ERROR
     assert "killed the worker process" in bad(checks)[f"bytecode:{pyc}"].message
     assert checks["bytecode"].message.startswith(f"{len(files) - 2:,} bytecode files")  # the rest judged
+
+
+def _python(code: str, path: Path, *flags: str) -> str:
+    """Run ``code`` in a fresh interpreter that imports from ``path`` and writes bytecode."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(path)
+    return subprocess.run([sys.executable, *flags, "-c", code], env=env, capture_output=True,
+                          text=True, check=True, timeout=60).stdout.strip()
+
+
+def test_bytecode_that_is_not_a_regular_file_fails_and_is_never_opened(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    pyc = Path(importlib.util.cache_from_source(str(root / "pkg" / "mod.py")))
+    evil = tmp_path / "evil.pyc"  # outside the tree, behind the header Python trusts
+    code = compile("def answer():\n    return 666\n", str(root / "pkg" / "mod.py"), "exec",
+                   dont_inherit=True)
+    evil.write_bytes(pyc.read_bytes()[:16] + marshal.dumps(code))
+    pyc.unlink()
+    pyc.symlink_to(evil)
+    assert _python("import pkg; print(pkg.answer())", root) == "666"  # Python follows the link
+    init_pyc = Path(importlib.util.cache_from_source(str(root / "pkg" / "__init__.py")))
+    init_pyc.unlink()
+    os.mkfifo(init_pyc)  # an import would block on it; so would the audit if it opened it
+    unlisted = pyc.with_name(f"extra.{sys.implementation.cache_tag}.pyc")
+    unlisted.symlink_to(evil)
+    checks = bad(run(root))
+    ids = {f"record:{p.relative_to(root).as_posix()}": p for p in (pyc, init_pyc, unlisted)}
+    assert set(checks) == set(ids)
+    for cid, c in checks.items():
+        assert c.status is Status.FAIL
+        assert c.message.endswith("where Python reads bytecode (an import opens it and would run "
+                                  "or wait on what it finds); not opened"), c.message
+        assert c.actual == ("FIFO" if ids[cid] == init_pyc else f"symbolic link -> {evil}")
+
+
+def _with_function(code: types.CodeType, name: str, **changes: object) -> types.CodeType:
+    """``code`` with its top-level function ``name`` changed (``CodeType.replace``)."""
+    consts = tuple(c.replace(**changes) if isinstance(c, types.CodeType) and c.co_name == name
+                   else c for c in code.co_consts)
+    return code.replace(co_consts=consts)
+
+
+def test_tampering_that_code_equality_cannot_see_fails(tmp_path: Path) -> None:
+    """``code == code`` ignores the stack size (too small: the interpreter writes
+    past the frame), the qualified name, and specialised instructions (executed
+    with whatever inline caches the file holds): the old fallback passed all of
+    them. What marshal merely spells differently (which objects are written
+    once and referenced depends on the writer's reference counts) still passes."""
+    import dis
+
+    root = install(tmp_path / "site", {**FILES, "pkg/attr.py": "def get(o):\n    return o.value\n"})
+    src = root / "pkg" / "attr.py"
+    pyc = Path(importlib.util.cache_from_source(str(src)))
+    header, good = pyc.read_bytes()[:16], pyc.read_bytes()[16:]
+    fresh = marshal.loads(good)
+    respelled = marshal.dumps(marshal.loads(good))  # a temporary: no reference flag on the module
+    assert respelled != good
+    pyc.write_bytes(header + respelled)
+    assert bad(run(root)) == {}
+
+    fn = fresh.co_consts[0]
+    op = fn.co_code.index(dis.opmap["LOAD_ATTR"])
+    specialised = good.replace(fn.co_code, fn.co_code[:op] + bytes([dis._all_opmap[  # type: ignore[attr-defined]
+        "LOAD_ATTR_INSTANCE_VALUE"]]) + fn.co_code[op + 1:])
+    variants = {
+        "get.co_stacksize (0 in the bytecode, 1 compiled)":
+            marshal.dumps(_with_function(fresh, "get", co_stacksize=0)),
+        "get.co_qualname ('innocent' in the bytecode, 'get' compiled)":
+            marshal.dumps(_with_function(fresh, "get", co_qualname="innocent")),
+        "get._co_code_adaptive": specialised,
+    }
+    key = f"bytecode:{pyc.relative_to(root).as_posix()}"
+    for why, body in variants.items():
+        assert marshal.loads(body) == fresh  # invisible to code equality
+        pyc.write_bytes(header + body)
+        checks = bad(run(root))
+        assert list(checks) == [key]
+        assert checks[key].message.endswith(
+            f"its code differs from compiling the source; differs in {why}"), checks[key].message
+
+
+def test_cache_entries_from_an_older_comparison_rule_are_not_trusted(tmp_path: Path) -> None:
+    from pp1audit.bytecode import VerifiedCache
+
+    root = install(tmp_path / "site")
+    src = root / "pkg" / "mod.py"
+    pyc = Path(importlib.util.cache_from_source(str(src)))
+    data = pyc.read_bytes()
+    pyc.write_bytes(data[:16] + marshal.dumps(_with_function(marshal.loads(data[16:]), "answer",
+                                                             co_stacksize=0)))
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir(mode=0o700)
+    sha = [hashlib.sha256(p.read_bytes()).digest() for p in (pyc, src)]
+    old_key = VerifiedCache.key(*sha, 0).rsplit(" ", 1)[0]  # rule 1 vouched for this pair
+    VerifiedCache(cache_dir).add([old_key])
+    with DirectorySource(root) as source:
+        checks = {c.id: c for c in RecordRun("pkg", source, cache=VerifiedCache(cache_dir)).checks()}
+    assert list(bad(checks)) == [f"bytecode:{pyc.relative_to(root).as_posix()}"]
+    lines = next(cache_dir.iterdir()).read_text().splitlines()
+    assert lines[0] == old_key and lines[1:] and all(x.endswith(" c2") for x in lines[1:])
+
+
+def test_optimized_bytecode_python_loads_under_OOO_is_compared(tmp_path: Path) -> None:
+    root = install(tmp_path / "site", {"pkg/__init__.py": '"""doc"""\n',
+                                       "pkg/mod.py": '"""doc"""\nassert False\nX = 1\n'})
+    assert _python("import pkg.mod as m; print(m.__cached__)", root, "-OOO").endswith(".opt-3.pyc")
+    checks = run(root)
+    assert bad(checks) == {}
+    assert checks["bytecode"].message.startswith("4 bytecode files")  # 2 plain + 2 opt-3
+    opt3 = Path(_python("import pkg.mod as m; print(m.__cached__)", root, "-OOO"))
+    header = opt3.read_bytes()[:16]
+    evil = compile("X = 666\n", str(root / "pkg" / "mod.py"), "exec", dont_inherit=True, optimize=2)
+    opt0 = opt3.with_name(opt3.name.replace(".opt-3.", ".opt-0."))  # a name no import asks for
+    opt0.write_bytes(header + marshal.dumps(evil))
+    assert bad(run(root)) == {}
+    opt3.write_bytes(header + marshal.dumps(evil))
+    assert list(bad(run(root))) == [f"bytecode:{opt3.relative_to(root).as_posix()}"]
+
+
+def test_a_source_that_grew_since_the_listing_makes_its_bytecode_stale_not_tampered(
+        tmp_path: Path) -> None:
+    from pp1audit.bytecode import check_bytecode, keep_for_bytecode
+
+    root = install(tmp_path / "site")
+    files = DirInventory(str(root)).walk("pkg")  # the listing: mod.py as its pyc header says
+    with (root / "pkg" / "mod.py").open("a", encoding="utf-8") as f:
+        f.write("import os\n")  # then it grows, keeping nothing of the old mtime's meaning
+    digests = hash_entries(files, keep=keep_for_bytecode)
+    rep = check_bytecode(files, digests, cache=_nocache())
+    assert rep.findings == [] and rep.stale == 1
+
+
+def test_a_pth_vouched_for_only_by_a_bare_dist_info_fails(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    pth = root / "zzz_evil.pth"
+    pth.write_text("import os; os.system('true')\n", encoding="utf-8")
+    helper = root / "helper-1.0.dist-info"
+    helper.mkdir()
+    (helper / "RECORD").write_text(",".join(record_row(root, "zzz_evil.pth")) + "\n",
+                                   encoding="utf-8")
+    checks = bad(run(root))
+    assert list(checks) == ["pth:zzz_evil.pth"]
+    assert checks["pth:zzz_evil.pth"].message == (
+        "zzz_evil.pth executes code at every interpreter start (only helper-1.0.dist-info lists "
+        "it, which has no METADATA: not an installed distribution): line 1: import os; "
+        "os.system('true')")
+    (helper / "METADATA").write_text("Name: helper\nVersion: 1.0\n", encoding="utf-8")
+    checks = run(root)
+    assert bad(checks) == {}  # an installed distribution vouches: named, with its code
+    assert ("zzz_evil.pth executes code at startup, vouched for by helper-1.0.dist-info (matches "
+            "its RECORD): line 1: import os; os.system('true')") in checks["shadowing"].message
+
+
+def test_a_package_directory_linked_outside_the_root_is_not_audited(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (root / "pkg").rename(outside / "pkg")
+    (root / "pkg").symlink_to(outside / "pkg")
+    checks = run(root)
+    assert list(checks) == ["record"] and checks["record"].status is Status.ERROR
+    assert checks["record"].message == (f"pkg/ resolves outside the target root ({outside / 'pkg'}):"
+                                        " symlink escape, not audited")
+    (root / "pkg").unlink()
+    (outside / "pkg").rename(root / ".pkg-real")
+    (root / "pkg").symlink_to(".pkg-real")  # inside the root: followed, as Python follows it
+    assert bad(run(root)) == {}
+
+
+def test_a_record_too_large_to_be_real_is_not_read(tmp_path: Path) -> None:
+    root = install(tmp_path / "site")
+    rec = root / "pkg-1.0.dist-info" / "RECORD"
+    rec.write_bytes(rec.read_bytes() + b"\n" * (16 << 20))  # blank lines: parsed, it would pass
+    checks = run(root)
+    assert checks["record"].status is Status.ERROR
+    assert checks["record"].message == (
+        f"pkg-1.0.dist-info/RECORD is {rec.stat().st_size:,} bytes, over the 16 MiB a RECORD may "
+        "have (one for 100,000 files is about 10 MiB): not read")
+
+
+def test_a_source_too_large_to_keep_leaves_its_bytecode_unverified(tmp_path: Path) -> None:
+    """A wheel member inflated past the limit is hashed for RECORD, never held
+    whole (a 2.4 MB wheel inflating to 2 GiB took 4.2 GB of memory)."""
+    text = "#" * (16 << 20) + "\nX = 1\n"
+    root = install(tmp_path / "site", {"pkg/__init__.py": "", "pkg/mod.py": text},
+                   compile_pyc=False)
+    src = root / "pkg" / "mod.py"
+    pyc = Path(importlib.util.cache_from_source(str(src)))
+    py_compile.compile(str(src), cfile=str(pyc), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    whl = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as zf:
+        for p in sorted(root.rglob("*")):
+            if p.is_file():
+                zf.write(p, p.relative_to(root).as_posix())
+    key = f"bytecode:{pyc.relative_to(root).as_posix()}"
+    checks = bad(run(whl))
+    assert list(checks) == [key]
+    assert checks[key].status is Status.ERROR
+    assert checks[key].message == (
+        f"Unverified bytecode: pkg/mod.py is {len(text):,} bytes, over the 16 MiB per file kept "
+        "for comparison; it could not be compared with its source")

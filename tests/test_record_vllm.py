@@ -103,7 +103,7 @@ def test_fresh_pip_install_passes(vllm_venv: Path, manifest: Path, bytecode_cach
     assert checks["bytecode"]["message"].startswith(
         f"2,771 bytecode files Python ({TAG}) would load are their sources compiled"), checks["bytecode"]
     shadow = checks["shadowing"]["message"]
-    assert "distutils-precedence.pth executes code at startup; installed by setuptools" in shadow
+    assert "distutils-precedence.pth executes code at startup, vouched for by setuptools" in shadow
 
 
 def test_tree_digest_same_for_installed_tree_wheel_and_extracted_tree(

@@ -17,15 +17,14 @@ check that passes, plus one check per problem file:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 from dataclasses import replace
 
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode, pyc_name
 from pp1audit.errors import TargetError
-from pp1audit.hashing import Digest, HashRun, Progress, hash_entries
-from pp1audit.inventory import DirInventory, Entry, Inventory, inventory_for
+from pp1audit.hashing import KEEP_FILE, Digest, HashRun, Progress, hash_entries, too_large
+from pp1audit.inventory import FILE, DirInventory, Entry, Inventory, inventory_for
 from pp1audit.record import (
     Problem,
     RecordEntry,
@@ -34,7 +33,7 @@ from pp1audit.record import (
     distributions,
     normalize,
     parse_record,
-    read_small,
+    read_record,
     verify,
 )
 from pp1audit.result import Check, Status
@@ -65,21 +64,26 @@ def _refused(inv: Inventory, path: str) -> bool:
 
     RECORD is untrusted input: ``../../../../../../etc/passwd`` or ``/etc/shadow``
     must not make the auditor ``lstat`` and hash arbitrary host files (and leak
-    their digests into a report). Inside the target root is fine, and so is the
-    installation prefix when the root is laid out as ``<prefix>/lib/pythonX.Y/
+    their digests into a report), and neither must ``dist-info/etc/shadow``
+    when ``dist-info/etc`` is a symlink to ``/etc``: the directories of a row
+    are resolved (symlinks included; its last component is ``lstat``ed, never
+    followed). Inside the target root is fine, and so is the installation
+    prefix when the root is laid out as ``<prefix>/lib/pythonX.Y/
     site-packages`` (console scripts in ``<prefix>/bin``, data files in
     ``<prefix>/share``), once symlinks are resolved; otherwise only ``bin``
     beside that layout. An absolute row still absolute after ``_normal`` is
-    outside by definition. A wheel never opens anything but its members, so it
-    refuses nothing here.
+    outside by definition. Asked only for rows the listing of the package did
+    not find (the listing never follows a symlink). A wheel never opens
+    anything but its members, so it refuses nothing here.
     """
     if not isinstance(inv, DirInventory):
         return False
     if path.startswith("/"):
         return True
-    if ".." not in path.split("/") or inv.inside(path):
+    root = inv.root  # already resolved
+    parent = os.path.realpath(os.path.join(root, os.path.dirname(path)))
+    if parent == root or parent.startswith(root + os.sep):
         return False
-    root = os.path.realpath(inv.root)
     lib = os.path.dirname(os.path.dirname(root))
     prefix = os.path.dirname(lib)
     standard = (os.path.basename(os.path.dirname(root)).startswith("python")
@@ -99,9 +103,8 @@ def _primary(inv: Inventory, dists: list[str], package: str, present: set[str]) 
         return candidates[0] if candidates else None
 
     def score(meta: str) -> int:
-        data = read_small(inv, f"{meta}/RECORD", limit=1 << 30)
         try:
-            rows = parse_record(data, meta) if data is not None else []
+            rows = parse_record(read_record(inv, f"{meta}/RECORD"), meta)
         except RecordError:
             return -1
         return sum(1 for r in rows if _normal(inv, r.path) in present)
@@ -139,6 +142,7 @@ class RecordRun:
         self.cache = cache
         self._wanted: set[str] | None = None
         self._early: list[Check] | None = None
+        self._unread: dict[str, Digest] = {}
         self.files: list[Entry] = []
         try:
             self.inv = inventory_for(source, package)
@@ -148,16 +152,29 @@ class RecordRun:
         self.wheel = self.inv.location if self.inv.kind == "wheel" else None
         self.run = HashRun(wheel=self.wheel, progress=progress, keep=self._keep)
         try:
-            self.files = self.inv.walk(package, self.run.add)
+            self.files = self.inv.walk(package, self._add)
             # The sources a pyc names, kept in memory for the bytecode check.
             self._wanted = {n.source for e in self.files if (n := pyc_name(e.path)) is not None}
             self.run.close()
+        except TargetError as exc:  # the package directory leads outside the root
+            self.run.cancel()
+            self._early = [_error("record", str(exc), package + "/")]
+            return
         except BaseException:
             self.run.cancel()
             raise
         if not self.files:
             self.run.cancel()
             self._early = [_error("record", f"no files under {package}/ in the target", package + "/")]
+
+    def _add(self, e: Entry) -> None:
+        """Hand a listed entry to the hashing threads, except bytecode too large to
+        compare: only the bytecode check reads a pyc (RECORD and the tree digest
+        leave ``__pycache__`` to it), so reading a 40 GB sparse pyc would buy nothing."""
+        if self.record and e.kind == FILE and e.size > KEEP_FILE and pyc_name(e.path) is not None:
+            self._unread[e.path] = Digest(None, e.size, unkept=too_large(e.size))
+            return
+        self.run.add(e)
 
     def _keep(self, e: Entry) -> bool:
         """Whether the hashing threads keep ``e``'s bytes: bytecode, and the sources
@@ -189,36 +206,30 @@ class RecordRun:
         if record_path is None:
             record_problem = f"no *.dist-info for '{package}' in the target root: nothing to verify against"
         else:
-            data = read_small(inv, record_path, limit=1 << 30)
-            if data is None:
-                record_problem = f"{record_path} is missing or not a regular file"
-            else:
-                try:
-                    rows = [r if _normal(inv, r.path) == r.path else replace(r, path=_normal(inv, r.path))
-                            for r in parse_record(data, record_path)]
-                except RecordError as exc:
-                    record_problem = str(exc)
+            try:
+                rows = [r if _normal(inv, r.path) == r.path else replace(r, path=_normal(inv, r.path))
+                        for r in parse_record(read_record(inv, record_path), record_path)]
+            except RecordError as exc:
+                record_problem = str(exc)
 
         located: dict[str, Entry | None] = {}
         by_path = {e.path: e for e in files}
-        refused = {row.path for row in rows if _refused(inv, row.path)}
+        refused = {row.path for row in rows if row.path not in by_path and _refused(inv, row.path)}
         for row in rows:
             located[row.path] = None if row.path in refused else (
                 by_path.get(row.path) or inv.entry(row.path))
         outside = [e for p, e in located.items() if e is not None and p not in by_path]
         other_algo = {(r.path, r.algorithm or "") for r in rows
                       if r.algorithm not in (None, "sha256") and located.get(r.path) is not None}
-        digests = run.result()
+        digests = {**run.result(), **self._unread}
         # The dist-info files and scripts RECORD lists (a few kB), and any rows
-        # with another algorithm than sha256 (read again, whole).
+        # with another algorithm than sha256 (read again, streamed).
         digests.update(hash_entries(outside, wheel=wheel))
         extra: dict[tuple[str, str], bytes] = {}
-        again = hash_entries([e for p, _ in other_algo if (e := located.get(p)) is not None],
-                             wheel=wheel, keep=lambda e: True) if other_algo else {}
-        for path, algo in other_algo:
-            d = again.get(path)
-            if d is not None and d.data is not None:
-                extra[(path, algo)] = hashlib.new(algo, d.data).digest()
+        for algo in sorted({a for _, a in other_algo}):
+            again = hash_entries([e for p, a in other_algo if a == algo
+                                  and (e := located.get(p)) is not None], wheel=wheel, algorithm=algo)
+            extra.update({(p, algo): d.sha256 for p, d in again.items() if d.sha256 is not None})
 
         ver = None
         if record_path is not None and record_problem is None:
@@ -241,7 +252,7 @@ def _record_checks(ver: object, record_path: str | None, problem: str | None, pa
 
     if problem is not None or not isinstance(ver, Verification):
         return [_error("record", problem or "RECORD could not be verified", record_path)]
-    size = sum(d.size for d in digests.values())
+    size = sum(d.size for d in digests.values() if d.sha256 is not None)
     ok = ver.verified
     summary = Check(
         id="record", kind=KIND, status=Status.PASS, path=record_path,
