@@ -104,8 +104,22 @@ class Provenance:
         return {}
 
 
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be parsed (``http://[::1``, a port out of range), or None.
+
+    The standard library reports these as a bare ``ValueError`` when the URL is
+    first used; checked at load, they are manifest errors with line:column.
+    """
+    try:
+        _ = urlsplit(url).port
+    except ValueError as exc:
+        return f"not a valid URL ({exc})"
+    return None
+
+
 def default_path(url: str) -> str:
-    """The logical path of a remote file: the last segment of its URL's path."""
+    """The logical path of a remote file: the last segment of its URL's path
+    (``url`` already passed ``url_problem``)."""
     segment = unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
     return segment or "index"
 
@@ -124,6 +138,10 @@ def parse_provenance(loaded: Loaded, file: str, raw: dict[str, Any]) -> Provenan
                 raise fail((section, rid), f"'{TARGET}' is reserved for the checked tree", key=True)
             if rid in remotes:
                 raise fail((section, rid), f"'{rid}' is already a remote pin or donor", key=True)
+            for key in ("url", "download"):
+                problem = url_problem(rec[key]) if key in rec else None
+                if problem:
+                    raise fail((section, rid, key), problem)
             path = rec.get("path") or default_path(rec.get("download") or rec["url"])
             problem = path_problem(path)
             if problem:

@@ -33,18 +33,22 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 from pp1audit.errors import MissingFile, Pp1Error, SourceError
-from pp1audit.sources import Source
+from pp1audit.sources import Source, kind_of_mode
 
 CHUNK = 64 * 1024
 MAX_REDIRECTS = 5
+MAX_BYTES = 32 * 1024 * 1024
+"""Default size cap of a remote pin, downloaded or read back from the cache."""
 CACHE_ENV = "PP1AUDIT_CACHE_DIR"
 """Environment variable overriding the default cache directory."""
 PART_PREFIX = ".part-"
@@ -72,7 +76,7 @@ class FetchPolicy:
 
     connect_timeout: float = 10.0
     read_timeout: float = 30.0
-    max_bytes: int = 32 * 1024 * 1024
+    max_bytes: int = MAX_BYTES
     attempts: int = 3
     """Tries in all (1 = no retry); only 5xx answers and connection errors are retried."""
     backoff: float = 0.5
@@ -94,8 +98,10 @@ def default_cache_dir() -> Path:
 class Cache:
     """Files named by their SHA-256: ``<root>/sha256/<hex>``. Nothing else is ever kept."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, max_bytes: int = MAX_BYTES) -> None:
         self.root = root
+        self.max_bytes = max_bytes
+        """Largest entry read back (the download cap): a bigger one is never loaded whole."""
 
     def path_for(self, sha256: str) -> Path:
         """Where the file with this digest lives (whether or not it is there)."""
@@ -104,16 +110,41 @@ class Cache:
     def lookup(self, sha256: str) -> bytes | None:
         """The cached bytes, re-verified; None when absent.
 
-        ``FetchError`` when an entry exists but no longer has its digest (a
-        corrupted or tampered cache): it is evidence of a problem, not a miss.
+        ``FetchError`` when an entry exists but is not a regular file, is larger
+        than the cap, or no longer has its digest (a corrupted or tampered cache):
+        it is evidence of a problem, not a miss. The entry is opened like a file of
+        an audited tree: never followed if a symlink, never blocking (a FIFO would
+        hang the run), re-checked after the open, and read at most to the cap (a
+        link to ``/dev/zero`` would otherwise exhaust memory).
         """
         path = self.path_for(sha256)
         try:
-            data = path.read_bytes()
+            st = os.lstat(path)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
+        self._refuse_unless_regular(path, st.st_mode)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            self._refuse_unless_regular(path, st.st_mode)
+            chunks: list[bytes] = []
+            total = 0
+            while chunk := os.read(fd, CHUNK):
+                total += len(chunk)
+                if total > self.max_bytes:  # counted as read: st_size may change under us
+                    raise FetchError(f"{path}: cached file exceeds the size cap of "
+                                     f"{self.max_bytes} bytes; not read")
+                chunks.append(chunk)
+        except OSError as exc:
+            raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+        data = b"".join(chunks)
         actual = hashlib.sha256(data).hexdigest()
         if actual != sha256.lower():
             raise FetchError(
@@ -121,6 +152,12 @@ class Cache:
                 "delete it and run pp1audit fetch"
             )
         return data
+
+    @staticmethod
+    def _refuse_unless_regular(path: Path, mode: int) -> None:
+        if not stat.S_ISREG(mode):
+            raise FetchError(f"{path}: cached entry is a {kind_of_mode(mode)}, not a regular "
+                             "file; not opened (delete it and run pp1audit fetch)")
 
 
 def is_loopback(host: str | None) -> bool:
@@ -137,9 +174,21 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
+def _split(url: str) -> SplitResult:
+    """``urlsplit`` with the port parsed too; ``FetchError`` for a malformed URL
+    (``http://[::1``, a port out of range), which the standard library reports as
+    a bare ``ValueError``."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError as exc:
+        raise FetchError(f"{url}: not a valid URL ({exc})") from None
+    return parts
+
+
 def check_url(url: str) -> None:
     """Refuse anything but https (or http to a loopback address), before any socket opens."""
-    parts = urlsplit(url)
+    parts = _split(url)
     scheme = parts.scheme.lower()
     if scheme == "https":
         if not parts.hostname:
@@ -152,8 +201,8 @@ def check_url(url: str) -> None:
     raise FetchError(f"{url}: scheme '{parts.scheme}' refused (https only)")
 
 
-def _os_reason(exc: BaseException) -> str | None:
-    """The innermost OS error's text ("Connection reset by peer"), if one is in the chain."""
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception nested in it (args, cause, context), outermost first."""
     stack: list[BaseException] = [exc]
     seen: set[int] = set()
     while stack:
@@ -161,19 +210,35 @@ def _os_reason(exc: BaseException) -> str | None:
         if id(e) in seen:
             continue
         seen.add(id(e))
-        if isinstance(e, OSError) and e.strerror:
-            return e.strerror
+        yield e
         stack.extend(a for a in e.args if isinstance(a, BaseException))
         stack.extend(x for x in (e.__cause__, e.__context__) if x is not None)
-    return None
+
+
+def _os_reason(exc: BaseException) -> str | None:
+    """The innermost OS error's text ("Connection reset by peer"), if one is in the chain."""
+    return next((e.strerror for e in _chain(exc) if isinstance(e, OSError) and e.strerror), None)
+
+
+def _tls_reason(exc: BaseException) -> str:
+    """What the ``ssl`` module said, without OpenSSL's decorations: "certificate verify
+    failed: self-signed certificate" (not the nested reprs requests wraps it in)."""
+    import ssl
+
+    for e in _chain(exc):
+        if isinstance(e, ssl.SSLError) and e.strerror:
+            text = re.sub(r"^\[SSL(: [A-Z0-9_]+)?\] *", "", e.strerror)
+            return re.sub(r" *\(_ssl\.c:\d+\)$", "", text) or e.strerror
+    return _one_line(exc)
 
 
 def _one_line(exc: BaseException) -> str:
     """A requests/urllib3 exception as one short line (they nest and repeat themselves)."""
     text = " ".join(str(exc).split())
-    for marker in ("Caused by ", "(Caused by "):
-        if marker in text:
-            text = text.split(marker, 1)[1].rstrip(")")
+    if "Caused by " in text:
+        text = text.split("Caused by ", 1)[1]
+        while text.endswith(")") and text.count(")") > text.count("("):
+            text = text[:-1]  # only the parentheses the cut left unmatched
     return text[:300]
 
 
@@ -211,7 +276,7 @@ def download(url: str, sha256: str, cache: Cache, policy: FetchPolicy | None = N
 
     session = requests.Session()
     # Loopback servers are local by definition: no proxy from the environment.
-    session.trust_env = not is_loopback(urlsplit(url).hostname)
+    session.trust_env = not is_loopback(_split(url).hostname)
     deadline = time.monotonic() + policy.total_timeout
     try:
         return _download_with_retries(session, url, sha256, final, policy, deadline)
@@ -264,6 +329,31 @@ def _over_deadline(url: str, policy: FetchPolicy, deadline: float) -> None:
                          f"{policy.total_timeout:g} s; aborted")
 
 
+def _redirect_target(current: str, location: str) -> str:
+    """The absolute URL a redirect points to; ``FetchError`` when it cannot be parsed."""
+    try:
+        nxt = urljoin(current, location)
+        _ = urlsplit(nxt).port
+    except ValueError as exc:
+        raise FetchError(f"{current}: redirect to an invalid URL {location} ({exc})") from None
+    return nxt
+
+
+def _refuse_bad_location(response: Any, *args: Any, **kwargs: Any) -> Any:
+    """A ``requests`` response hook. Even when told not to follow redirects,
+    ``requests`` parses the Location header before returning, and a malformed
+    one (``http://[::1``) would escape as a bare ``ValueError``: it is refused
+    here first, as the redirect's ``FetchError``."""
+    location = response.headers.get("Location") if response.is_redirect else None
+    if location:
+        try:
+            _redirect_target(response.url, location)
+        except FetchError:
+            response.close()
+            raise
+    return response
+
+
 class _Retryable(Exception):
     """A 5xx answer or a connection-level failure: worth another try."""
 
@@ -272,6 +362,7 @@ def _download_once(
     session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy, deadline: float
 ) -> Fetched:
     import requests
+    from urllib3.exceptions import LocationValueError
 
     current = url
     hops: list[str] = []
@@ -285,14 +376,15 @@ def _download_once(
             response = session.get(
                 current, stream=True, timeout=timeout, allow_redirects=False, verify=True,
                 headers={"Accept-Encoding": "identity"},
+                hooks={"response": _refuse_bad_location},
             )
             with response:
                 if response.is_redirect:
                     location = response.headers.get("Location")
                     if not location:
                         raise FetchError(f"{current}: redirect without a Location header")
-                    nxt = urljoin(current, location)
-                    if urlsplit(current).scheme == "https" and urlsplit(nxt).scheme != "https":
+                    nxt = _redirect_target(current, location)
+                    if _split(current).scheme == "https" and _split(nxt).scheme != "https":
                         raise FetchError(f"{current}: redirect to {nxt} downgrades https; refused")
                     check_url(nxt)
                     hops.append(nxt)
@@ -306,8 +398,10 @@ def _download_once(
                 size = _store(response, current, sha256, final, policy, deadline)
                 return Fetched(final, False, current, len(hops), size)
         raise FetchError(f"{url}: more than {MAX_REDIRECTS} redirects")
+    except LocationValueError as exc:  # a host urllib3 cannot use ("a..b"), found at connect
+        raise FetchError(f"{current}: not a valid URL ({exc})") from None
     except requests.exceptions.SSLError as exc:
-        raise FetchError(f"{current}: TLS verification failed: {_one_line(exc)}") from None
+        raise FetchError(f"{current}: TLS verification failed: {_tls_reason(exc)}") from None
     except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
         _over_deadline(current, policy, deadline)  # a wait cut short by the deadline says so
         if isinstance(exc, requests.ConnectTimeout):
