@@ -33,6 +33,10 @@ def run_checks(
     cached (see ``checks.provenance``); without them those checks report ``skip``.
     """
     if manifest.prov is None:  # nothing outside the tree: no provenance machinery
+        if options is not None and options.named_on_command_line:
+            from pp1audit.checks.provenance import check_repo_names
+
+            check_repo_names(options, ())  # a --repo given for nothing is a usage error
         return _run_checks(manifest, store, None)
     from pp1audit.checks.provenance import ProvenanceRun
 

@@ -532,3 +532,163 @@ def test_pp1_manifest_lane_section_on_a_clone_that_lacks_the_lane_base(
     assert refs["lane:ref:offload-x86host"]["actual"] == lane.offload
     others = [c for c in result["checks"] if c["source"] == "henryous"]
     assert others and all(c["status"] == "skip" for c in others)
+
+
+def partial_clone(lane: Lane, tmp_path: Path, missing: str) -> Path:
+    """A ``--filter=blob:none`` clone of the lane holding every blob of the base commit
+    but ``missing``'s, as a CI job's partial clone that never read that file."""
+    origin = tmp_path / "origin"
+    shutil.copytree(lane.path, origin)
+    git.Repo(origin).git.config("uploadpack.allowFilter", "true")
+    part = tmp_path / "partial"
+    clone = git.Repo.clone_from(f"file://{origin}", part,
+                                multi_options=["--filter=blob:none", "--no-checkout"])
+    tree = git.Repo(origin).commit(lane.base).tree
+    for item in tree.traverse():
+        if item.type == "blob" and item.path != missing:
+            clone.git.cat_file("-e", item.hexsha)  # fetched lazily, as a read would
+    clone.close()
+    return part
+
+
+def test_a_blob_a_partial_clone_lacks_is_that_files_error_only(
+    lane: Lane, tree: Path, tmp_path: Path
+) -> None:
+    part = partial_clone(lane, tmp_path, missing=WORKER)
+    blob = (git.Repo(lane.path).commit(lane.base).tree / WORKER).hexsha
+    rc, result, _ = check(tree, lane_manifest(lane.base), tmp_path, "--repo", f"lane={part}")
+    assert rc == 1
+    checks = by_id(result)
+    expected = (f"needs blob {blob[:12]}, which is not in this partial clone; fetch it "
+                f"(git -C {part} cat-file -e {blob})")
+    for cid in ("cite-worker-argmax", "lane-worker-bias-then-argmax"):
+        assert checks[cid]["status"] == "error", checks[cid]
+        assert checks[cid]["message"] == f"{WORKER} {expected}", checks[cid]
+    # everything else is still judged, files first read after the failure included (wire.py)
+    others = [c for c in result["checks"] if c["id"] not in ("cite-worker-argmax",
+                                                              "lane-worker-bias-then-argmax")]
+    assert others and all(c["status"] == "pass" for c in others), others
+    assert checks["lane-hello-greedy"]["status"] == "pass"
+    # a "lacks" rule that must read every blob cannot be proven: an error, not a pass
+    lacks = "    lacks:\n      no-such-bytes: {sha256: '" + "0" * 64 + "'}\n"
+    rc, result, _ = check(tree, lane_manifest(lane.base, refs=lacks), tmp_path,
+                          "--repo", f"lane={part}")
+    rule = by_id(result)["lane:no-such-bytes"]
+    assert rule["status"] == "error" and rule["message"] == f"{WORKER}: {expected}"
+
+
+def test_a_clone_git_refuses_is_a_usage_error_naming_safe_directory(
+    lane: Lane, tree: Path, tmp_path: Path
+) -> None:
+    """git's "dubious ownership" (a clone owned by another user, as in CI containers):
+    git's own test switch makes it refuse the clone without changing its owner."""
+    m = tmp_path / "lane.yaml"
+    m.write_text(lane_manifest(lane.base))
+    config = tmp_path / "gitconfig"
+    config.write_text("")
+    env = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1", "GIT_CONFIG_GLOBAL": str(config),
+           "GIT_CONFIG_NOSYSTEM": "1"}
+    proc = run_cli("check", str(tree), "-m", str(m), "--repo", f"lane={lane.path}", env=env)
+    assert proc.returncode == 2
+    trust = f"git config --global --add safe.directory {lane.path.resolve()}"
+    assert proc.stderr == (f"pp1audit: error: {lane.path}: --repo lane: git refuses it: owned by "
+                           f"another user (dubious ownership); if you trust it: {trust}\n")
+    # the command it names is the remedy
+    import subprocess
+
+    subprocess.run(trust.split(), check=True, env={**os.environ, **env})
+    proc = run_cli("check", str(tree), "-m", str(m), "--repo", f"lane={lane.path}", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_recorded_tag_is_not_shadowed_by_a_branch_of_the_same_name(
+    tree: Path, tmp_path: Path
+) -> None:
+    """git resolves ``v1`` to the tag before a branch: a branch cannot fake a moved tag."""
+    root = tmp_path / "r"
+    repo = git.Repo.init(root, initial_branch="main")
+    (root / "a.py").write_text("x = 1\n")
+    repo.index.add(["a.py"])
+    first = repo.index.commit("one").hexsha
+    (root / "a.py").write_text("x = 2\n")
+    repo.index.add(["a.py"])
+    second = repo.index.commit("two").hexsha
+    repo.create_tag("v1", ref=second)  # the recorded tag moved from `first`...
+    repo.create_head("v1", first)  # ...and a branch of the same name points where it was
+    repo.git.tag("blob-tag", (repo.commit(first).tree / "a.py").hexsha)
+    refs = (f"    refs:\n      v1: {{commit: {first}}}\n"
+            f"      blob-tag: {{commit: {first}}}\n")
+    text = dedent(f"""
+        pp1audit: 1
+        target: {{package: pkg}}
+        sources:
+          lane:
+            kind: git
+            commit: {first}
+    """) + refs
+    rc, result, _ = check(tree, text, tmp_path, "--repo", f"lane={root}")
+    checks = by_id(result)
+    v1 = checks["lane:ref:v1"]
+    assert v1["status"] == "fail" and v1["actual"] == second
+    assert v1["message"].startswith(f"fixed ref moved: refs/tags/v1 now at {second[:12]}")
+    # a ref git cannot peel to a commit is an error, never "not in the clone"
+    blob_tag = checks["lane:ref:blob-tag"]
+    assert blob_tag["status"] == "error"
+    assert blob_tag["message"].startswith(f"refs/tags/blob-tag in {root} does not resolve to a commit")
+    assert rc == 1
+
+
+def test_a_blob_over_the_read_limit_is_an_error_not_read(tree: Path, tmp_path: Path) -> None:
+    """A 513 MiB blob (zeros: stored compressed in a few MB) is refused before reading."""
+    import subprocess
+
+    from pp1audit.sources import MAX_READ
+
+    root = tmp_path / "big"
+    repo = git.Repo.init(root, initial_branch="main")
+    size = MAX_READ + (1 << 20)
+    writer = subprocess.Popen(["git", "-c", "core.looseCompression=1", "hash-object", "-w",
+                               "--stdin"], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert writer.stdin is not None and writer.stdout is not None
+    zeros = bytes(1 << 20)
+    for _ in range(size >> 20):
+        writer.stdin.write(zeros)
+    writer.stdin.close()
+    blob = writer.stdout.read().decode().strip()
+    assert writer.wait() == 0
+    repo.git.update_index("--add", "--cacheinfo", f"100644,{blob},big.bin")
+    (root / "small.py").write_text("x = 1\n")
+    repo.index.add(["small.py"])
+    commit = repo.index.commit("big").hexsha
+    text = dedent(f"""
+        pp1audit: 1
+        target: {{package: pkg}}
+        sources:
+          lane:
+            kind: git
+            commit: {commit}
+            files: {{big.bin: "{'0' * 64}"}}
+            lacks:
+              no-such-bytes: {{sha256: "{'0' * 64}"}}
+        citations:
+          c: {{source: lane, at: "small.py:1", anchor: {{exact: "x = 1"}}}}
+    """)
+    rc, result, _ = check(tree, text, tmp_path, "--repo", f"lane={root}")
+    checks = by_id(result)
+    too_large = f"is too large to read whole ({size:,} bytes; the limit is 512 MiB)"
+    assert checks["file:lane:big.bin"]["status"] == "error"
+    assert checks["file:lane:big.bin"]["message"].endswith(too_large)
+    assert checks["lane:no-such-bytes"] == {**checks["lane:no-such-bytes"], "status": "error",
+                                            "message": f"big.bin: {too_large}"}
+    assert checks["c"]["status"] == "pass" and rc == 1
+
+
+def test_a_repo_option_for_a_manifest_without_sources_is_a_usage_error(
+    lane: Lane, tree: Path, tmp_path: Path
+) -> None:
+    m = tmp_path / "plain.yaml"
+    m.write_text("pp1audit: 1\ntarget: {package: pkg}\n")
+    proc = run_cli("check", str(tree), "-m", str(m), "--repo", f"lnae={lane.path}")
+    assert proc.returncode == 2
+    assert proc.stderr == ("pp1audit: error: --repo lnae: the manifest has no git source 'lnae' "
+                           "(its sources: none)\n")

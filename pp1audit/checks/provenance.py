@@ -17,7 +17,7 @@ asks for explicitly).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +50,18 @@ class _Unavailable:
     message: str
 
 
+def check_repo_names(options: ProvenanceOptions, sources: Collection[str]) -> None:
+    """``Pp1Error`` (exit 2) for a ``--repo`` name the manifest has no git source for:
+    a typo would otherwise leave the intended source silently unchecked."""
+    unknown = sorted(options.named_on_command_line - set(sources))
+    if unknown:
+        known = ", ".join(sorted(sources)) or "none"
+        raise Pp1Error(
+            f"--repo {unknown[0]}: the manifest has no git source '{unknown[0]}' "
+            f"(its sources: {known})"
+        )
+
+
 class ProvenanceRun:
     """Provenance checks of one manifest for one run (clones and cache opened lazily)."""
 
@@ -59,13 +71,7 @@ class ProvenanceRun:
         self.prov = manifest.provenance
         self.options = options or ProvenanceOptions()
         self.target = target
-        unknown = sorted(self.options.named_on_command_line - set(self.prov.sources))
-        if unknown:
-            known = ", ".join(sorted(self.prov.sources)) or "none"
-            raise Pp1Error(
-                f"--repo {unknown[0]}: the manifest has no git source '{unknown[0]}' "
-                f"(its sources: {known})"
-            )
+        check_repo_names(self.options, self.prov.sources)
         self._clones: dict[str, Clone] = {}
         self._stores: dict[tuple[str, str], FileStore | _Unavailable] = {}
         self._remote: dict[str, FileStore | _Unavailable] = {}
@@ -114,7 +120,8 @@ class ProvenanceRun:
         if self._cache is None:
             from pp1audit.remote import Cache, default_cache_dir
 
-            self._cache = Cache(self.options.cache_dir or default_cache_dir())
+            self._cache = Cache(self.options.cache_dir or default_cache_dir(),
+                                self.options.policy.max_bytes)
         return self._cache
 
     def remote_store(self, pin_id: str) -> FileStore | _Unavailable:
@@ -298,7 +305,12 @@ class ProvenanceRun:
         clone = self.clone(spec.name)
         if clone is None:
             return Check(**base, status=Status.SKIP, message=self._not_given(spec.name))
-        found = clone.resolve_ref(ref.name)
+        from pp1audit.gitsource import CloneError
+
+        try:
+            found = clone.resolve_ref(ref.name)
+        except CloneError as exc:
+            return Check(**base, status=Status.ERROR, message=str(exc))
         if found is None:
             status = Status.SKIP if ref.moving else Status.FAIL
             return Check(**base, status=status,
@@ -451,7 +463,7 @@ class ProvenanceRun:
         out = [Check(**base, status=status, actual=actual, message=message)]
         for s in statuses:
             ok = want is None or s.status == want
-            out.append(Check(
+            out.append(Check(  # s.label is unique within the patch (see Hunk.index)
                 id=f"{pin.id}:{s.label}", kind="donor",
                 status=Status.PASS if ok else Status.FAIL, path=s.hunk.path,
                 found_lines=s.lines, expected=pin.expect, actual=s.status, source=pin.applies_to,
