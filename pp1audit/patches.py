@@ -9,7 +9,12 @@ conflict a human must look at. The patch is parsed with ``unidiff`` (a real
 unified-diff parser, git extended headers included), never by hand.
 
 Matching ignores line endings and trailing whitespace; when a block occurs more
-than once the occurrence nearest the hunk's own line numbers is reported.
+than once the occurrence nearest the hunk's own line numbers is reported. As
+``git apply`` does, a hunk with context on one side only is anchored on the
+other: without trailing context it ends at the end of the file, without leading
+context it starts at line 1 (a hunk without any context, as ``diff -U0`` writes,
+floats). A whole-file hunk (a file the patch adds or deletes) must match the
+whole file.
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ class Hunk:
     old_path: str | None
     """Original name when it differs (rename), or None."""
     index: int
-    """1-based position of the hunk within its file."""
+    """1-based position of the hunk among the patch's hunks for this path (numbering
+    continues when a patch holds several diffs of one file, so labels stay unique)."""
     header: str
     source_start: int
     target_start: int
@@ -47,6 +53,10 @@ class Hunk:
     after: tuple[str, ...]
     new_file: bool
     deleted_file: bool
+    at_start: bool = False
+    """No leading context (but some trailing): both blocks must start at line 1."""
+    at_end: bool = False
+    """No trailing context (but some leading): both blocks must end at the file's end."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +70,7 @@ class HunkStatus:
 
     @property
     def label(self) -> str:
-        """``path#index`` — how messages name a hunk."""
+        """``path#index`` — how messages and check ids name a hunk (unique in a patch)."""
         return f"{self.hunk.path}#{self.hunk.index}"
 
 
@@ -87,6 +97,7 @@ def parse_patch(data: bytes, strip: int = 1) -> list[Hunk]:
     except UnidiffParseError as exc:
         raise PatchError(f"not a unified diff: {exc}") from None
     hunks: list[Hunk] = []
+    per_path: dict[str, int] = {}
     for pfile in patchset:
         source = _strip(pfile.source_file, strip) if pfile.source_file else None
         target = _strip(pfile.target_file, strip) if pfile.target_file else None
@@ -95,19 +106,31 @@ def parse_patch(data: bytes, strip: int = 1) -> list[Hunk]:
             raise PatchError("a file diff names /dev/null on both sides")
         if pfile.is_binary_file:
             raise PatchError(f"{path}: binary diffs cannot be checked")
-        for index, h in enumerate(pfile, start=1):
+        for h in pfile:
+            per_path[path] = index = per_path.get(path, 0) + 1
             before = tuple(ln.value.rstrip("\r\n") for ln in h if ln.is_context or ln.is_removed)
             after = tuple(ln.value.rstrip("\r\n") for ln in h if ln.is_context or ln.is_added)
+            leading, trailing = _context_edges(h)
             hunks.append(Hunk(
                 path=path, old_path=source if source and source != path else None, index=index,
                 header=f"@@ -{h.source_start},{h.source_length} +{h.target_start},{h.target_length} @@",
                 source_start=h.source_start, target_start=h.target_start,
                 before=before, after=after,
                 new_file=bool(pfile.is_added_file), deleted_file=bool(pfile.is_removed_file),
+                at_start=leading == 0 < trailing, at_end=trailing == 0 < leading,
             ))
     if not hunks:
         raise PatchError("no hunks found: not a unified diff")
     return hunks
+
+
+def _context_edges(hunk: Any) -> tuple[int, int]:
+    """Context lines before the first change and after the last one."""
+    kinds = [ln.is_context for ln in hunk if ln.is_context or ln.is_added or ln.is_removed]
+    changed = [i for i, context in enumerate(kinds) if not context]
+    if not changed:
+        return len(kinds), 0
+    return changed[0], len(kinds) - 1 - changed[-1]
 
 
 def _find(lines: list[str], block: tuple[str, ...]) -> list[int]:
@@ -119,6 +142,21 @@ def _find(lines: list[str], block: tuple[str, ...]) -> list[int]:
     n = len(want)
     first = want[0]
     return [i for i in range(len(have) - n + 1) if have[i] == first and have[i : i + n] == want]
+
+
+def _anchored(hunk: Hunk, lines: list[str], block: tuple[str, ...]) -> list[int]:
+    """0-based starts of ``block`` where the hunk may apply (see the anchors above)."""
+    starts = _find(lines, block)
+    if hunk.at_start:
+        starts = [s for s in starts if s == 0]
+    if hunk.at_end:
+        starts = [s for s in starts if s + len(block) == len(lines)]
+    return starts
+
+
+def _same(lines: list[str], block: tuple[str, ...]) -> bool:
+    """The whole file is ``block`` (trailing whitespace ignored)."""
+    return [ln.rstrip() for ln in lines] == [b.rstrip() for b in block]
 
 
 def _nearest(starts: list[int], hint: int) -> int:
@@ -148,11 +186,17 @@ def hunk_status(hunk: Hunk, store: FileStore) -> HunkStatus:
             return HunkStatus(hunk, NOT_APPLIED, None, f"{hunk.path}, which the patch adds, is absent")
         return HunkStatus(hunk, CONFLICT, None, f"{hunk.path} is missing from the tree")
     if hunk.new_file and not hunk.before:
-        if _find(lines, hunk.after):
+        if _same(lines, hunk.after):
             return HunkStatus(hunk, APPLIED, (1, len(hunk.after)), "the added file is present")
         return HunkStatus(hunk, CONFLICT, None, "a file the patch adds exists with other content")
-    after = _find(lines, hunk.after)
-    before = _find(lines, hunk.before)
+    if hunk.deleted_file and not hunk.after:
+        if _same(lines, hunk.before):
+            return HunkStatus(hunk, NOT_APPLIED, (1, len(hunk.before)),
+                              f"{hunk.path}, which the patch deletes, is still there")
+        return HunkStatus(hunk, CONFLICT, None,
+                          f"{hunk.path}, which the patch deletes, exists with other content")
+    after = _anchored(hunk, lines, hunk.after)
+    before = _anchored(hunk, lines, hunk.before)
     # ``diff -U0`` hunks without context: a pure addition has no "before" text
     # to find (nothing is an empty block's absence), a pure deletion no "after".
     if not hunk.before and not after:
