@@ -4,7 +4,8 @@ Run by hand (numbers go in the README or a report, never in tests):
 
     python bench/bench_provenance.py [TREE] [--runs 7]
 
-TREE is the extracted real vLLM 0.31.0 wheel (default: /tmp/v031). Every
+TREE is the extracted real vLLM 0.31.0 wheel (default: the test cache's
+``~/.cache/pp1audit-tests/trees/vllm-0.31.0-*``; run the tests once). Every
 figure is the median of ``--runs`` runs in one process.
 
 * lane: ``run_checks`` of the test lane manifest (5 invariants, 4 citations,
@@ -68,10 +69,13 @@ def big_patch(tree: Path, files: int = 20) -> bytes:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("tree", nargs="?", default="/tmp/v031")
+    ap.add_argument("tree", nargs="?")
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
-    tree = Path(args.tree)
+    found = sorted(Path.home().glob(".cache/pp1audit-tests/trees/vllm-0.31.0-*"))
+    tree = Path(args.tree) if args.tree else found[0] if found else None
+    if tree is None or not (tree / "vllm" / "v1").is_dir():
+        sys.exit("give the extracted vLLM 0.31.0 tree (or run the tests once to cache it)")
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         lane = build_lane(base / "lane")

@@ -129,7 +129,9 @@ def fetch(
     """Download the manifest's remote pins and donors into the content-addressed cache.
 
     Each file is verified against its SHA-256 before it lands in the cache.
-    Exit 0 when every pin is cached, 1 when any could not be fetched.
+    Exit 0 when every pin is cached, 1 when a server sent other bytes than a
+    pin (a verdict on the content), 2 when a pin could not be fetched at all
+    (network, HTTP status, limits, the cache: nothing judged).
     """
     from pp1audit.checks.provenance import cache_dir_of, fetch_manifest
     from pp1audit.runconfig import resolve_options
@@ -139,11 +141,14 @@ def fetch(
                               total_timeout=total_timeout)
     m = _load_manifest(manifest)
     outcomes = fetch_manifest(m, options)
-    lines = [f"{'ok' if ok else 'FAILED':6}  {pid}: {msg}" for pid, ok, msg in outcomes]
-    lines.append(f"{sum(ok for _, ok, _ in outcomes)} of {len(outcomes)} pin(s) cached "
+    lines = [f"{'ok' if how == 'ok' else 'FAILED':6}  {pid}: {msg}" for pid, how, msg in outcomes]
+    hows = {how for _, how, _ in outcomes}
+    lines.append(f"{sum(how == 'ok' for _, how, _ in outcomes)} of {len(outcomes)} pin(s) cached "
                  f"in {cache_dir_of(options)}")
     _emit("\n".join(lines) + "\n", None)
-    return EXIT_OPEN if all(ok for _, ok, _ in outcomes) else EXIT_CLOSED
+    if "mismatch" in hows:  # a server sent other bytes than pinned: a verdict
+        return EXIT_CLOSED
+    return EXIT_USAGE if "failed" in hows else EXIT_OPEN
 
 
 @cli.command()
@@ -207,20 +212,24 @@ def check(
 @click.option("--excerpts", is_flag=True, help="Add the cited code under each evidence line.")
 @click.option("--check", "check_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Exit 1 with a unified diff when FILE differs from what would be generated now.")
+@click.option("--allow-drift", is_flag=True, help="As for check: drift does not close the gate.")
+@click.option("--require-all", is_flag=True, help="As for check: skipped checks close the gate.")
 def report(
     target: Path | None, manifest: Path | None, output: Path | None, excerpts: bool,
     check_file: Path | None, repos: tuple[str, ...] = (), config: Path | None = None,
-    cache_dir: Path | None = None,
+    cache_dir: Path | None = None, allow_drift: bool = False, require_all: bool = False,
 ) -> int:
     """Regenerate the Markdown audit from the manifest (and what TARGET measures).
 
     Without TARGET the audit is rendered as pinned; with it, each evidence line
     carries what was measured, and the exit code is the gate's (0 open, 1
     closed), as for check: a report of a failing target is still written, but
-    a pipeline does not mistake it for a pass. Deterministic: same inputs,
-    same bytes.
+    a pipeline does not mistake it for a pass. With --check the question is
+    only whether FILE is current (0) or stale (1); the gate's verdict is said
+    on stderr. Deterministic: same inputs, same bytes.
     """
     from pp1audit.report import render
+    from pp1audit.result import GatePolicy
 
     if check_file is not None and output is not None:
         raise click.UsageError("--check compares with FILE and writes nothing: drop --output")
@@ -236,15 +245,16 @@ def report(
 
             options = resolve_options(config, repos, cache_dir, fetch=False, offline=True)
         with open_target(target, m.package) as source:
-            result = audit(m, source, options=options)
+            result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
+                           options=options)
     text = render(m.raw, result, excerpts=excerpts)
     gate = EXIT_OPEN if result is None or result.gate_open else EXIT_CLOSED
     if result is not None and not result.gate_open:
         from pp1audit.formats.text_format import summary
 
         click.echo(f"pp1audit: {target}: {summary(result)}", err=True)
-    if check_file is not None:
-        return max(_check_generated(check_file, text), gate)
+    if check_file is not None:  # the document's freshness is the question asked
+        return _check_generated(check_file, text)
     _emit(text, output)
     return gate
 

@@ -430,9 +430,14 @@ class _Planner:
                     self._unresolved_invariant(check, invariants, allowed)
                     continue
             fails = check.kind == "record" and check.status in (Status.FAIL, Status.ERROR)
+            # Provenance (git sources, remotes, donors) is not measured by pin: its
+            # skip would tell the user to pass options pin does not have.
+            detail = (f"{check.kind} pins are read by check (its sources and cache), not carried "
+                      "by pin" if check.status is Status.SKIP else
+                      f"{check.status.value}: {check.message}")
             self.items.append(PinItem(
                 check.kind, check.id, TARGET_FAILS if fails else NOT_CARRIED, path=check.path,
-                detail=f"{check.status.value}: {check.message}"))
+                detail=detail))
 
     def _tree(self, check: Check) -> None:
         """Re-pin ``target.tree_sha256`` to the digest the record check measured.

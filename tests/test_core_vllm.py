@@ -160,3 +160,11 @@ def test_output_file_written_atomically(tmp_path: Path, vllm_wheel: Path) -> Non
     assert proc.returncode == 0 and proc.stdout == ""
     assert json.loads(out.read_text())["verdict"] == "pass"
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+def test_text_says_a_version_mismatch_once(vllm_wheel: Path) -> None:
+    proc = run_cli("check", str(vllm_wheel), "-m", str(REPO / "manifests" / "pp1.yaml"))
+    line = next(x for x in proc.stdout.splitlines() if x.split()[:2] == ["fail", "version"])
+    assert line.endswith("vllm/_version.py  version is 0.31.0, pinned 0.31.1.dev0+g6e517b15.dsv41gb10")
+    digest = next(x for x in proc.stdout.splitlines() if x.split()[:2] == ["fail", "file"])
+    assert "(expected " in digest  # a digest message does not carry the values: they are added

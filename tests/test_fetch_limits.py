@@ -95,10 +95,10 @@ def test_a_dripping_server_hits_the_total_deadline_and_leaves_no_file(
     assert message == (f"{server}/drip: download did not finish within the total timeout "
                        "of 1.5 s; aborted")
     assert files_under(cache) == []
-    # the same through the CLI option: exit 1, one line, nothing half-written
+    # the same through the CLI option: exit 2 (not judged), one line, nothing half-written
     proc = run_cli("fetch", "-m", str(manifest(tmp_path, f"{server}/drip")),
                    "--cache-dir", str(cache), "--total-timeout", "1.5", "--timeout", "5")
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 2, proc.stderr
     assert "did not finish within the total timeout of 1.5 s" in proc.stdout
     assert "Traceback" not in proc.stderr + proc.stdout
     assert files_under(cache) == []
@@ -111,7 +111,7 @@ def test_total_timeout_from_the_config_file(server: str, tmp_path: Path) -> None
     assert load_config(config).policy.total_timeout == 1.0
     proc = run_cli("fetch", "-m", str(manifest(tmp_path, f"{server}/drip")),
                    "--cache-dir", str(cache), "--config", str(config))
-    assert proc.returncode == 1 and "within the total timeout of 1 s" in proc.stdout
+    assert proc.returncode == 2 and "within the total timeout of 1 s" in proc.stdout
     assert files_under(cache) == []
 
 

@@ -209,7 +209,7 @@ def test_wrong_digest_fails_and_caches_nothing(server: Server, tmp_path: Path) -
     cache = tmp_path / "cache"
     m = fetch_manifest(tmp_path, f"{server.url}/0055.patch", sha=WRONG_SHA)
     proc = run_cli("fetch", "-m", str(m), "--cache-dir", str(cache))
-    assert proc.returncode == 1
+    assert proc.returncode == 1  # other bytes than pinned: a verdict, not "nothing judged"
     assert f"SHA-256 {PATCH_SHA} differs from the pinned {WRONG_SHA}; not cached" in proc.stdout
     assert cached_files(cache) == []
     with pytest.raises(DigestMismatch):
@@ -234,11 +234,11 @@ def test_each_failure_is_one_clear_line_and_leaves_no_file(
     assert expected in message and server.url + path in message
     assert "\n" not in message
     assert cached_files(cache) == []
-    # the same through the CLI: exit 1, the line on stdout, no traceback
+    # the same through the CLI: exit 2 (nothing judged), the line on stdout, no traceback
     m = fetch_manifest(tmp_path, server.url + path)
     proc = run_cli("fetch", "-m", str(m), "--cache-dir", str(cache), "--timeout", "0.5",
                    "--max-bytes", "4096", "--attempts", "1")
-    assert proc.returncode == 1 and expected in proc.stdout
+    assert proc.returncode == 2 and expected in proc.stdout
     assert "Traceback" not in proc.stderr + proc.stdout
     assert cached_files(cache) == []
 
@@ -394,7 +394,7 @@ def test_an_unusable_cache_is_a_one_line_error(server: Server, tmp_path: Path) -
     assert str(info.value).startswith(f"{cache / 'sha256'}: cannot write to the cache")
     m = fetch_manifest(tmp_path, f"{server.url}/0055.patch")
     proc = run_cli("fetch", "-m", str(m), "--cache-dir", str(cache))
-    assert proc.returncode == 1 and "cannot write to the cache" in proc.stdout
+    assert proc.returncode == 2 and "cannot write to the cache" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
@@ -431,7 +431,7 @@ def test_a_malformed_url_fails_its_pin_only(
     expected = f"{bad}: {reason}"
     m = two_pins(tmp_path, bad, f"{server.url}/0055.patch")
     proc = run_cli("fetch", "-m", str(m), "--cache-dir", str(tmp_path / "cache"), env=NO_PROXY)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 2, proc.stderr  # one pin could not be fetched: not judged
     assert proc.stdout.splitlines()[:2] == [
         f"FAILED  bad: {expected}", f"ok      hybrid-0055: fetched {len(PATCH)} bytes; SHA-256 verified"]
     # check --fetch: that pin is an error, the other is judged

@@ -70,8 +70,9 @@ def test_report_is_deterministic_and_check_detects_staleness(tmp_path: Path, vll
     assert run_cli("report", str(vllm_wheel), "-m", str(PP1), "-o", str(saved)).returncode == 1
     assert saved.read_text() == first.stdout
     ok = run_cli("report", str(vllm_wheel), "-m", str(PP1), "--check", str(saved))
-    assert ok.returncode == 1 and "is stale" not in ok.stderr, ok.stdout + ok.stderr
-    assert ok.stdout == ""  # current: no diff
+    assert ok.returncode == 0 and "is stale" not in ok.stderr, ok.stdout + ok.stderr
+    assert ok.stdout == ""  # current: no diff (the closed gate is only said on stderr)
+    assert "FAIL (gate closed)" in ok.stderr
     both = run_cli("report", str(vllm_wheel), "-m", str(PP1), "--check", str(saved), "-o", "x.md")
     assert both.returncode == 2 and "drop --output" in both.stderr
     saved.write_text(first.stdout.replace("applies target sampling", "applies some sampling"))
@@ -120,3 +121,15 @@ def test_files_in_the_hash_table_are_not_listed_again_as_uncited(vllm_wheel: Pat
     rest = md.split("Checks not cited above:", 1)[-1]
     assert "| File under `vllm/v1/worker/gpu/` | SHA256 | measured |" in md
     assert "`file:vllm/v1/worker/gpu/" not in rest
+
+
+def test_report_gate_options_are_those_of_check(tmp_path: Path, make_files) -> None:  # type: ignore[no-untyped-def]
+    tree = make_files({"pkg/__init__.py": "", "pkg/m.py": "# moved\nx = 1\n"})
+    m = tmp_path / "m.yaml"
+    m.write_text("pp1audit: 1\ntarget: {package: pkg}\ncitations:\n"
+                 "  c:\n    at: pkg/m.py:1\n    anchor: {exact: 'x = 1'}\n", encoding="utf-8")
+    assert run_cli("check", str(tree), "-m", str(m)).returncode == 1  # drift
+    assert run_cli("report", str(tree), "-m", str(m)).returncode == 1
+    assert run_cli("check", str(tree), "-m", str(m), "--allow-drift").returncode == 0
+    assert run_cli("report", str(tree), "-m", str(m), "--allow-drift").returncode == 0
+

@@ -472,10 +472,18 @@ class ProvenanceRun:
         return out
 
 
-def fetch_manifest(manifest: Manifest, options: ProvenanceOptions) -> list[tuple[str, bool, str]]:
-    """``pp1audit fetch``: download every remote pin; ``(id, ok, message)`` per pin."""
+def fetch_manifest(manifest: Manifest, options: ProvenanceOptions) -> list[tuple[str, str, str]]:
+    """``pp1audit fetch``: download every remote pin; ``(id, outcome, message)`` per pin.
+
+    ``outcome`` is ``ok``, ``mismatch`` (the server sent other bytes than the pin:
+    a verdict on the content) or ``failed`` (nothing could be judged: network,
+    HTTP status, limits, the cache).
+    """
+    from pp1audit.remote import DigestMismatch
+
     run = ProvenanceRun(manifest, options)
-    return [(pin.id, err is None, msg) for pin, msg, err in run.fetch_all()]
+    return [(pin.id, "ok" if err is None else "mismatch" if isinstance(err, DigestMismatch)
+             else "failed", msg) for pin, msg, err in run.fetch_all()]
 
 
 def cache_dir_of(options: ProvenanceOptions) -> Path:

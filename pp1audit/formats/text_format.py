@@ -41,7 +41,8 @@ def _place(check: Check) -> str:
 
 def _detail(check: Check) -> str:
     text = check.message
-    if check.status in (Status.FAIL, Status.ERROR) and check.expected and check.actual:
+    if check.status in (Status.FAIL, Status.ERROR) and check.expected and check.actual \
+            and not (check.expected in text and check.actual in text):  # said once is enough
         text += f" (expected {check.expected}, found {check.actual})"
     return printable(text)
 
