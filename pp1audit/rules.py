@@ -13,9 +13,12 @@ Matching lives in ``pp1audit.matcher``.
 Record shape (one invariant)::
 
     file: vllm/v1/worker/gpu/model_runner.py   # path in the target
-    in: GPUModelRunner.sample                   # enclosing class/function (optional)
+    in: GPUModelRunner.sample                   # the function/class whose own code is searched
+                                                #   (optional: the whole file)
     pattern: self.rejection_sampler($$$ARGS)    # what must be there
     where: {ARGS: {has: self.speculator.draft_logits}}
+                                                # a constraint: has / contains / is / regex /
+                                                #   any (a list, one holds) / not
     follows: $X.apply_grammar_bitmask($$$)      # earlier in the same function
     precedes: <rule>                            # later in the same function
     inside: <rule>                              # an enclosing node matches
@@ -50,6 +53,9 @@ RELATIONS = ("inside", "has", "guarded_by", "follows", "precedes", "not")
 
 RULE_KEYS = ("pattern", "where", *RELATIONS)
 """Keys of a nested rule mapping (the invariant itself adds file/in/every/claim/title)."""
+
+CONSTRAINT_KEYS = ("has", "contains", "is", "regex", "any", "not")
+"""Keys of a ``where`` constraint (``any``: a list of constraints, one must hold)."""
 
 
 class RuleError(Exception):
@@ -93,6 +99,9 @@ class Constraint:
     """The captured text contains a match of this regular expression."""
     not_: Constraint | None = None
     """This constraint must not hold."""
+    any_: tuple[Constraint, ...] = ()
+    """At least one of these holds: the same claim written two ways (a positional or a
+    keyword argument)."""
 
     def describe(self) -> str:
         """Short prose for messages: ``has `x```."""
@@ -105,6 +114,8 @@ class Constraint:
             parts.append(f"is `{self.is_.short}`")
         if self.regex is not None:
             parts.append(f"matches /{self.regex}/")
+        if self.any_:
+            parts.append("any of (" + " / ".join(c.describe() for c in self.any_) + ")")
         if self.not_ is not None:
             parts.append(f"not ({self.not_.describe()})")
         return " and ".join(parts)
@@ -206,7 +217,17 @@ def parse_pattern(value: object, keypath: tuple[str | int, ...]) -> Pattern:
 
 def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool) -> Constraint:
     if not isinstance(raw, dict):  # the schema says so too; kept for direct callers
-        raise RuleError(keypath, "a constraint is a mapping (has / contains / is / regex / not)")
+        raise RuleError(keypath, "a constraint is a mapping (has / contains / is / regex / "
+                        "any / not)")
+    for key in raw:  # the schema checks the outer mapping; nested ones (not / any) here
+        if key not in CONSTRAINT_KEYS:
+            raise RuleError((*keypath, key), f"unknown key '{key}' (a constraint has "
+                            f"{', '.join(CONSTRAINT_KEYS)})", key=True)
+    if not raw:
+        raise RuleError(keypath, "an empty constraint: give one of "
+                        f"{', '.join(CONSTRAINT_KEYS)}")
+    if "any" in raw and (not isinstance(raw["any"], list) or not raw["any"]):
+        raise RuleError((*keypath, "any"), "'any' is a non-empty list of constraints")
     regex = raw.get("regex")
     if regex is not None:
         try:
@@ -222,6 +243,8 @@ def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool) -> Constr
         is_=parse_pattern(raw["is"], (*keypath, "is")) if "is" in raw else None,
         regex=regex,
         not_=_constraint(raw["not"], (*keypath, "not"), multi) if "not" in raw else None,
+        any_=tuple(_constraint(alt, (*keypath, "any", i), multi)
+                   for i, alt in enumerate(raw.get("any", ()))),
     )
 
 

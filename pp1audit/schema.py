@@ -91,6 +91,9 @@ CONSTRAINT: dict[str, Any] = {
         "contains": {**PATTERN, "description": "One captured node is or contains this."},
         "is": {**PATTERN, "description": "The single captured node ($X) is this."},
         "regex": {"type": "string", "description": "The captured text contains a match."},
+        "any": {"type": "array", "minItems": 1, "items": {"type": "object"},
+                "description": "Constraints of which at least one holds (the same claim "
+                "written two ways, e.g. a positional or a keyword argument)."},
         "not": {"type": "object", "description": "A constraint that must not hold."},
     },
     "minProperties": 1,
@@ -141,7 +144,8 @@ INVARIANT: dict[str, Any] = {
         },
         "in": {
             "type": "string",
-            "description": "Enclosing class/function as a dotted name (GPUModelRunner.sample).",
+            "description": "The function or class whose own code is searched, as a dotted "
+            "name (GPUModelRunner.sample); absent: the whole file.",
         },
         "every": {**_RELATION_VALUE, "description": "Every match of this rule's pattern in the "
                   "scope satisfies its relations (and there is at least one)."},

@@ -161,7 +161,7 @@ def test_not_and_inside_and_has(make_files: MakeFiles) -> None:
     assert outside.status is Status.FAIL and "is not inside `def other" in outside.message
     has = one(make_files, """\
         file: pkg/mod.py
-        in: Runner
+        in: Runner.sample
         pattern: "out = $X"
         has: self.speculator.draft_logits
     """)
@@ -175,6 +175,7 @@ def test_guarded_by_reads_the_if_test_and_its_and_terms(make_files: MakeFiles) -
         pattern: "self.draft_logits: $T = None"
         every:
           pattern: self.draft_logits = $V
+          where: {V: {not: {is: None}}}
           guarded_by: $C.mode == "probabilistic"
     """)
     assert good.status is Status.PASS, good.message
@@ -186,6 +187,7 @@ def test_guarded_by_reads_the_if_test_and_its_and_terms(make_files: MakeFiles) -
         pattern: "self.draft_logits: $T = None"
         every:
           pattern: self.draft_logits = $V
+          where: {V: {not: {is: None}}}
           guarded_by: $C.mode == "probabilistic"
     """, code)
     assert bad.status is Status.FAIL
@@ -382,7 +384,7 @@ def test_guarded_by_an_elif_but_not_by_the_if_before_it(make_files: MakeFiles) -
         file: pkg/mod.py
         in: S.__init__
         pattern: "self.x: $T = None"
-        every: {{pattern: self.x = $V, guarded_by: {guard}}}
+        every: {{pattern: self.x = $V, where: {{V: {{not: {{is: None}}}}}}, guarded_by: {guard}}}
     """
     ok = one(make_files, rule.format(guard="'$C.mode == \"probabilistic\"'"), code)
     assert ok.status is Status.PASS, ok.message

@@ -4,7 +4,8 @@ The evaluation itself (parse once, match, relations) is the run's
 ``matcher.Engine``; this module only turns its outcome into a ``Check``: the
 rule holds → ``pass`` with the lines of the first satisfying match; it does not
 → ``fail`` with the broken relation; the file is unusable (unparsable, not
-UTF-8) → ``error``; the file is gone → ``fail``, as for a pinned file.
+UTF-8, over the matcher's size cap) → ``error``; the file is gone → ``fail``,
+as for a pinned file.
 """
 
 from __future__ import annotations
