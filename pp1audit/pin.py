@@ -565,10 +565,17 @@ def review_rows(plan: PinPlan) -> list[tuple[str, str, str, str]]:
 
 
 def render_review(plan: PinPlan, verbose: bool = True) -> str:
-    """The review table as plain text: one line per pin and a summary line."""
-    rows = [r for r in review_rows(plan) if verbose or r[0] != UNCHANGED]
+    """The review table as plain text: one line per pin and a summary line.
+
+    Cells quote the target (versions, paths, messages): shown through
+    ``printable``, as in check's text format, so the tree cannot write on the
+    terminal."""
+    from pp1audit.safetext import printable
+
+    rows = [tuple(printable(cell) for cell in r)
+            for r in review_rows(plan) if verbose or r[0] != UNCHANGED]
     widths = [max((len(r[k]) for r in rows), default=0) for k in range(3)]
-    out = [f"pin {plan.manifest_path} → {plan.target_kind} {plan.target_location}"]
+    out = [printable(f"pin {plan.manifest_path} → {plan.target_kind} {plan.target_location}")]
     for r in rows:
         cells = "  ".join(r[k].ljust(widths[k]) for k in range(3))
         out.append(f"  {cells}  {r[3]}".rstrip())

@@ -72,3 +72,11 @@ def test_printable_escapes_controls_and_invisible_formatting_only() -> None:
     assert printable("a\tb\r\n\x00\x7f\x9b") == "a\\tb\\r\\n\\x00\\x7f\\x9b"
     assert printable("x\u202ey\u200bz\ufeff") == "x\\u202ey\\u200bz\\ufeff"
     assert printable("plain – ünïcödé → ok") == "plain – ünïcödé → ok"
+
+
+def test_pin_review_cannot_be_forged_by_the_target(evil: tuple[Path, Path]) -> None:
+    tree, manifest = evil
+    proc = run_cli("pin", str(tree), "-m", str(manifest))
+    assert "\x1b" not in proc.stdout.split("\n---", 1)[0]  # the review table
+    assert not any(line.startswith("PASS") for line in proc.stdout.splitlines())
+    assert "0.31.0\\nPASS (gate open)" in proc.stdout
