@@ -1,0 +1,246 @@
+"""Rule patterns as ast-grep searches them, and the matches they yield.
+
+A pattern's literals become metavariables compared by value (``'greedy'`` is
+``"greedy"``); a metavariable already bound must capture the same code (equal
+trees, not equal text); ``T = V`` and guard texts are read with the stdlib
+parser. This is the one place that turns pattern text into ast-grep searches,
+kept apart from the per-file facts and the rule evaluator, which only ask it
+for ``Hit`` lists. Parsed patterns are cached by text across files."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from pp1audit.rules import metavariables
+from pp1audit.syntaxtree import key, literal, named_items, unparen
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ast_grep_py import SgNode
+
+
+_LITERAL_KINDS = {str: ("string", "concatenated_string"), bytes: ("string", "concatenated_string"),
+                  int: ("integer",), float: ("float",), complex: ("integer", "float")}
+_LIT = "PP1LIT"
+"""Prefix of the metavariables that stand for a pattern's literals."""
+
+
+# --- pattern texts ---------------------------------------------------------------------------
+
+
+def _literal_spans(text: str) -> list[tuple[int, int, tuple[type, object]]]:
+    """(start, end, value) of each string/number literal of a pattern, in order.
+
+    Metavariables are read as identifiers (``$`` → ``_``: same length, so token
+    positions are positions in ``text``); implicitly concatenated strings are one
+    literal; f-strings are code, not literals. Any tokenizer trouble: none.
+    """
+    probe = text.replace("$", "_")
+    lines = io.StringIO(probe).readlines()
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln))
+    groups: list[list[tokenize.TokenInfo]] = []
+    out: list[tuple[int, int, tuple[type, object]]] = []
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(probe).readline))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return []
+    previous_string = False
+    for tok in tokens:
+        if tok.type == tokenize.STRING:
+            if previous_string:
+                groups[-1].append(tok)
+            else:
+                groups.append([tok])
+            previous_string = True
+        elif tok.type == tokenize.NUMBER:
+            groups.append([tok])
+            previous_string = False
+        elif tok.type not in (tokenize.NL, tokenize.COMMENT):
+            previous_string = False
+    for group in groups:
+        start = starts[group[0].start[0] - 1] + group[0].start[1]
+        end = starts[group[-1].end[0] - 1] + group[-1].end[1]
+        if any("f" in t.string[: t.string.find(t.string[-1])].lower() for t in group
+               if t.type == tokenize.STRING):
+            continue  # an f-string is computed, not a literal
+        try:
+            value = ast.literal_eval("(" + text[start:end] + ")")
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        out.append((start, end, (type(value), value)))
+    return out
+
+
+@dataclass(frozen=True)
+class Pat:
+    """A pattern as ast-grep searches it: literals replaced by metavariables checked by value."""
+
+    text: str
+    literals: tuple[tuple[str, tuple[type, object]], ...]
+    single: frozenset[str]
+    multi: frozenset[str]
+
+    def config(self) -> Any:
+        """ast-grep's search: the pattern, each literal's metavariable limited to literal kinds."""
+        if not self.literals:
+            return {"rule": {"pattern": self.text}}
+        return {"rule": {"pattern": self.text}, "constraints": {
+            name: {"any": [{"kind": k} for k in _LITERAL_KINDS.get(value[0], ("string",))]}
+            for name, value in self.literals}}
+
+
+@lru_cache(maxsize=2048)
+def parse_pattern(text: str) -> Pat:
+    single, multi = metavariables(text)
+    literals: list[tuple[str, tuple[type, object]]] = []
+    out = text
+    if "$" + _LIT not in text:
+        spans = _literal_spans(text)
+        for i, (start, end, value) in reversed(list(enumerate(spans))):
+            out = f"{out[:start]}${_LIT}{i}{out[end:]}"
+            literals.append((f"{_LIT}{i}", value))
+    return Pat(out, tuple(literals), single, multi)
+
+
+@lru_cache(maxsize=512)
+def assign_parts(text: str) -> tuple[str, str] | None:
+    """(target, value) texts when a pattern is one plain assignment ``T = V`` (T not a tuple)."""
+    probe = text.replace("$", "_")  # same byte offsets: segments of `text` come out
+    try:
+        tree = ast.parse(probe)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
+        return None
+    stmt = tree.body[0]
+    if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], (ast.Name, ast.Attribute,
+                                                                    ast.Subscript)):
+        return None
+    target = ast.get_source_segment(text, stmt.targets[0])
+    value = ast.get_source_segment(text, stmt.value)
+    return (target, value) if target is not None and value is not None else None
+
+
+@lru_cache(maxsize=512)
+def guard_forms(text: str) -> tuple[str, ...]:
+    """A guard and, for ``a == b`` / ``!=`` / ``is`` / ``is not``, the same test written ``b == a``."""
+    probe = text.replace("$", "_")
+    try:
+        tree = ast.parse(probe, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return (text,)
+    node = tree.body
+    simple = (ast.Name, ast.Attribute, ast.Constant, ast.Call, ast.Subscript)
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot))
+            and isinstance(node.left, simple) and isinstance(node.comparators[0], simple)):
+        return (text,)
+    left = ast.get_source_segment(text, node.left)
+    right = ast.get_source_segment(text, node.comparators[0])
+    op = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not"}[type(node.ops[0])]
+    if left is None or right is None:
+        return (text,)
+    return (text, f"{right} {op} {left}")
+
+
+# --- matches ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One match: where it is, and what its metavariables captured."""
+
+    node: SgNode
+    caps: dict[str, SgNode] = field(default_factory=dict)
+    multi: dict[str, list[SgNode]] = field(default_factory=dict)
+
+    def bindings(self, outer: dict[str, SgNode]) -> dict[str, SgNode]:
+        """Outer bindings with this match's single captures added (outer ones win)."""
+        return {**self.caps, **outer}
+
+
+def _same(a: SgNode, b: SgNode) -> bool:
+    """The same code: equal syntax trees, literals by value, parentheses and comments aside."""
+    a, b = unparen(a), unparen(b)
+    la, lb = literal(a), literal(b)
+    if la is not None or lb is not None:
+        return la == lb
+    if a.kind() != b.kind():
+        return False
+    ca = [c for c in a.children() if c.kind() != "comment"]
+    cb = [c for c in b.children() if c.kind() != "comment"]
+    if not ca and not cb:
+        return a.text() == b.text()
+    return len(ca) == len(cb) and all(_same(x, y) for x, y in zip(ca, cb, strict=True))
+
+
+def _capture(m: SgNode, pat: Pat, bound: dict[str, SgNode]) -> Hit | None:
+    """The hit for an ast-grep match, if its literals and bound metavariables agree."""
+    for name, value in pat.literals:
+        got = m.get_match(name)
+        if got is None or literal(got) != value:
+            return None
+    caps: dict[str, SgNode] = {}
+    for name in pat.single:
+        got = m.get_match(name)
+        if got is None:
+            continue
+        if name in bound and not _same(got, bound[name]):
+            return None
+        caps[name] = got
+    multi = {name: _items(m.get_multiple_matches(name)) for name in pat.multi}
+    return Hit(m, caps, multi)
+
+
+def _items(nodes: list[SgNode]) -> list[SgNode]:
+    """A ``$$$`` capture's items; a body (``if c: $$$BODY``) captures its statements (ast-grep
+    hands over the block, and with it any ``elif``/``else`` that follows: not the body's)."""
+    items = named_items(nodes)
+    if items and items[0].kind() == "block":
+        return named_items(items[0].children())
+    return items
+
+
+def find(region: SgNode, pat: Pat, bound: dict[str, SgNode]) -> list[Hit]:
+    """Matches of ``pat`` in ``region`` (itself included), in source order."""
+    hits = (_capture(m, pat, bound) for m in region.find_all(pat.config()))
+    return [h for h in hits if h is not None]
+
+
+def at(node: SgNode, pat: Pat, bound: dict[str, SgNode]) -> Hit | None:
+    """``node`` itself as a match of ``pat``, or None."""
+    if not node.matches(pattern=pat.text):
+        return None
+    m = node.find(pattern=pat.text)  # pre-order: the node itself comes first
+    if m is None or key(m) != key(node):
+        return None
+    return _capture(m, pat, bound)
+
+
+def _keyword_pattern(text: str) -> tuple[str, str] | None:
+    """``name=value`` read as a keyword argument (an assignment as Python parses it)."""
+    parts = assign_parts(text)
+    if parts is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", parts[0]):
+        return None
+    return parts
+
+
+def is_(node: SgNode, text: str, bound: dict[str, SgNode]) -> bool:
+    """The node (parentheses aside) matches the pattern; ``name=value`` also a keyword argument."""
+    bare = unparen(node)
+    candidates = [node] if key(bare) == key(node) else [node, bare]
+    if any(at(c, parse_pattern(text), bound) is not None for c in candidates):
+        return True
+    if node.kind() == "keyword_argument":
+        kw = _keyword_pattern(text)
+        name, value = node.field("name"), node.field("value")
+        if kw is not None and name is not None and value is not None and name.text() == kw[0]:
+            return is_(value, kw[1], bound)
+    return False
