@@ -104,7 +104,12 @@ def audit(
         # checks run here, instead of after them.
         hashing = RecordRun(manifest.package, source, record=record or manifest.record,
                             tree_sha256=manifest.tree_sha256, progress=progress)
-    checks = run_checks(manifest, store, options)
+    try:
+        checks = run_checks(manifest, store, options)
+    except BaseException:
+        if hashing is not None:  # no one will collect it: stop the threads
+            hashing.cancel()
+        raise
     if hashing is not None:
         checks.extend(hashing.checks())
     found_version = next((c.actual for c in checks if c.kind == "version"), None)

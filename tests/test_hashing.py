@@ -216,3 +216,35 @@ def test_oversized_bytecode_is_never_read(tmp_path: Path) -> None:
         rec = RecordRun("pkg", source)
         hashed = rec.run.result()
     assert "pkg/mod.py" in hashed and pyc.relative_to(root).as_posix() not in hashed
+
+
+def test_a_failed_audit_stops_its_hashing_threads(tmp_path: Path) -> None:
+    """audit() starts hashing before the other checks; when one of them raises
+    (here a --repo named for nothing), nobody collects the hashing: it must stop."""
+    from pp1audit.audit import audit
+    from pp1audit.errors import Pp1Error
+    from pp1audit.manifest import parse
+    from pp1audit.runconfig import ProvenanceOptions
+
+    tree(tmp_path / "site", {f"pkg/f{i}.bin": 2 * SMALL for i in range(200)})
+    manifest = parse("pp1audit: 1\ntarget: {package: pkg, record: true}\n", "m.yaml")
+    options = ProvenanceOptions(repos={"nope": tmp_path}, named_on_command_line=frozenset({"nope"}))
+    with DirectorySource(tmp_path / "site") as source, pytest.raises(Pp1Error, match="nope"):
+        audit(manifest, source, options=options)
+    assert not [t for t in threading.enumerate() if t.name == "pp1audit-hash"]
+
+
+def test_without_record_no_bytecode_is_read(tmp_path: Path) -> None:
+    """Only --record judges bytecode; the tree digest excludes __pycache__: a
+    tree-digest-only run reads no pyc (a 40 GB sparse one would cost minutes)."""
+    root = tmp_path / "site"
+    tree(root, {"pkg/m.py": 10})
+    big = root / "pkg" / "__pycache__" / "m.cpython-311.pyc"
+    big.parent.mkdir()
+    with open(big, "wb") as f:
+        f.truncate(40 << 30)
+    with DirectorySource(root) as source:
+        rec = RecordRun("pkg", source, record=False, tree_sha256="0" * 64)
+        checks = {c.id: c for c in rec.checks()}
+    assert checks["tree"].status.value == "fail"  # judged (the pin is made up), quickly
+    assert rec.run.out.get("pkg/__pycache__/m.cpython-311.pyc") is None  # never hashed

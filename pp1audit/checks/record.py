@@ -168,11 +168,13 @@ class RecordRun:
             self._early = [_error("record", f"no files under {package}/ in the target", package + "/")]
 
     def _add(self, e: Entry) -> None:
-        """Hand a listed entry to the hashing threads, except bytecode too large to
-        compare: only the bytecode check reads a pyc (RECORD and the tree digest
-        leave ``__pycache__`` to it), so reading a 40 GB sparse pyc would buy nothing."""
-        if self.record and e.kind == FILE and e.size > KEEP_FILE and pyc_name(e.path) is not None:
-            self._unread[e.path] = Digest(None, e.size, unkept=too_large(e.size))
+        """Hand a listed entry to the hashing threads, except bytecode nothing will
+        read: only the bytecode check reads a pyc (RECORD and the tree digest
+        leave ``__pycache__`` to it), so without ``record`` no pyc is read, and
+        with it none too large to compare (a 40 GB sparse pyc would buy nothing)."""
+        if e.kind == FILE and pyc_name(e.path) is not None and (not self.record or e.size > KEEP_FILE):
+            why = too_large(e.size) if self.record else "not read: only --record judges bytecode"
+            self._unread[e.path] = Digest(None, e.size, unkept=why)
             return
         self.run.add(e)
 
@@ -183,6 +185,13 @@ class RecordRun:
         if not self.record or not keep_for_bytecode(e):
             return False
         return not e.path.endswith(".py") or self._wanted is None or e.path in self._wanted
+
+    def cancel(self) -> None:
+        """Abandon the run (the caller failed before collecting it)."""
+        if self._early is None:
+            self.run.cancel()
+        if self.progress is not None:
+            self.progress.stop()
 
     def checks(self) -> list[Check]:
         """Wait for the hashing and return every check of the family."""
