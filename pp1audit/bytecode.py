@@ -216,7 +216,12 @@ def _marshal_tree(data: bytes) -> tuple[object, int]:
     def long_int() -> int:
         n = long()
         digits = take(2 * abs(n))
-        value = sum(int.from_bytes(digits[2 * i:2 * i + 2], "little") << (15 * i) for i in range(abs(n)))
+        # 15-bit digits, least significant first. Joined as one binary string:
+        # int() of a power-of-two base is linear, where summing shifted digits is
+        # quadratic (a 16 MiB pyc of one huge constant would take hours).
+        bits = "".join(f"{int.from_bytes(digits[i:i + 2], 'little'):015b}"
+                       for i in range(2 * abs(n) - 2, -1, -2))
+        value = int(bits, 2) if bits else 0
         return -value if n < 0 else value
 
     read: dict[str, Callable[[], object]] = {

@@ -729,3 +729,14 @@ def test_a_source_too_large_to_keep_leaves_its_bytecode_unverified(tmp_path: Pat
     assert checks[key].message == (
         f"Unverified bytecode: pkg/mod.py is {len(text):,} bytes, over the 16 MiB per file kept "
         "for comparison; it could not be compared with its source")
+
+
+def test_marshal_reader_reads_long_integers_by_value() -> None:
+    """The pyc reader decodes marshal's 15-bit-digit longs (now in linear time):
+    every size and sign round-trips to the value Python itself wrote."""
+    from pp1audit.bytecode import _marshal_tree
+
+    for v in (0, 2**15 - 1, 2**15, 2**30, 2**31, -(2**31) - 1, 2**45 + 12345, -(3**3000), 7**5000,
+              10**20000):
+        tree, _ = _marshal_tree(marshal.dumps(v))
+        assert tree == ("int", v), v.bit_length()
