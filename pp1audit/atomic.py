@@ -20,6 +20,7 @@ import contextlib
 import errno
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -52,7 +53,35 @@ def _stream_kind(path: Path) -> str | None:
     return "stream" if str(path).startswith(("/dev/std", "/dev/fd/", "/proc/")) else None
 
 
+def _inherited_fd(path: Path) -> int | None:
+    """The descriptor ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or
+    ``/proc/self/fd/N`` names: written to as it is (reopening would truncate a
+    ``>> log`` that stdout appends to, and would lose its position)."""
+    text = str(path)
+    named = {"/dev/stdout": 1, "/dev/stderr": 2}.get(text)
+    if named is not None:
+        return named
+    for prefix in ("/dev/fd/", "/proc/self/fd/"):
+        if text.startswith(prefix) and text[len(prefix):].isdigit():
+            return int(text[len(prefix):])
+    return None
+
+
+def _write_all(fd: int, blob: bytes) -> None:
+    view = memoryview(blob)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _write_stream(path: Path, blob: bytes) -> None:
+    fd = _inherited_fd(path)
+    if fd is not None:
+        try:
+            sys.stdout.flush()  # what was printed before stays before
+            _write_all(fd, blob)
+        except OSError as exc:
+            raise Pp1Error(f"{path}: cannot write: {exc.strerror}") from None
+        return
     flags = os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(path, flags | (os.O_TRUNC if stat.S_ISREG(os.stat(path).st_mode) else 0))
@@ -62,9 +91,7 @@ def _write_stream(path: Path, blob: bytes) -> None:
         raise Pp1Error(f"{path}: cannot write: {exc.strerror}") from None
     try:
         os.set_blocking(fd, True)  # O_NONBLOCK was only for the open of a FIFO
-        view = memoryview(blob)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, blob)
     except OSError as exc:
         raise Pp1Error(f"{path}: cannot write: {exc.strerror}") from None
     finally:

@@ -155,3 +155,23 @@ def test_output_onto_a_directory_is_refused(tmp_path: Path, make_files: Callable
     target.mkdir()
     code, out, err = _small_check(tmp_path, make_files, str(target))
     assert code == 2 and out == "" and err.count("\n") == 1 and str(target) in err
+
+
+def test_output_to_dev_stdout_appends_when_stdout_appends(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    """``-o /dev/stdout >> log``: the log keeps its earlier lines (reopening the
+    path with O_TRUNC, as for a FIFO, would wipe them)."""
+    import subprocess
+    import sys
+
+    tree = make_files({"pkg/__init__.py": "", "pkg/m.py": "x = 1\n"})
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("pp1audit: 1\ntarget: {package: pkg}\n")
+    log = tmp_path / "log.txt"
+    log.write_text("earlier line\n")
+    with open(log, "a") as out:
+        proc = subprocess.run([sys.executable, "-m", "pp1audit", "check", str(tree), "-m", str(manifest),
+                               "--format", "json", "-o", "/dev/stdout"], stdout=out, timeout=30)
+    assert proc.returncode == 0
+    first, rest = log.read_text().split("\n", 1)
+    assert first == "earlier line" and json.loads(rest)["verdict"] == "pass"
