@@ -43,6 +43,7 @@ must be a worker, whose death becomes that pair's ``error``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import marshal
 import os
@@ -590,9 +591,11 @@ def _in_processes(tasks: list[tuple[bytes, bytes, int]], n: int,
     that one pair's ``error``, never the end of the run.
 
     All tasks go out in chunks; when the pool breaks, the tasks without an
-    answer go again one per submission in a fresh pool, and those that were
-    in flight when it broke again are run alone, each in its own pool, so
-    the culprit is named and every other pair is still judged.
+    answer go again one per submission in a fresh pool. Tasks leave in order
+    and at most ``n + 1`` are handed out at a time, so when that pool breaks
+    the culprit is among the first ``n + 1`` unanswered: each of those runs
+    alone (the one that dies again is named), the rest go round again. Each
+    crashing pair costs ``n + 2`` pools, not one per pair left.
     """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -604,6 +607,13 @@ def _in_processes(tasks: list[tuple[bytes, bytes, int]], n: int,
 
     def item(i: int) -> int | tuple[bytes, bytes, int]:
         return i if fork else tasks[i]  # forked children read the bytes from inherited memory
+
+    def one_by_one(indices: list[int], workers: int) -> None:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = [(i, pool.submit(_compare_task, item(i))) for i in indices]
+            for i, f in futures:
+                with contextlib.suppress(BrokenProcessPool):  # unanswered: sorted out below
+                    results[i] = f.result()
 
     results: list[tuple[str, str] | object | None] = [_PENDING] * len(tasks)
     _TASKS = tasks
@@ -618,21 +628,14 @@ def _in_processes(tasks: list[tuple[bytes, bytes, int]], n: int,
             except BrokenProcessPool:
                 pass
         left = [i for i, r in enumerate(results) if r is _PENDING]
-        if left:
-            suspects: list[int] = []
-            with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-                futures = {i: pool.submit(_compare_task, item(i)) for i in left}
-                for i, f in futures.items():
-                    try:
-                        results[i] = f.result()
-                    except BrokenProcessPool:
-                        suspects.append(i)
-            for i in suspects:
-                with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as alone:
-                    try:
-                        results[i] = alone.submit(_compare_task, item(i)).result()
-                    except BrokenProcessPool:
-                        results[i] = DIED
+        while left:
+            one_by_one(left, n)
+            left = [i for i in left if results[i] is _PENDING]
+            for i in left[:n + 1]:  # the culprit is among these: each alone
+                one_by_one([i], 1)
+                if results[i] is _PENDING:
+                    results[i] = DIED
+            left = left[n + 1:]
     finally:
         _TASKS = []
     return results  # type: ignore[return-value]  # no _PENDING is left
