@@ -257,11 +257,15 @@ def _find_folded(lines: list[str], exact: list[str]) -> list[tuple[int, int]]:
     idx = [i for i, line in enumerate(lines) if line.strip()]
     folded = [" ".join(lines[i].split()) for i in idx]
     digest, n = span_sha256(exact), len(want)
+    seen: dict[tuple[str, ...], bool] = {}  # a file of repeated lines normalises each text once
     out = []
     for k, first in enumerate(folded[: len(folded) - n + 1]):
         if first == want[0] and folded[k:k + n] == want:
             s, e = idx[k], idx[k + n - 1] + 1
-            if span_sha256(lines[s:e]) == digest:
+            window = tuple(lines[s:e])
+            if window not in seen:
+                seen[window] = span_sha256(list(window)) == digest
+            if seen[window]:
                 out.append((s, e))
     return out
 
