@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pp1audit.errors import MissingFile, Pp1Error, SourceError, TargetError
-from pp1audit.sources import MAX_READ, Source
+from pp1audit.sources import MAX_READ, Source, too_large
 
 _SYMLINK = 0o120000
 _GITLINK = 0o160000
@@ -282,8 +282,7 @@ class GitSource(Source):
         except Exception as exc:
             raise self.clone.unreadable(path, "blob", blob.hexsha, exc) from None
         if size > MAX_READ:  # as for a file of a directory: an error, never exhausted memory
-            raise SourceError(path, f"is too large to read whole ({size:,} bytes; the limit is "
-                              f"{MAX_READ >> 20} MiB)")
+            raise SourceError(path, too_large(size))
         try:
             data: bytes = blob.data_stream.read()
         except Exception as exc:

@@ -26,7 +26,8 @@ check's ``error``, never an exhausted memory; ``--record`` and the tree digest
 hash any size in a stream."""
 
 
-def _too_large(size: int) -> str:
+def too_large(size: int) -> str:
+    """The phrase for a file over ``MAX_READ``, one wording for every source."""
     return f"is too large to read whole ({size:,} bytes; the limit is {MAX_READ >> 20} MiB)"
 
 BLOCK = 1 << 20
@@ -145,7 +146,7 @@ class DirectorySource(Source):
             if not stat.S_ISREG(st.st_mode):
                 raise SourceError(path, f"is a {kind_of_mode(st.st_mode)}; not opened")
             if st.st_size > MAX_READ:
-                raise SourceError(path, _too_large(st.st_size))
+                raise SourceError(path, too_large(st.st_size))
             chunks = []
             total = 0
             while True:
@@ -154,7 +155,7 @@ class DirectorySource(Source):
                     break
                 total += len(chunk)
                 if total > MAX_READ:  # grew while being read
-                    raise SourceError(path, _too_large(total))
+                    raise SourceError(path, too_large(total))
                 chunks.append(chunk)
             return b"".join(chunks)
         except OSError as exc:
@@ -227,7 +228,7 @@ class WheelSource(Source):
     def read(self, path: str) -> bytes:
         member = self.info(path)
         if member.size > MAX_READ:
-            raise SourceError(path, _too_large(member.size))
+            raise SourceError(path, too_large(member.size))
         try:
             return self._zip.read(member, limit=MAX_READ)
         except (OSError, ZipError) as exc:
