@@ -21,6 +21,7 @@ from pp1audit.formats import FORMATS
 
 if TYPE_CHECKING:
     from pp1audit.manifest import Manifest
+    from pp1audit.runconfig import ProvenanceOptions
 
 _DEFAULT_MANIFEST = "(the shipped PP1 manifest)"
 
@@ -41,6 +42,18 @@ def _use_color(fmt_color: str | None) -> bool:
     if fmt_color == "never" or os.environ.get("NO_COLOR"):
         return False
     return sys.stdout.isatty()
+
+
+def _provenance_options(m: Manifest, repos: tuple[str, ...], config: Path | None,
+                        cache_dir: Path | None, *, fetch: bool, offline: bool,
+                        ) -> ProvenanceOptions | None:
+    """Repos, caches and the config file only concern provenance: a manifest that
+    declares none (and a command line that names none) never loads that code."""
+    if m.prov is None and not (repos or config or cache_dir or fetch):
+        return None
+    from pp1audit.runconfig import resolve_options
+
+    return resolve_options(config, repos, cache_dir, fetch=fetch, offline=offline)
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -187,13 +200,7 @@ def check(
     from pp1audit.sources import open_target
 
     m = _load_manifest(manifest)
-    options = None
-    # Repos, caches and the config file only concern provenance: a manifest that
-    # declares none (and a command line that names none) never loads that code.
-    if m.prov is not None or repos or config or cache_dir or fetch or offline:
-        from pp1audit.runconfig import resolve_options
-
-        options = resolve_options(config, repos, cache_dir, fetch=fetch, offline=offline)
+    options = _provenance_options(m, repos, config, cache_dir, fetch=fetch, offline=offline)
     with open_target(target, m.package) as source:
         result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
                        options=options, record=record,
@@ -239,11 +246,7 @@ def report(
         from pp1audit.audit import audit
         from pp1audit.sources import open_target
 
-        options = None
-        if m.prov is not None or repos or config or cache_dir:  # as in check
-            from pp1audit.runconfig import resolve_options
-
-            options = resolve_options(config, repos, cache_dir, fetch=False, offline=True)
+        options = _provenance_options(m, repos, config, cache_dir, fetch=False, offline=True)
         with open_target(target, m.package) as source:
             result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
                            options=options)
