@@ -138,6 +138,8 @@ def pin(
     import json
 
     from pp1audit import pin as pin_mod
+    from pp1audit.inputs import read_input
+    from pp1audit.manifest import parse_bytes
     from pp1audit.sources import open_target
 
     if output is not None and in_place:
@@ -145,8 +147,8 @@ def pin(
     if in_place and manifest is None:  # never rewrite the manifest shipped inside pp1audit
         raise click.UsageError("--in-place needs -m MANIFEST (the default manifest is not rewritten)")
     path, display = _manifest_path(manifest)
-    m = _load(manifest)
-    raw = path.read_bytes()
+    raw = read_input(path, "manifest")  # once: the text planned is the text parsed
+    m = parse_bytes(raw, display)
     bom = "\ufeff" if raw.startswith(codecs.BOM_UTF8) else ""  # kept: the file is the author's
     text = raw.decode("utf-8-sig")
     with open_target(target, m.package) as source:

@@ -338,8 +338,11 @@ def load_manifest(path: Path, display: str | None = None) -> Manifest:
     """Read and parse a manifest file; unreadable or non-UTF-8 files are one-line errors."""
     from pp1audit.inputs import read_input
 
-    name = display or str(path)
-    data = read_input(path, "manifest")
+    return parse_bytes(read_input(path, "manifest"), display or str(path))
+
+
+def parse_bytes(data: bytes, name: str) -> Manifest:
+    """A manifest from the bytes of its file (for callers that need the bytes too)."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
