@@ -211,7 +211,10 @@ def _excerpt(check: Check, indent: str) -> list[str]:
     return body
 
 
-def _table(block: Block, raw: dict[str, Any], result: Result | None) -> list[str]:
+def _table(block: Block, raw: dict[str, Any], result: Result | None,
+           shown: set[str]) -> list[str]:
+    """The hash table of ``files`` under the block's prefix; adds the file check
+    ids it shows to ``shown`` (they are not listed again as uncited)."""
     spec = block.table or {}
     prefix = spec.get("prefix", "")
     header = [expand(h, raw) for h in spec.get("header", ["File", "SHA256"])]
@@ -223,6 +226,7 @@ def _table(block: Block, raw: dict[str, Any], result: Result | None) -> list[str
         if not path.startswith(prefix):
             continue
         row = [f"`{path[len(prefix):]}`", str(digest)]
+        shown.add(f"file:{path}")
         if result:
             check = by_id.get(f"file:{path}")
             if check is None:
@@ -253,9 +257,7 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
             if previous == "bullet" and block.kind != "bullet":
                 out.append("")  # a list ends before the next paragraph
             if block.kind == "table":
-                out += _table(block, raw, result)
-                prefix = (block.table or {}).get("prefix", "")
-                used.update(f"file:{p}" for p in raw.get("files") or {} if p.startswith(prefix))
+                out += _table(block, raw, result, used)
             elif block.kind == "bullet":
                 lines = expand(block.text.rstrip("\n"), raw).split("\n")
                 # Continuation lines stay as written (Markdown's lazy continuation),
