@@ -53,6 +53,7 @@ class Clone:
 
         self.name = name
         self.path = path
+        self._ref_names: frozenset[str] | None = None
         try:
             self.repo: Any = git.Repo(path, search_parent_directories=False)
         except git.NoSuchPathError:
@@ -100,6 +101,19 @@ class Clone:
         obj = self.repo.commit(sha)
         return obj if obj.hexsha == sha else None
 
+    def _refs(self) -> frozenset[str]:
+        """Every ref name of the clone, listed once per run (a clone of vLLM has
+        thousands of tags; each pinned ref used to list them all again)."""
+        import git
+
+        if self._ref_names is None:
+            try:
+                out = self.repo.git.for_each_ref("--format=%(refname)")
+            except git.GitCommandError as exc:
+                raise CloneError(f"{self.path}: cannot list refs: {_git_says(exc)}") from None
+            self._ref_names = frozenset(out.splitlines())
+        return self._ref_names
+
     def resolve_ref(self, name: str) -> tuple[str, str] | None:
         """``(full ref name, commit id)`` of a ref, or None when the clone has none.
 
@@ -112,10 +126,7 @@ class Clone:
         """
         import git
 
-        try:
-            existing = set(self.repo.git.for_each_ref("--format=%(refname)").splitlines())
-        except git.GitCommandError as exc:
-            raise CloneError(f"{self.path}: cannot list refs: {_git_says(exc)}") from None
+        existing = self._refs()
         if name.startswith("refs/"):
             candidates = [name]
         else:
