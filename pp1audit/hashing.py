@@ -215,26 +215,45 @@ def hash_entries(
 def _hash_here(entries: Sequence[Entry], wheel: str | None, keep: Callable[[Entry], bool],
                algorithm: str) -> dict[str, Digest]:
     out: dict[str, Digest] = {}
-    todo = [e for e in entries if e.kind == "file"]
     for e in entries:
         if e.kind != "file":
             out[e.path] = Digest(None, 0, error=f"is a {e.kind}; not opened")
-    if wheel is None:
-        buf = bytearray(SMALL)
-        for e in todo:
-            out[e.path] = _guarded(hash_path, e.ref, keep(e), buf, algorithm)
-        return out
-    try:
-        zf = ZipIndex(wheel)
-    except ZipError as exc:
-        return {**out, **{e.path: Digest(None, 0, error=f"cannot read from the wheel: {exc}")
-                          for e in todo}}
-    try:
-        for e in todo:
-            out[e.path] = _guarded(hash_member, zf, e.ref, keep(e), algorithm)
-    finally:
-        zf.close()
+    with _Reader(wheel, algorithm, SMALL) as reader:
+        for e in entries:
+            if e.kind == "file":
+                out[e.path] = reader.hash(e, keep(e))
     return out
+
+
+class _Reader:
+    """One thread's means of hashing entries: its reusable buffer and, for a
+    wheel, its own ``ZipIndex`` (one index has one file position). A wheel that
+    changed or vanished since the inventory makes every entry that error."""
+
+    def __init__(self, wheel: str | None, algorithm: str, buffer: int) -> None:
+        self._buf = bytearray(buffer)
+        self._algorithm = algorithm
+        self._zip: ZipIndex | None = None
+        self._error: str | None = None
+        if wheel is not None:
+            try:
+                self._zip = ZipIndex(wheel)
+            except ZipError as exc:
+                self._error = f"cannot read from the wheel: {exc}"
+
+    def hash(self, e: Entry, keep: bool) -> Digest:
+        if self._error is not None:
+            return Digest(None, 0, error=self._error)
+        if self._zip is not None:
+            return _guarded(hash_member, self._zip, e.ref, keep, self._algorithm)
+        return _guarded(hash_path, e.ref, keep, self._buf, self._algorithm)
+
+    def __enter__(self) -> _Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._zip is not None:
+            self._zip.close()
 
 
 class HashRun:
@@ -361,29 +380,17 @@ class HashRun:
             self._errors.append(exc)
 
     def _hash_all(self, slot: int) -> None:
-        buf = bytearray(BUFFER)
         smallest = slot == 1
-        try:
-            zf = ZipIndex(self._wheel) if self._wheel is not None else None  # one per thread
-        except ZipError as exc:  # the wheel changed or vanished since the inventory
-            while (e := self._take(smallest)) is not None:
-                self.out[e.path] = Digest(None, 0, error=f"cannot read from the wheel: {exc}")
-            return
-        try:
+        with _Reader(self._wheel, self._algorithm, BUFFER) as reader:
             while (e := self._take(smallest)) is not None:
                 want = self._keep(e)
                 over = want and not self._reserve(e.size)
-                keep = want and not over
-                d = (_guarded(hash_member, zf, e.ref, keep, self._algorithm) if zf is not None
-                     else _guarded(hash_path, e.ref, keep, buf, self._algorithm))
+                d = reader.hash(e, want and not over)
                 if over:
                     d = replace(d, unkept=f"{e.size:,} bytes, past the {self._keep_total:,} bytes "
                                           "kept for comparison in one run")
                 self.out[e.path] = d
                 self._done[slot] += max(e.size, 1)
-        finally:
-            if zf is not None:
-                zf.close()
 
     def _reserve(self, size: int) -> bool:
         """Count a kept file against ``keep_total``; False when it would not fit (one
