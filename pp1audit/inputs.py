@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 
 from pp1audit.errors import Pp1Error
+from pp1audit.safeio import NotRegular, TooLarge, read_regular
 
 MAX_INPUT = 16 << 20
 """16 MiB: far above any manifest, report or config file."""
@@ -30,13 +31,10 @@ def read_input(path: Path, what: str, limit: int = MAX_INPUT) -> bytes:
     if not stat.S_ISREG(st.st_mode):
         raise Pp1Error(f"{path}: not a regular file; a {what} must be one")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return read_regular(path, limit, follow=True)  # the user's own links are followed
+    except NotRegular:  # swapped after the stat
+        raise Pp1Error(f"{path}: not a regular file; a {what} must be one") from None
+    except TooLarge:
+        raise Pp1Error(f"{path}: {what} larger than {limit >> 20} MiB") from None
     except OSError as exc:
         raise Pp1Error(f"{path}: cannot read {what}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise Pp1Error(f"{path}: not a regular file; a {what} must be one")
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise Pp1Error(f"{path}: {what} larger than {limit >> 20} MiB")
-    return data

@@ -43,6 +43,7 @@ from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
 from pp1audit.errors import MissingFile, Pp1Error, SourceError
+from pp1audit.safeio import NotRegular, TooLarge, read_regular
 from pp1audit.sources import Source, kind_of_mode
 
 CHUNK = 64 * 1024
@@ -124,27 +125,17 @@ class Cache:
             return None
         except OSError as exc:
             raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
-        self._refuse_unless_regular(path, st.st_mode)
+        if not stat.S_ISREG(st.st_mode):
+            raise self._not_regular(path, st.st_mode)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+            data = read_regular(path, self.max_bytes)
+        except NotRegular as exc:  # swapped after the lstat
+            raise self._not_regular(path, exc.mode) from None
+        except TooLarge:
+            raise FetchError(f"{path}: cached file exceeds the size cap of "
+                             f"{self.max_bytes} bytes; not read") from None
         except OSError as exc:
             raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
-        try:
-            st = os.fstat(fd)
-            self._refuse_unless_regular(path, st.st_mode)
-            chunks: list[bytes] = []
-            total = 0
-            while chunk := os.read(fd, CHUNK):
-                total += len(chunk)
-                if total > self.max_bytes:  # counted as read: st_size may change under us
-                    raise FetchError(f"{path}: cached file exceeds the size cap of "
-                                     f"{self.max_bytes} bytes; not read")
-                chunks.append(chunk)
-        except OSError as exc:
-            raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
-        finally:
-            os.close(fd)
-        data = b"".join(chunks)
         actual = hashlib.sha256(data).hexdigest()
         if actual != sha256.lower():
             raise FetchError(
@@ -154,10 +145,9 @@ class Cache:
         return data
 
     @staticmethod
-    def _refuse_unless_regular(path: Path, mode: int) -> None:
-        if not stat.S_ISREG(mode):
-            raise FetchError(f"{path}: cached entry is a {kind_of_mode(mode)}, not a regular "
-                             "file; not opened (delete it and run pp1audit fetch)")
+    def _not_regular(path: Path, mode: int) -> FetchError:
+        return FetchError(f"{path}: cached entry is a {kind_of_mode(mode)}, not a regular "
+                          "file; not opened (delete it and run pp1audit fetch)")
 
 
 def is_loopback(host: str | None) -> bool:

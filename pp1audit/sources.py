@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pp1audit.errors import MissingFile, SourceError, TargetError
 from pp1audit.paths import path_problem
+from pp1audit.safeio import NotRegular, TooLarge, read_regular
 from pp1audit.zipindex import Member, ZipError, ZipIndex
 
 MAX_READ = 512 << 20
@@ -29,9 +30,6 @@ hash any size in a stream."""
 def too_large(size: int) -> str:
     """The phrase for a file over ``MAX_READ``, one wording for every source."""
     return f"is too large to read whole ({size:,} bytes; the limit is {MAX_READ >> 20} MiB)"
-
-BLOCK = 1 << 20
-"""Read size: large blocks keep syscalls few and let hashlib work on big buffers."""
 
 
 FILE = "file"
@@ -136,32 +134,13 @@ class DirectorySource(Source):
         if not stat.S_ISREG(st.st_mode):
             raise SourceError(path, f"is a {kind_of_mode(st.st_mode)}; not opened")
         try:
-            # O_NONBLOCK: should the entry be swapped for a FIFO after the stat,
-            # the open still returns at once and the fstat below refuses it.
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as exc:
-            raise SourceError(path, f"cannot open: {exc.strerror}") from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise SourceError(path, f"is a {kind_of_mode(st.st_mode)}; not opened")
-            if st.st_size > MAX_READ:
-                raise SourceError(path, too_large(st.st_size))
-            chunks = []
-            total = 0
-            while True:
-                chunk = os.read(fd, BLOCK)
-                if not chunk:
-                    break
-                total += len(chunk)
-                if total > MAX_READ:  # grew while being read
-                    raise SourceError(path, too_large(total))
-                chunks.append(chunk)
-            return b"".join(chunks)
+            return read_regular(real, MAX_READ)
+        except NotRegular as exc:  # swapped after the stat: refused on the open descriptor
+            raise SourceError(path, f"is a {kind_of_mode(exc.mode)}; not opened") from None
+        except TooLarge as exc:
+            raise SourceError(path, too_large(exc.size)) from None
         except OSError as exc:
             raise SourceError(path, f"cannot read: {exc.strerror}") from None
-        finally:
-            os.close(fd)
 
     def exists(self, path: str) -> bool:
         try:
