@@ -1,4 +1,4 @@
-"""Validation of the relative, POSIX paths that manifests and sources use.
+"""Validation of the relative, POSIX paths that manifests and sources use (and URLs).
 
 One function decides what a safe logical path is, so the manifest validator and
 every source reject the same things: absolute paths, ``..``, empty segments,
@@ -24,4 +24,20 @@ def path_problem(path: str) -> str | None:
         return "path contains '..'; paths must stay inside the target root"
     if any(p in ("", ".") for p in parts):
         return "path has an empty or '.' segment"
+    return None
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be parsed (``http://[::1``, a port out of range), or None.
+
+    The standard library reports these as a bare ``ValueError`` when the URL is
+    first used. One check for the manifest (a manifest error with line:column),
+    for a download and for a redirect's Location (that pin's one-line error).
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        _ = urlsplit(url).port
+    except ValueError as exc:
+        return f"not a valid URL ({exc})"
     return None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from pp1audit.paths import path_problem
+from pp1audit.paths import path_problem, url_problem
 from pp1audit.yamlpos import KeyPath, Loaded
 
 TARGET = "target"
@@ -102,19 +102,6 @@ class Provenance:
             pin = self.remotes[name]
             return {pin.path: pin.sha256}
         return {}
-
-
-def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be parsed (``http://[::1``, a port out of range), or None.
-
-    The standard library reports these as a bare ``ValueError`` when the URL is
-    first used; checked at load, they are manifest errors with line:column.
-    """
-    try:
-        _ = urlsplit(url).port
-    except ValueError as exc:
-        return f"not a valid URL ({exc})"
-    return None
 
 
 def default_path(url: str) -> str:

@@ -43,6 +43,7 @@ from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
 from pp1audit.errors import MissingFile, Pp1Error, SourceError
+from pp1audit.paths import url_problem
 from pp1audit.safeio import NotRegular, TooLarge, read_regular
 from pp1audit.sources import Source, kind_of_mode
 
@@ -168,12 +169,10 @@ def _split(url: str) -> SplitResult:
     """``urlsplit`` with the port parsed too; ``FetchError`` for a malformed URL
     (``http://[::1``, a port out of range), which the standard library reports as
     a bare ``ValueError``."""
-    try:
-        parts = urlsplit(url)
-        _ = parts.port
-    except ValueError as exc:
-        raise FetchError(f"{url}: not a valid URL ({exc})") from None
-    return parts
+    problem = url_problem(url)
+    if problem is not None:
+        raise FetchError(f"{url}: {problem}")
+    return urlsplit(url)
 
 
 def check_url(url: str) -> None:
@@ -323,9 +322,11 @@ def _redirect_target(current: str, location: str) -> str:
     """The absolute URL a redirect points to; ``FetchError`` when it cannot be parsed."""
     try:
         nxt = urljoin(current, location)
-        _ = urlsplit(nxt).port
     except ValueError as exc:
-        raise FetchError(f"{current}: redirect to an invalid URL {location} ({exc})") from None
+        raise FetchError(f"{current}: redirect to {location}: not a valid URL ({exc})") from None
+    problem = url_problem(nxt)
+    if problem is not None:
+        raise FetchError(f"{current}: redirect to {location}: {problem}")
     return nxt
 
 

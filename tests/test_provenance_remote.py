@@ -421,7 +421,7 @@ def two_pins(tmp_path: Path, bad: str, good: str) -> Path:
 
 
 @pytest.mark.parametrize(("bad", "reason"), [
-    ("/bad-location.patch", "redirect to an invalid URL http://[::1 (Invalid IPv6 URL)"),
+    ("/bad-location.patch", "redirect to http://[::1: not a valid URL (Invalid IPv6 URL)"),
     ("https://a..b/x.py", "not a valid URL (Failed to parse: 'a..b', label empty or too long)"),
 ], ids=["redirect-location", "host"])
 def test_a_malformed_url_fails_its_pin_only(
