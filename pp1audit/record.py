@@ -145,25 +145,32 @@ def claims(inv: Inventory, meta_dir: str, package: str) -> bool:
 def read_record(inv: Inventory, path: str) -> bytes:
     """A RECORD's bytes; ``RecordError`` when it is absent, not a regular file or too large."""
     e = inv.entry(path)
-    if e is not None and e.kind == FILE and e.size > RECORD_MAX:
+    if e is None or e.kind != FILE:
+        raise RecordError(f"{path} is missing or not a regular file")
+    if e.size > RECORD_MAX:
         raise RecordError(f"{path} is {e.size:,} bytes, over the {RECORD_MAX >> 20} MiB a RECORD may "
                           "have (one for 100,000 files is about 10 MiB): not read")
-    data = read_small(inv, path, limit=RECORD_MAX)
-    if data is None:
-        raise RecordError(f"{path} is missing or not a regular file")
-    return data
+    d = _read_entry(inv, e)
+    if d.data is None:
+        raise RecordError(f"{path}: {d.error or d.unkept or 'could not be read'}")
+    return d.data
 
 
 def read_small(inv: Inventory, path: str, limit: int = RECORD_MAX) -> bytes | None:
     """Content of a small regular file of the inventory (RECORD, .pth, top_level.txt), or None."""
-    from pp1audit.hashing import hash_entries
-
     e = inv.entry(path)
     if e is None or e.kind != FILE or e.size > limit:
         return None
+    return _read_entry(inv, e).data
+
+
+def _read_entry(inv: Inventory, e: Entry) -> Digest:
+    """One regular file of the inventory read whole, through the same guarded reader
+    as the hashing pass (directory or wheel alike)."""
+    from pp1audit.hashing import hash_entries
+
     wheel = inv.location if inv.kind == "wheel" else None
-    d = hash_entries([e], wheel=wheel, keep=lambda _: True, workers=1)[path]
-    return d.data
+    return hash_entries([e], wheel=wheel, keep=lambda _: True, workers=1)[e.path]
 
 
 def distributions(inv: Inventory, package: str) -> list[str]:
