@@ -200,7 +200,7 @@ class RecordRun:
         try:
             return self._finish()
         except BaseException:
-            self.run.cancel()
+            self.cancel()
             raise
 
     def _finish(self) -> list[Check]:
