@@ -73,6 +73,18 @@ def install(root: Path, files: dict[str, str] = FILES, dist: str = "pkg-1.0",
     return root
 
 
+def wheel_of(root: Path, tmp_path: Path, extra: dict[str, str] | None = None) -> Path:
+    """The installed tree ``root`` zipped as a wheel (plus ``extra`` members)."""
+    whl = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as zf:
+        for p in sorted(root.rglob("*")):
+            if p.is_file():
+                zf.write(p, p.relative_to(root).as_posix())
+        for name, text in (extra or {}).items():
+            zf.writestr(name, text)
+    return whl
+
+
 def run(target: Path, **kw: object) -> dict[str, Check]:
     source = WheelSource(target) if target.suffix == ".whl" else DirectorySource(target)
     with source:
@@ -198,13 +210,7 @@ def test_pth_path_to_another_copy_and_copy_ahead_in_the_stdlib(tmp_path: Path) -
 
 def test_wheel_with_executing_pth_and_unlisted_file(tmp_path: Path) -> None:
     root = install(tmp_path / "site", compile_pyc=False)
-    whl = tmp_path / "pkg-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as zf:
-        for p in sorted(root.rglob("*")):
-            if p.is_file():
-                zf.write(p, p.relative_to(root).as_posix())
-        zf.writestr("pkg/hook.py", "print('hi')\n")
-        zf.writestr("pkg-hook.pth", "import pkg.hook\n")
+    whl = wheel_of(root, tmp_path, {"pkg/hook.py": "print('hi')\n", "pkg-hook.pth": "import pkg.hook\n"})
     checks = bad(run(whl))
     assert set(checks) == {"record:pkg/hook.py", "pth:pkg-hook.pth"}
     assert checks["pth:pkg-hook.pth"].message.startswith(
@@ -402,11 +408,7 @@ def test_source_too_nested_to_compile_is_an_error_check_not_a_crash(tmp_path: Pa
 
 def test_wheel_with_a_corrupt_deflate_member_is_a_per_file_error(tmp_path: Path) -> None:
     root = install(tmp_path / "site", compile_pyc=False)
-    whl = tmp_path / "pkg-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as zf:
-        for p in sorted(root.rglob("*")):
-            if p.is_file():
-                zf.write(p, p.relative_to(root).as_posix())
+    whl = wheel_of(root, tmp_path)
     with zipfile.ZipFile(whl) as zf:
         info = zf.getinfo("pkg/mod.py")
     data = bytearray(whl.read_bytes())
@@ -717,11 +719,7 @@ def test_a_source_too_large_to_keep_leaves_its_bytecode_unverified(tmp_path: Pat
     pyc = Path(importlib.util.cache_from_source(str(src)))
     py_compile.compile(str(src), cfile=str(pyc), doraise=True,
                        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-    whl = tmp_path / "pkg-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as zf:
-        for p in sorted(root.rglob("*")):
-            if p.is_file():
-                zf.write(p, p.relative_to(root).as_posix())
+    whl = wheel_of(root, tmp_path)
     key = f"bytecode:{pyc.relative_to(root).as_posix()}"
     checks = bad(run(whl))
     assert list(checks) == [key]
