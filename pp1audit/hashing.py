@@ -58,6 +58,13 @@ SMALL = 256 << 10
 KEEP_FILE = 16 << 20
 """Largest file whose bytes are kept: real modules and their bytecode are far
 smaller (vLLM's largest source is 0.3 MB); a larger one is hashed streaming."""
+SLICE = 16 << 20
+"""How much of a large file one thread hashes before it looks for a larger one."""
+RESUMABLE = 2 * SLICE
+"""Files from this size on are hashed in slices and may change threads (see
+``HashRun``); never kept (over ``KEEP_FILE``), so a slice holds no bytes."""
+SUSPENDED_MAX = 8
+"""Most large files set aside half-hashed at once: each holds an open descriptor."""
 KEEP_TOTAL = 1 << 30
 """Most bytes one ``HashRun`` keeps (an installed vLLM keeps ~90 MB): a tree of
 many bloated files (say a zip bomb of 16 MiB pycs) must not exhaust memory."""
@@ -99,13 +106,12 @@ def too_large(size: int) -> str:
     return f"{size:,} bytes, over the {KEEP_FILE >> 20} MiB per file kept for comparison"
 
 
-def hash_path(real: str, keep: bool, buf: bytearray, algorithm: str = "sha256") -> Digest:
-    """Digest (SHA-256 unless told) of one file on disk; never opens anything but a regular file.
+def _open_regular(real: str) -> tuple[int, int] | Digest:
+    """``(fd, size)`` of a regular file opened for reading, or why it was not opened.
 
-    The bytes are read into ``buf`` (the calling thread's, reused): a file
-    smaller than it takes one ``read``, and a read that comes back short once
-    the ``fstat`` size is reached is the end, so no call is spent proving EOF.
-    ``keep`` copies the bytes out, up to ``KEEP_FILE``.
+    ``O_NONBLOCK`` so a FIFO swapped in after the listing cannot hang the open,
+    ``O_NOFOLLOW`` so a symlink swapped in cannot redirect it, and the type is
+    checked on the descriptor itself (``fstat``), so no race remains.
     """
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -113,25 +119,59 @@ def hash_path(real: str, keep: bool, buf: bytearray, algorithm: str = "sha256") 
         return Digest(None, 0, error=f"cannot open: {exc.strerror}")
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return Digest(None, 0, error=f"is a {kind_of_mode(st.st_mode)}; not opened")
+    except OSError as exc:
+        os.close(fd)
+        return Digest(None, 0, error=f"cannot read: {exc.strerror}")
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return Digest(None, 0, error=f"is a {kind_of_mode(st.st_mode)}; not opened")
+    return fd, st.st_size
+
+
+def _pump(fd: int, h: hashlib._Hash, view: memoryview, total: int, size: int,
+          limit: int | None = None, parts: list[bytes] | None = None) -> tuple[int, bool]:
+    """Read and hash from ``fd`` until the end, or until ``limit`` more bytes are
+    done; returns the new total and whether the end was reached.
+
+    The end is a read of nothing, or a short read once ``size`` (from ``fstat``)
+    is reached: no call is spent proving EOF. ``parts``, when given, collects
+    the bytes (the caller bounds how many)."""
+    full = len(view)
+    stop = None if limit is None else total + limit
+    while n := os.readv(fd, (view,)):
+        h.update(view[:n])
+        total += n
+        if parts is not None:
+            parts.append(bytes(view[:n]))
+        if n < full and total >= size:
+            return total, True
+        if stop is not None and total >= stop:
+            return total, False
+    return total, True
+
+
+def hash_path(real: str, keep: bool, buf: bytearray, algorithm: str = "sha256") -> Digest:
+    """Digest (SHA-256 unless told) of one file on disk; never opens anything but a regular file.
+
+    The bytes are read into ``buf`` (the calling thread's, reused): a file
+    smaller than it takes one ``read``. ``keep`` copies the bytes out, up to
+    ``KEEP_FILE``: a file that grew past it since ``fstat`` is hashed to the
+    end and reported unkept.
+    """
+    opened = _open_regular(real)
+    if isinstance(opened, Digest):
+        return opened
+    fd, size = opened
+    try:
         h = _new_hash(algorithm)
         view = memoryview(buf)
-        full = len(view)
-        parts: list[bytes] | None = [] if keep and st.st_size <= KEEP_FILE else None
-        total = 0
-        while n := os.readv(fd, (view,)):
-            h.update(view[:n])
-            total += n
-            if parts is not None and total > KEEP_FILE:
-                parts = None  # it grew past the limit since fstat
-            elif parts is not None:
-                parts.append(bytes(view[:n]))
-            if n < full and total >= st.st_size:
-                break
-        if not keep:
-            return Digest(h.digest(), total)
-        if parts is None:
+        if not keep or size > KEEP_FILE:
+            total, _ = _pump(fd, h, view, 0, size)
+            return Digest(h.digest(), total, unkept=too_large(total) if keep else None)
+        parts: list[bytes] = []
+        total, done = _pump(fd, h, view, 0, size, KEEP_FILE + 1, parts)
+        if not done or total > KEEP_FILE:  # it grew past the limit since fstat
+            total, _ = _pump(fd, h, view, total, size)
             return Digest(h.digest(), total, unkept=too_large(total))
         return Digest(h.digest(), total, parts[0] if len(parts) == 1 else b"".join(parts))
     except OSError as exc:
@@ -248,12 +288,70 @@ class _Reader:
             return _guarded(hash_member, self._zip, e.ref, keep, self._algorithm)
         return _guarded(hash_path, e.ref, keep, self._buf, self._algorithm)
 
+    def resumable(self, e: Entry) -> bool:
+        """Whether ``e`` is hashed as a ``_Job``: a large file on disk. Wheel members
+        never are: a member's inflate state belongs to its thread's ``ZipIndex``."""
+        return self._zip is None and self._error is None and e.size >= RESUMABLE
+
+    def view(self) -> memoryview:
+        return memoryview(self._buf)
+
     def __enter__(self) -> _Reader:
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._zip is not None:
             self._zip.close()
+
+
+class _Job:
+    """A large file being hashed in slices: its descriptor and hash state travel
+    with it, so whichever thread is free continues it (see ``HashRun``). A file
+    is only ever in one thread's hands at a time, so the digest is that of the
+    bytes in order, whatever the schedule."""
+
+    __slots__ = ("entry", "fd", "h", "size", "total", "want")
+
+    def __init__(self, entry: Entry, want: bool, fd: int, size: int, algorithm: str) -> None:
+        self.entry = entry
+        self.want = want
+        self.fd: int | None = fd
+        self.size = size
+        self.h = _new_hash(algorithm)
+        self.total = 0
+
+    @classmethod
+    def open(cls, e: Entry, want: bool, algorithm: str) -> _Job | Digest:
+        try:
+            opened = _open_regular(e.ref)
+        except Exception as exc:  # as ``_guarded``: say an embedded NUL in a path
+            return Digest(None, 0, error=f"cannot be hashed: {type(exc).__name__}: {exc}")
+        return opened if isinstance(opened, Digest) else cls(e, want, *opened, algorithm)
+
+    @property
+    def remaining(self) -> int:
+        return max(self.size - self.total, 0)
+
+    def step(self, view: memoryview) -> Digest | None:
+        """Hash the next slice; the file's digest once it is done (or failed), else None."""
+        assert self.fd is not None
+        try:
+            self.total, done = _pump(self.fd, self.h, view, self.total, self.size, SLICE)
+        except OSError as exc:
+            self.close()
+            return Digest(None, 0, error=f"cannot read: {exc.strerror}")
+        except Exception as exc:  # as ``_guarded``: one file's failure, never the run's
+            self.close()
+            return Digest(None, 0, error=f"cannot be hashed: {type(exc).__name__}: {exc}")
+        if not done:
+            return None
+        self.close()
+        return Digest(self.h.digest(), self.total, unkept=too_large(self.total) if self.want else None)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 class HashRun:
@@ -293,12 +391,15 @@ class HashRun:
         self._workers = max(1, workers or default_workers())
         self._progress = progress
         self._cond = threading.Condition()
-        self._ready: list[tuple[int, int, Entry]] = []  # heap of (-size, order, entry)
+        # Heap of (-bytes left, order, file): files waiting, and large ones set aside half-hashed.
+        self._ready: list[tuple[int, int, Entry | _Job]] = []
+        self._suspended = 0  # how many _Job are in _ready
         self._held: list[Entry] = []
         self._sorted: list[Entry] = []
         self._front = 0
         self._end = 0
         self._closed = False
+        self._cancelled = False
         self._total = 0
         self._order = 0
         self._done: list[int] = []
@@ -328,28 +429,37 @@ class HashRun:
         if self._progress is not None:
             self._progress.start("hashing", self._total)
         with self._cond:
-            # Whatever is still waiting joins one sorted list, worked from both ends.
-            held = sorted([*self._held, *(e for _, _, e in self._ready)], key=lambda e: e.size,
-                          reverse=True)
+            # The small files join one sorted list, worked from both ends.
+            held = sorted(self._held, key=lambda e: e.size, reverse=True)
             self._held = []
-            self._ready.clear()
             self._sorted = held
             self._end = len(held)
             self._closed = True
             self._cond.notify_all()
         if not self._threads:
-            self._start(min(self._workers, max(1, len(held))))
+            self._start(min(self._workers, max(1, len(held) + len(self._ready))))
 
     def cancel(self) -> None:
         """Abandon the run (the caller failed): the threads finish their file and stop."""
         with self._cond:
-            self._ready.clear()
+            self._cancelled = True
             self._sorted = []
             self._front = self._end = 0
             self._closed = True
             self._cond.notify_all()
         for t in self._threads:
             t.join()
+        self._close_waiting()
+
+    def _close_waiting(self) -> None:
+        """Close the descriptors of large files left half-hashed (the run was
+        cancelled, or a thread died): nobody will continue them."""
+        with self._cond:
+            for _, _, item in self._ready:
+                if isinstance(item, _Job):
+                    item.close()
+            self._ready.clear()
+            self._suspended = 0
 
     def _start(self, n: int) -> None:
         self._done = [0] * n
@@ -358,17 +468,24 @@ class HashRun:
             self._threads.append(t)
             t.start()
 
-    def _take(self, smallest: bool) -> Entry | None:
+    def _take(self, smallest: bool) -> Entry | _Job | None:
+        """The next file for a thread: the one with the most bytes left, except that
+        the ``smallest`` thread does the small files first, from the smallest up."""
         with self._cond:
             while True:
+                if self._cancelled:
+                    return None
+                if smallest and self._closed and self._front < self._end:
+                    self._end -= 1
+                    return self._sorted[self._end]
                 if self._ready:
-                    return heapq.heappop(self._ready)[2]
+                    item = heapq.heappop(self._ready)[2]
+                    if isinstance(item, _Job):
+                        self._suspended -= 1
+                    return item
                 if self._closed:
                     if self._front >= self._end:
                         return None
-                    if smallest:
-                        self._end -= 1
-                        return self._sorted[self._end]
                     self._front += 1
                     return self._sorted[self._front - 1]
                 self._cond.wait()
@@ -382,8 +499,20 @@ class HashRun:
     def _hash_all(self, slot: int) -> None:
         smallest = slot == 1
         with _Reader(self._wheel, self._algorithm, BUFFER) as reader:
+            view = reader.view()
             while (e := self._take(smallest)) is not None:
+                if isinstance(e, _Job):
+                    self._advance(e, slot, view)
+                    continue
                 want = self._keep(e)
+                if reader.resumable(e):
+                    job = _Job.open(e, want, self._algorithm)
+                    if isinstance(job, Digest):
+                        self.out[e.path] = job
+                        self._done[slot] += e.size
+                    else:
+                        self._advance(job, slot, view)
+                    continue
                 over = want and not self._reserve(e.size)
                 d = reader.hash(e, want and not over)
                 if over:
@@ -391,6 +520,35 @@ class HashRun:
                                           "kept for comparison in one run")
                 self.out[e.path] = d
                 self._done[slot] += max(e.size, 1)
+
+    def _advance(self, job: _Job, slot: int, view: memoryview) -> None:
+        """Hash ``job`` slice by slice until it is done, or until a file more than
+        twice its size is waiting: then ``job`` waits in its place, by bytes left.
+
+        Why: the listing finds files in directory order, so a thread may be on a
+        40 MB file when a 300 MB one turns up. Without this, the 300 MB file
+        starts late and one thread finishes it alone at the end (measured on vLLM:
+        one thread idle for the last 150 ms of 600). Twice the size, not the
+        bytes left, so that files of like size never take turns; and a file set
+        aside holds a descriptor, so at most ``SUSPENDED_MAX`` are."""
+        while True:
+            before = job.total
+            digest = job.step(view)
+            self._done[slot] += job.total - before
+            if digest is not None:
+                self.out[job.entry.path] = digest
+                self._done[slot] += job.remaining
+                return
+            if self._cancelled:
+                job.close()
+                return
+            if self._ready and -self._ready[0][0] > 2 * job.size and job.remaining > SLICE:
+                with self._cond:
+                    if self._ready and -self._ready[0][0] > 2 * job.size and self._suspended < SUSPENDED_MAX:
+                        self._order += 1
+                        heapq.heappush(self._ready, (-job.remaining, self._order, job))
+                        self._suspended += 1
+                        return
 
     def _reserve(self, size: int) -> bool:
         """Count a kept file against ``keep_total``; False when it would not fit (one
@@ -417,6 +575,7 @@ class HashRun:
         finally:
             if self._progress is not None:
                 self._progress.stop()
+        self._close_waiting()
         if self._errors:
             raise self._errors[0]
         return self.out

@@ -8,7 +8,10 @@ test_record_vllm.py).
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -248,3 +251,122 @@ def test_without_record_no_bytecode_is_read(tmp_path: Path) -> None:
         checks = {c.id: c for c in rec.checks()}
     assert checks["tree"].status.value == "fail"  # judged (the pin is made up), quickly
     assert rec.run.out.get("pkg/__pycache__/m.cpython-311.pyc") is None  # never hashed
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.fixture
+def slices(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Small slices, so a few-MB test file is hashed in slices like a 300 MB one."""
+    from pp1audit import hashing
+
+    monkeypatch.setattr(hashing, "SLICE", 64 << 10)
+    monkeypatch.setattr(hashing, "RESUMABLE", 128 << 10)
+    monkeypatch.setattr(hashing, "BUFFER", 16 << 10)
+    return 64 << 10
+
+
+def held_on(first: str, go: threading.Event) -> tuple[Callable[[Entry], bool], threading.Event]:
+    """A keep hook that holds the thread taking ``first`` until told, and an event
+    set once it holds: what is added meanwhile is waiting when that thread
+    starts hashing ``first``."""
+    holding = threading.Event()
+
+    def keep(e: Entry) -> bool:
+        if e.path == first:
+            holding.set()
+            assert go.wait(10)
+        return False
+    return keep, holding
+
+
+@pytest.mark.parametrize(("a_slices", "b_extra", "order"), [
+    (4, 16, ["pkg/b.so", "pkg/a.so"]),  # b over twice a's size: a waits for it
+    (8, 1, ["pkg/a.so", "pkg/b.so"]),  # like sizes never take turns
+])
+def test_a_file_over_twice_the_size_found_later_takes_over(
+        tmp_path: Path, slices: int, a_slices: int, b_extra: int, order: list[str]) -> None:
+    """The listing finds files in directory order: one thread on a large file sets
+    it aside (after a slice) for a file more than twice its size found while it
+    is on it, then finishes it; every digest is that of the whole file, and
+    no descriptor is left open."""
+    sizes = {"pkg/a.so": a_slices * slices, "pkg/b.so": (a_slices + b_extra) * slices + 3}
+    entries = {e.path: e for e in tree(tmp_path, sizes)}
+    go = threading.Event()
+    before = open_fds()
+    keep, holding = held_on("pkg/a.so", go)
+    run = HashRun(keep=keep, workers=1)
+    run.add(entries["pkg/a.so"])
+    assert holding.wait(10)  # the thread took a.so: b.so is found while it is on it
+    run.add(entries["pkg/b.so"])
+    go.set()
+    got = run.result()
+    assert list(run.out) == order
+    assert {p: d.sha256 for p, d in got.items()} == expected(tmp_path, list(entries.values()))
+    assert {p: d.size for p, d in got.items()} == sizes
+    assert open_fds() == before
+
+
+def test_cancel_closes_files_set_aside_half_hashed(tmp_path: Path, slices: int) -> None:
+    entries = {e.path: e for e in tree(tmp_path, {"pkg/a.so": 4 * slices, "pkg/b.so": 20 * slices})}
+    go_a, go_b = threading.Event(), threading.Event()
+    keep_a, holding_a = held_on("pkg/a.so", go_a)
+    keep_b, holding_b = held_on("pkg/b.so", go_b)
+    before = open_fds()
+    run = HashRun(keep=lambda e: keep_a(e) or keep_b(e), workers=1)
+    run.add(entries["pkg/a.so"])
+    assert holding_a.wait(10)
+    run.add(entries["pkg/b.so"])
+    go_a.set()  # a: one slice, then set aside for b, whose keep() holds the thread
+    assert holding_b.wait(10) and run._suspended == 1
+    canceller = threading.Thread(target=run.cancel)
+    canceller.start()
+    deadline = time.monotonic() + 10
+    while not run._cancelled and time.monotonic() < deadline:
+        time.sleep(0.001)
+    go_b.set()  # b: one slice, then the thread sees the cancel
+    canceller.join(10)
+    assert not canceller.is_alive() and run._cancelled
+    assert "pkg/a.so" not in run.out and "pkg/b.so" not in run.out  # neither finished
+    assert open_fds() == before  # a's descriptor, set aside, and b's, dropped mid-file
+
+
+def test_a_dead_thread_leaves_no_half_hashed_file_open(tmp_path: Path, slices: int) -> None:
+    entries = {e.path: e for e in tree(tmp_path, {"pkg/a.so": 4 * slices, "pkg/b.so": 20 * slices})}
+    go = threading.Event()
+    keep_a, holding = held_on("pkg/a.so", go)
+
+    def keep(e: Entry) -> bool:
+        if e.path == "pkg/b.so":
+            raise RuntimeError("boom")
+        return keep_a(e)
+
+    before = open_fds()
+    run = HashRun(keep=keep, workers=1)
+    run.add(entries["pkg/a.so"])
+    assert holding.wait(10)
+    run.add(entries["pkg/b.so"])
+    go.set()  # a: one slice, set aside for b; b's keep() kills the only thread
+    with pytest.raises(RuntimeError, match="boom"):
+        run.result()
+    assert "pkg/a.so" not in run.out
+    assert open_fds() == before
+
+
+def test_a_file_that_shrinks_between_slices_is_hashed_as_read(tmp_path: Path, slices: int) -> None:
+    """Truncated while set aside: the digest is that of the bytes read, the size
+    says how many (RECORD's size then flags it), and nothing crashes."""
+    from pp1audit.hashing import _Job
+
+    entries = tree(tmp_path, {"pkg/a.so": 4 * slices})
+    job = _Job.open(entries[0], False, "sha256")
+    assert isinstance(job, _Job)
+    view = memoryview(bytearray(16 << 10))
+    assert job.step(view) is None
+    os.truncate(tmp_path / "pkg/a.so", slices + 100)
+    d = job.step(view)
+    assert d is not None and job.fd is None
+    data = (tmp_path / "pkg/a.so").read_bytes()
+    assert (d.sha256, d.size) == (hashlib.sha256(data).digest(), slices + 100)
