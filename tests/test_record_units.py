@@ -116,6 +116,15 @@ def test_record_parse_errors_name_the_line() -> None:
         parse_record(b"a.py,sha256=x\n", "R")
 
 
+@pytest.mark.parametrize("value", ["ab$c", "ab+c", "ab/c", "abcd=x", "abc\u00e9"])
+def test_record_digests_are_strict_urlsafe_base64(value: str) -> None:
+    """A character outside the urlsafe alphabet is a bad row, never skipped: the
+    lenient decoder read ``ab$c`` as ``abc``, so a RECORD could say two things."""
+    with pytest.raises(RecordError, match=r"R:1: bad base64 digest"):
+        parse_record(f"a.py,sha256={value},3\n".encode(), "R")
+    assert parse_record(b"a.py,sha256=abcd,3\n", "R")[0].digest == bytes.fromhex("69b71d")
+
+
 def test_unparseable_record_is_an_error_check(tmp_path: Path) -> None:
     root = install(tmp_path / "site")
     rec = root / "pkg-1.0.dist-info" / "RECORD"
