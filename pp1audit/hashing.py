@@ -245,15 +245,19 @@ def hash_entries(
     thread: starting threads would cost more than the hashing.
     """
     if progress is None and len(entries) <= 4 and sum(e.size for e in entries) < SMALL:
-        return _hash_here(entries, wheel, keep, algorithm)
+        return hash_here(entries, wheel=wheel, keep=keep, algorithm=algorithm)
     run = HashRun(wheel=wheel, keep=keep, workers=workers, progress=progress, algorithm=algorithm)
     for e in entries:
         run.add(e)
     return run.result()
 
 
-def _hash_here(entries: Sequence[Entry], wheel: str | None, keep: Callable[[Entry], bool],
-               algorithm: str) -> dict[str, Digest]:
+def hash_here(entries: Sequence[Entry], *, wheel: str | None = None,
+              keep: Callable[[Entry], bool] = lambda e: False,
+              algorithm: str = "sha256") -> dict[str, Digest]:
+    """As ``hash_entries``, in the calling thread: for a few files (a RECORD, the
+    dist-info files) read while the hashing threads are busy with the tree, so
+    starting more threads would only cost time."""
     out: dict[str, Digest] = {}
     for e in entries:
         if e.kind != "file":

@@ -180,10 +180,10 @@ def read_small(inv: Inventory, path: str, limit: int = RECORD_MAX) -> bytes | No
 def _read_entry(inv: Inventory, e: Entry) -> Digest:
     """One regular file of the inventory read whole, through the same guarded reader
     as the hashing pass (directory or wheel alike)."""
-    from pp1audit.hashing import hash_entries
+    from pp1audit.hashing import hash_here
 
     wheel = inv.location if inv.kind == "wheel" else None
-    return hash_entries([e], wheel=wheel, keep=lambda _: True, workers=1)[e.path]
+    return hash_here([e], wheel=wheel, keep=lambda _: True)[e.path]
 
 
 def distributions(inv: Inventory, package: str) -> list[str]:

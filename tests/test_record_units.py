@@ -747,3 +747,44 @@ def test_marshal_reader_reads_long_integers_by_value() -> None:
               10**20000):
         tree, _ = _marshal_tree(marshal.dumps(v))
         assert tree == ("int", v), v.bit_length()
+
+
+def test_a_tree_without_bytecode_never_opens_the_verification_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the cache (up to 64 MiB) and finding its directory buy nothing
+    when no pyc is there to judge; with one, the cache is used."""
+    from pp1audit import bytecode
+
+    def no_cache() -> Path:
+        raise AssertionError("the verification cache was looked for")
+
+    monkeypatch.setattr(bytecode, "cache_dir", no_cache)
+    for compile_pyc in (False, True):
+        root = install(tmp_path / f"site{compile_pyc}", compile_pyc=compile_pyc)
+        with DirectorySource(root) as source:
+            rec = RecordRun("pkg", source)
+            if compile_pyc:
+                with pytest.raises(AssertionError, match="was looked for"):
+                    rec.checks()
+            else:
+                checks = {c.id: c for c in rec.checks()}
+                assert bad(checks) == {} and checks["bytecode"].message.startswith("0 bytecode files")
+
+
+def test_a_large_record_is_read_without_starting_threads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """RECORD (700 kB for vLLM) is read by the calling thread while the hashing
+    threads work: one more thread for one file only cost time (5 ms)."""
+    from pp1audit import hashing
+    from pp1audit.record import read_record
+
+    root = install(tmp_path / "site", {f"pkg/m{i:05}.py": "x = 1\n" for i in range(4000)},
+                   compile_pyc=False)
+    rec = root / "pkg-1.0.dist-info" / "RECORD"
+    assert rec.stat().st_size > hashing.SMALL
+
+    def no_threads(self: object, n: int) -> None:
+        raise AssertionError("a hashing thread was started")
+
+    monkeypatch.setattr(hashing.HashRun, "_start", no_threads)
+    assert read_record(DirInventory(str(root)), "pkg-1.0.dist-info/RECORD") == rec.read_bytes()

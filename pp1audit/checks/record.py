@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode, pyc_name
 from pp1audit.errors import TargetError
-from pp1audit.hashing import KEEP_FILE, Digest, HashRun, Progress, hash_entries, too_large
+from pp1audit.hashing import KEEP_FILE, Digest, HashRun, Progress, hash_entries, hash_here, too_large
 from pp1audit.inventory import FILE, DirInventory, Entry, Inventory, inventory_for
 from pp1audit.record import (
     Problem,
@@ -230,10 +230,11 @@ class RecordRun:
         outside = [e for p, e in located.items() if e is not None and p not in by_path]
         other_algo = {(r.path, r.algorithm or "") for r in rows
                       if r.algorithm not in (None, "sha256") and located.get(r.path) is not None}
-        digests = {**run.result(), **self._unread}
-        # The dist-info files and scripts RECORD lists (a few kB), and any rows
-        # with another algorithm than sha256 (read again, streamed).
-        digests.update(hash_entries(outside, wheel=wheel))
+        # The dist-info files and scripts RECORD lists (a few kB), in this thread
+        # while the threads finish the tree; then any rows with another algorithm
+        # than sha256 (read again, streamed).
+        outside_digests = hash_here(outside, wheel=wheel)
+        digests = {**run.result(), **self._unread, **outside_digests}
         extra: dict[tuple[str, str], bytes] = {}
         for algo in sorted({a for _, a in other_algo}):
             again = hash_entries([e for p, a in other_algo if a == algo
@@ -250,6 +251,10 @@ class RecordRun:
             checks.extend(_record_checks(ver, record_path, record_problem, package, files, digests))
         checks.append(_tree_check(files, digests, package, tree_sha256, ver, record_problem))
         if record:
+            # No pyc in the tree (a wheel, an install without bytecode): the
+            # verification cache is not even opened.
+            if cache is None and not self._wanted:
+                cache = VerifiedCache(None)
             checks.extend(_bytecode_checks(files, digests, progress, cache))
             checks.extend(_shadow_checks(inv, package, primary))
         return checks
