@@ -16,9 +16,11 @@ Why this shape:
 * Files are hashed while the tree is still being listed, largest first (see
   ``HashRun``): on a tree where two files are 60 % of the bytes, the big ones
   start at once instead of one thread finishing a 300 MB file alone at the
-  end; one thread works up from the smallest files, whose cost is Python
-  overhead under the GIL rather than hashing, so that work overlaps the
-  GIL-free hashing of the big ones.
+  end. Large files go in slices (``_Job``), so one found late that is far
+  larger takes a thread's place instead of waiting for it. One thread works
+  up from the smallest files, whose cost is Python overhead under the GIL
+  rather than hashing, so that work overlaps the GIL-free hashing of the big
+  ones.
 * Only entries the inventory says are regular files are ever opened, with
   ``O_NONBLOCK | O_NOFOLLOW`` and a re-check of ``fstat`` after the open, so a
   FIFO or a symlink swapped in between cannot hang or redirect the run.
@@ -365,12 +367,14 @@ class HashRun:
     is complete, then ``result()``. Why streaming: listing 5,000 files takes
     about as long as hashing 50 MB, and a run is only as fast as its last
     thread, so the large files (most of the bytes) start hashing the moment
-    they are found, largest first among those waiting. Small files are held
-    until ``close``: then they are sorted too, and while the other threads
-    work down from the largest, one works up from the smallest, whose cost is
-    Python-level work under the GIL rather than hashing, so it overlaps the
-    GIL-free hashing of the big ones. ``keep`` is asked when an entry is
-    hashed, so for the small files it can depend on the whole listing.
+    they are found, largest first among those waiting (by bytes left: a large
+    file set aside half-hashed waits with the rest, see ``_advance``). Small
+    files are held until ``close``: then they are sorted too, and while the
+    other threads work down from the largest, one works up from the smallest,
+    whose cost is Python-level work under the GIL rather than hashing, so it
+    overlaps the GIL-free hashing of the big ones; then it takes the largest
+    left too. ``keep`` is asked when an entry is hashed, so for the small files
+    it can depend on the whole listing.
     """
 
     def __init__(
