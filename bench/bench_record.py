@@ -92,6 +92,7 @@ def main() -> None:
     ap.add_argument("tree", nargs="?")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--site", help="a pip-installed site-packages holding vllm (with .pyc files)")
+    ap.add_argument("--wheel", help="the vllm 0.31.0 wheel, checked in place (default: the test cache's)")
     args = ap.parse_args()
     tree = Path(args.tree) if args.tree else Path(sorted(glob.glob(os.path.expanduser(
         "~/.cache/pp1audit-tests/trees/vllm-0.31.0-*")))[0])
@@ -193,6 +194,14 @@ def main() -> None:
     print(f"floor: interpreter start + import hashlib {start * 1000:.0f} ms; read + hash on one core "
           f"{per_core / 1e6:,.0f} MB/s ({rate / per_core:.2f}x slower than openssl speed); "
           f"start + bytes / (that x {cores} cores) = {floor:.3f} s = {floor / limit:.2f}x the limit")
+    wheels = [args.wheel] if args.wheel else sorted(glob.glob(os.path.expanduser(
+        "~/.cache/pp1audit-tests/wheels/vllm-0.31.0-*.whl")))
+    if wheels:
+        # A wheel is read in place: every member inflated (zlib-ng) and CRC-checked
+        # as well as hashed; its largest member (300 MB) is one thread's work.
+        whl = Path(wheels[0])
+        print(f"{'check --record on the wheel (CLI), inflating':50} "
+              f"{median_time(lambda: cli(whl), args.runs):9.3f}")
     if args.site:
         site = Path(args.site)
         cold = []

@@ -14,7 +14,22 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli
 
+from pp1audit import zipindex
 from pp1audit.zipindex import ZipError, ZipIndex
+
+
+@pytest.fixture(autouse=True, params=["zlib-ng", "zlib"])
+def inflater(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test with zlib-ng (the dependency) and with the standard zlib (its
+    fallback when the package is missing): the same verdicts either way."""
+    if request.param == "zlib":
+        import zlib
+
+        monkeypatch.setattr(zipindex, "zlib", zlib)
+        monkeypatch.setattr(zipindex, "_InflateError", zlib.error)
+    else:
+        assert zipindex.zlib.__name__ == "zlib_ng.zlib_ng"
+    return str(request.param)
 
 FILES = {
     "pkg/__init__.py": b"",
