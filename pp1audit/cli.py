@@ -8,8 +8,10 @@ line and exit 2; an unexpected exception is a bug, still one line and exit 2.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -300,20 +302,28 @@ def _say(message: str) -> None:
     click.echo("pp1audit: " + printable(message), err=True)
 
 
-def _quiet_gc() -> None:
-    """Keep the cycle collector off the hot path of a one-shot run.
+@contextlib.contextmanager
+def _quiet_gc() -> Iterator[None]:
+    """Keep the cycle collector off the hot path of a run.
 
     A ``--record`` run makes ~30,000 small objects (entries, digests, RECORD
     rows) that are never garbage, and every 700 allocations the collector
     walked them, and every module imported, again: 1.5 % of the CPU of a run
     on vLLM (perf), on a machine whose cores are all busy hashing. Freezing
     what the imports made and collecting less often keeps collection for real
-    garbage; a run's cycles (tracebacks, parse trees) are still freed.
+    garbage; a run's cycles (tracebacks, parse trees) are still freed. Undone
+    at the end, for a caller that runs ``main`` in its own process (tests).
     """
     import gc
 
+    thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -323,10 +333,10 @@ def main(argv: list[str] | None = None) -> None:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    _quiet_gc()
     no_args = getattr(click.exceptions, "NoArgsIsHelpError", ())
     try:
-        code = cli.main(args=argv, prog_name="pp1audit", standalone_mode=False)
+        with _quiet_gc():
+            code = cli.main(args=argv, prog_name="pp1audit", standalone_mode=False)
     except no_args as exc:  # bare "pp1audit": the help, as click would show it
         click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message(), err=True)
         code = EXIT_USAGE

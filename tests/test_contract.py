@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
+import pytest
 from conftest import REPO, run_cli
 
 from pp1audit.cli import check as check_command
@@ -175,3 +176,29 @@ def test_output_to_dev_stdout_appends_when_stdout_appends(
     assert proc.returncode == 0
     first, rest = log.read_text().split("\n", 1)
     assert first == "earlier line" and json.loads(rest)["verdict"] == "pass"
+
+
+def test_main_collects_rarely_during_a_run_and_restores_the_collector_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI freezes what imports made and raises the collection threshold
+    for its run (see ``cli._quiet_gc``); a caller running ``main`` in its own
+    process gets its collector back as it was, whatever the exit."""
+    import gc
+
+    from pp1audit import cli
+
+    seen: list[tuple[tuple[int, int, int], int]] = []
+    real = cli.cli.main
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append((gc.get_threshold(), gc.get_freeze_count()))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli.cli, "main", spy)
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    for argv in (["--version"], ["check", str(tmp_path / "missing")]):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    assert [t for t, _ in seen] == [(50_000, 20, 20)] * 2
+    assert all(frozen > 0 for _, frozen in seen)
