@@ -318,41 +318,47 @@ class _Job:
 
     __slots__ = ("entry", "fd", "h", "size", "total", "want")
 
-    def __init__(self, entry: Entry, want: bool, fd: int, size: int, algorithm: str) -> None:
+    def __init__(self, entry: Entry, want: bool, fd: int, size: int, h: hashlib._Hash) -> None:
         self.entry = entry
         self.want = want
         self.fd: int | None = fd
         self.size = size
-        self.h = _new_hash(algorithm)
+        self.h = h
         self.total = 0
 
     @classmethod
     def open(cls, e: Entry, want: bool, algorithm: str) -> _Job | Digest:
+        """The job, or this file's error: the hash object is made before the file
+        is opened, so an algorithm this OpenSSL refuses leaves no descriptor."""
         try:
+            h = _new_hash(algorithm)
             opened = _open_regular(e.ref)
-        except Exception as exc:  # as ``_guarded``: say an embedded NUL in a path
+        except Exception as exc:  # as ``_guarded``: an embedded NUL, an unknown algorithm
             return Digest(None, 0, error=f"cannot be hashed: {type(exc).__name__}: {exc}")
-        return opened if isinstance(opened, Digest) else cls(e, want, *opened, algorithm)
+        return opened if isinstance(opened, Digest) else cls(e, want, *opened, h)
 
     @property
     def remaining(self) -> int:
         return max(self.size - self.total, 0)
 
     def step(self, view: memoryview) -> Digest | None:
-        """Hash the next slice; the file's digest once it is done (or failed), else None."""
+        """Hash the next slice; the file's digest once it is done (or failed), else None.
+        Any exception (a read error, ``digest()`` of a SHAKE algorithm a RECORD row
+        named) is this file's error, as ``_guarded`` makes it for other files."""
         assert self.fd is not None
         try:
             self.total, done = _pump(self.fd, self.h, view, self.total, self.size, SLICE)
+            if not done:
+                return None
+            digest = self.h.digest()
         except OSError as exc:
             self.close()
             return Digest(None, 0, error=f"cannot read: {exc.strerror}")
-        except Exception as exc:  # as ``_guarded``: one file's failure, never the run's
+        except Exception as exc:
             self.close()
             return Digest(None, 0, error=f"cannot be hashed: {type(exc).__name__}: {exc}")
-        if not done:
-            return None
         self.close()
-        return Digest(self.h.digest(), self.total, unkept=too_large(self.total) if self.want else None)
+        return Digest(digest, self.total, unkept=too_large(self.total) if self.want else None)
 
     def close(self) -> None:
         if self.fd is not None:
@@ -517,10 +523,12 @@ class HashRun:
                     job = _Job.open(e, want, self._algorithm)
                     if isinstance(job, Digest):
                         self.out[e.path] = job
-                        self._done[slot] += e.size
-                    else:
+                        self._done[slot] += max(e.size, 1)
+                        continue
+                    if job.size >= RESUMABLE:
                         self._advance(job, slot, view)
-                    continue
+                        continue
+                    job.close()  # it shrank since the listing: hashed (and kept) as any file
                 over = want and not self._reserve(e.size)
                 d = reader.hash(e, want and not over)
                 if over:
@@ -539,24 +547,30 @@ class HashRun:
         one thread idle for the last 150 ms of 600). Twice the size, not the
         bytes left, so that files of like size never take turns; and a file set
         aside holds a descriptor, so at most ``SUSPENDED_MAX`` are."""
-        while True:
-            before = job.total
-            digest = job.step(view)
-            self._done[slot] += job.total - before
-            if digest is not None:
-                self.out[job.entry.path] = digest
-                self._done[slot] += job.remaining
-                return
-            if self._cancelled:
-                job.close()
-                return
-            if self._ready and -self._ready[0][0] > 2 * job.size and job.remaining > SLICE:
-                with self._cond:
-                    if self._ready and -self._ready[0][0] > 2 * job.size and self._suspended < SUSPENDED_MAX:
-                        self._order += 1
-                        heapq.heappush(self._ready, (-job.remaining, self._order, job))
-                        self._suspended += 1
-                        return
+        listed = max(job.entry.size, 1)  # what progress counts for it, whatever it reads
+        try:
+            while True:
+                before = job.total
+                digest = job.step(view)
+                self._done[slot] += min(job.total, listed) - min(before, listed)
+                if digest is not None:
+                    self.out[job.entry.path] = digest
+                    self._done[slot] += listed - min(job.total, listed)
+                    return
+                if self._cancelled:
+                    job.close()
+                    return
+                if job.remaining > SLICE:
+                    with self._cond:  # once a slice: 50 times for vLLM's 794 MB
+                        if (self._ready and -self._ready[0][0] > 2 * job.size
+                                and self._suspended < SUSPENDED_MAX):
+                            self._order += 1
+                            heapq.heappush(self._ready, (-job.remaining, self._order, job))
+                            self._suspended += 1
+                            return
+        except BaseException:
+            job.close()  # the thread dies: its file must not stay open
+            raise
 
     def _reserve(self, size: int) -> bool:
         """Count a kept file against ``keep_total``; False when it would not fit (one

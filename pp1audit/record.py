@@ -71,14 +71,16 @@ def b64(raw: bytes) -> str:
 
 
 def unb64(text: str) -> bytes:
-    """Inverse of ``b64`` (padding restored); ``ValueError`` on bad input.
+    """Inverse of ``b64``; ``ValueError`` on bad input.
 
-    Strict: a character outside the urlsafe alphabet is an error, not skipped
-    (``base64.urlsafe_b64decode`` skips it, so ``ab$c`` would decode as ``abc``).
+    Strict about the alphabet: a character outside urlsafe base64 (``$``, or
+    the standard alphabet's ``+`` and ``/``, which no installer writes) is an
+    error, never skipped (``base64.urlsafe_b64decode`` discards it and decodes
+    the rest). Lenient about padding, present or not, which says nothing.
     ``binascii`` directly, because ``base64``'s wrappers cost 4 us a row, a
     fifth of reading vLLM's 5,000-row RECORD.
     """
-    raw = text.encode("ascii")  # UnicodeEncodeError is a ValueError
+    raw = text.encode("ascii").rstrip(b"=")  # UnicodeEncodeError is a ValueError
     if b"+" in raw or b"/" in raw:
         raise ValueError("not urlsafe base64")
     return binascii.a2b_base64(raw.translate(_FROM_URLSAFE) + b"=" * (-len(raw) % 4), strict_mode=True)

@@ -370,3 +370,52 @@ def test_a_file_that_shrinks_between_slices_is_hashed_as_read(tmp_path: Path, sl
     assert d is not None and job.fd is None
     data = (tmp_path / "pkg/a.so").read_bytes()
     assert (d.sha256, d.size) == (hashlib.sha256(data).digest(), slices + 100)
+
+
+@pytest.mark.parametrize(("algorithm", "error"), [
+    ("shake_128", "cannot be hashed: TypeError: "),  # RECORD may name it; digest() needs a length
+    ("nope", "cannot be hashed: ValueError: unsupported hash type nope"),
+])
+def test_a_large_file_that_cannot_be_hashed_is_its_error_and_leaves_nothing_open(
+        tmp_path: Path, slices: int, algorithm: str, error: str) -> None:
+    entries = tree(tmp_path, {"pkg/a.so": 4 * slices, "pkg/b.so": 3 * slices})
+    before = open_fds()
+    got = hash_entries(entries, workers=2, algorithm=algorithm)
+    assert sorted(got) == ["pkg/a.so", "pkg/b.so"]
+    assert all(d.sha256 is None and (d.error or "").startswith(error) for d in got.values()), got
+    assert open_fds() == before
+
+
+class Recorder:
+    """A progress hook that remembers what it was told."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.done = 0
+
+    def start(self, description: str, total: int) -> None:
+        self.total = total
+
+    def update(self, done: int) -> None:
+        self.done = done
+
+    def stop(self) -> None:
+        pass
+
+
+def test_a_large_file_that_shrank_since_the_listing_is_hashed_and_kept_as_listed_small(
+        tmp_path: Path, slices: int) -> None:
+    """Listed large (hashed in slices, never kept), found small when opened: it is
+    hashed like any small file, so a source bytecode names keeps its bytes; and
+    progress counts each file as listed, so it ends at its total."""
+    entries = tree(tmp_path, {"pkg/mod.py": 4 * slices, "pkg/grew.so": 3 * slices})
+    (tmp_path / "pkg/mod.py").write_bytes(b"x = 1\n")
+    with (tmp_path / "pkg/grew.so").open("ab") as f:
+        f.write(b"!" * slices)
+    progress = Recorder()
+    got = hash_entries(entries, workers=1, keep=lambda e: e.path.endswith(".py"), progress=progress)
+    assert (got["pkg/mod.py"].data, got["pkg/mod.py"].size, got["pkg/mod.py"].unkept) == (
+        b"x = 1\n", 6, None)
+    assert got["pkg/grew.so"].size == 4 * slices
+    assert {p: d.sha256 for p, d in got.items()} == expected(tmp_path, entries)
+    assert progress.done == progress.total == 7 * slices
