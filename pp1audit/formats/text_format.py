@@ -1,13 +1,17 @@
 """``--format text``: a table for people, one line per check and a summary line.
 
-With colour (a terminal without ``NO_COLOR``) it is drawn by rich; otherwise it
-is plain aligned text, which keeps rich's import cost off the path of CI logs
-and pipes. Passing checks are listed only with ``verbose``. Everything read
+With colour (a terminal without ``NO_COLOR``, or ``--color always``) it is drawn
+by rich; otherwise it is plain aligned text, which keeps rich's import cost off
+the path of CI logs and pipes. Only a terminal wraps the table at its width:
+colour forced into a pipe or a log keeps each row on one line, so ids and paths
+stay whole for grep. Passing checks are listed only with ``verbose``. Everything read
 from the target is shown through ``safetext.printable``: the audited tree must
 not be able to write on the terminal (a fake verdict line, hidden text).
 """
 
 from __future__ import annotations
+
+import sys
 
 from pp1audit.result import Check, Result, Status
 from pp1audit.safetext import printable
@@ -82,6 +86,18 @@ def render(result: Result, verbose: bool = False, color: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+_UNWRAPPED = 1 << 16
+"""Columns given to rich when nothing should wrap: more than any row needs."""
+
+
+def _width() -> int | None:
+    """The table's width: None (rich asks the terminal) when stdout is a terminal,
+    else wide enough that no row wraps. rich alone would fold a piped table at 80
+    columns (or at the width of whatever terminal stdin or stderr is), cutting ids
+    and paths in two where a log reader greps for them."""
+    return None if sys.stdout.isatty() else _UNWRAPPED
+
+
 def _render_rich(result: Result, rows: list[Check]) -> str:
     from rich.console import Console
     from rich.table import Table
@@ -96,7 +112,7 @@ def _render_rich(result: Result, rows: list[Check]) -> str:
             Text(c.status.value, style=_STYLE[c.status]), Text(c.kind), Text(printable(c.id)),
             Text(_where(c)), Text(_detail(c)), end_section=False,
         )
-    console = Console(record=True, force_terminal=True, color_system="standard")
+    console = Console(record=True, force_terminal=True, color_system="standard", width=_width())
     with console.capture() as cap:
         if rows:
             console.print(table)

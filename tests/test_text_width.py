@@ -1,0 +1,69 @@
+"""Text output and the width of where it goes: only a terminal wraps the table.
+
+``--color always | tee ci.log`` is the common way to keep colour in a CI log; a
+table folded at 80 columns there splits ids and paths over lines, and a grep
+for a check id or a file no longer finds its row.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from conftest import run_cli
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+LONG = "pkg/" + "/".join(f"a_rather_long_directory_name_{i}" for i in range(4)) + "/module.py"
+
+
+def _manifest(tmp_path: Path, make_files: Callable[..., Path]) -> tuple[Path, Path]:
+    tree = make_files({"pkg/__init__.py": ""})
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(f'pp1audit: 1\ntarget: {{package: pkg}}\nfiles:\n  "{LONG}": {"a" * 64}\n')
+    return tree, manifest
+
+
+def test_forced_colour_into_a_pipe_keeps_each_row_on_one_line(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree, manifest = _manifest(tmp_path, make_files)
+    # COLUMNS is what rich would otherwise fold at (80 when nothing says)
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--color", "always",
+                   env={"COLUMNS": "80", "NO_COLOR": ""})
+    assert proc.returncode == 1, proc.stderr
+    assert "\x1b[" in proc.stdout  # colour, as asked
+    rows = [line for line in ANSI.sub("", proc.stdout).splitlines() if line.startswith("fail")]
+    assert len(rows) == 1 and f"file:{LONG}" in rows[0] and f"  {LONG}  " in rows[0], proc.stdout
+
+
+def test_on_a_terminal_the_table_still_fits_its_width(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree, manifest = _manifest(tmp_path, make_files)
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pp1audit", "check", str(tree), "-m", str(manifest)],
+            stdout=follower, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            env={**os.environ, "COLUMNS": "80", "NO_COLOR": "", "TERM": "xterm"},
+        )
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(60) == 1, proc.stderr.read() if proc.stderr else ""
+    finally:
+        os.close(leader)
+    lines = ANSI.sub("", b"".join(chunks).decode()).replace("\r\n", "\n").splitlines()
+    table = lines[1:]  # the first line, naming manifest and target, is not rich's
+    assert any(line.startswith("fail") for line in table)
+    assert max(len(line) for line in table) <= 80, table
