@@ -57,6 +57,7 @@ from pathlib import Path
 
 from pp1audit.hashing import Digest, Progress, default_workers
 from pp1audit.inventory import FILE, Entry
+from pp1audit.safetext import printable
 
 TAG = sys.implementation.cache_tag or "none"
 MAGIC = importlib.util.MAGIC_NUMBER
@@ -281,9 +282,67 @@ _FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_stacksi
 """Code-object attributes named in a tampered pyc's message (an explanation only)."""
 
 
+_SHOWN = 40
+"""Characters of one side of a difference shown: enough to tell them apart, and four
+fields of a tampered pyc still make a message of one readable line."""
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, escaped for a terminal, at most about ``_SHOWN`` characters.
+
+    A cut string stays a whole literal with ``…`` after its closing quote, so the
+    reader sees where it ends and no parenthesis of the message is left open."""
+    if isinstance(value, str):
+        cut = value[:_SHOWN]
+        while len(repr(cut)) > _SHOWN:  # escapes lengthen the repr
+            cut = cut[:-1]
+        return printable(repr(cut) + ("…" if len(cut) < len(value) else ""))
+    text = repr(value)
+    return printable(text if len(text) <= _SHOWN else text[:_SHOWN - 1] + "…")
+
+
+def _window(text: str, at: int) -> str:
+    """The part of ``text`` around index ``at``, ``…`` marking what is left out."""
+    start = max(0, at - _SHOWN // 4)
+    piece = text[start:start + _SHOWN // 2]
+    shown = _shown(piece)  # itself cut (and marked) when escapes lengthen it
+    more = start + len(piece) < len(text) and not shown.endswith("…")
+    return ("…" if start else "") + shown + ("…" if more else "")
+
+
+def _first_difference(a: str | tuple[object, ...], b: str | tuple[object, ...]) -> int:
+    """Index of the first element where ``a`` and ``b`` differ (the shorter's length
+    when one is a prefix of the other)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def _where_they_part(mine: object, fresh: object) -> str:
+    """Both values of a differing code field, or where they first part when they are
+    long: two names tuples that differ in their twentieth name, cut to the same first
+    forty characters, would look identical.
+
+    Each side is a Python literal escaped for a terminal (see ``_shown``); the whole
+    stays bounded, whatever the pyc holds."""
+    whole = _shown(mine), _shown(fresh)
+    if not any(x.endswith("…") for x in whole):
+        return f"{whole[0]} in the bytecode, {whole[1]} compiled"
+    if isinstance(mine, str) and isinstance(fresh, str):
+        i = _first_difference(mine, fresh)
+        return (f"from character {i}: {_window(mine, i)} in the bytecode, "
+                f"{_window(fresh, i)} compiled")
+    if isinstance(mine, tuple) and isinstance(fresh, tuple):
+        i = _first_difference(mine, fresh)
+        sizes = ("" if len(mine) == len(fresh)
+                 else f"; {len(mine)} items in the bytecode, {len(fresh)} compiled")
+        sides = [_shown(t[i]) if i < len(t) else "nothing" for t in (mine, fresh)]
+        return f"item {i}: {sides[0]} in the bytecode, {sides[1]} compiled{sizes}"
+    return f"{whole[0]} in the bytecode, {whole[1]} compiled"
+
+
 def _field_differences(code: types.CodeType, fresh: types.CodeType, limit: int = 4) -> list[str]:
     """``qualname.attribute`` for the first code attributes that differ, with both values
-    when short: what a reader needs to see why the pyc is not its source."""
+    (or, when long, where they part): what a reader needs to see why the pyc is not
+    its source."""
     out: list[str] = []
     stack = [(code, fresh)]
     while stack and len(out) < limit:
@@ -291,7 +350,7 @@ def _field_differences(code: types.CodeType, fresh: types.CodeType, limit: int =
         for field in _FIELDS:
             va, vb = getattr(a, field, None), getattr(b, field, None)
             if va != vb and len(out) < limit:
-                shown = "" if isinstance(va, bytes) else f" ({va!r:.40} in the bytecode, {vb!r:.40} compiled)"
+                shown = "" if isinstance(va, bytes) else f" ({_where_they_part(va, vb)})"
                 out.append(f"{b.co_qualname}.{field}{shown}")
         inner_a = [k for k in a.co_consts if isinstance(k, types.CodeType)]
         inner_b = [k for k in b.co_consts if isinstance(k, types.CodeType)]

@@ -789,3 +789,19 @@ def test_a_large_record_is_read_without_starting_threads(
 
     monkeypatch.setattr(hashing.HashRun, "_start", no_threads)
     assert read_record(DirInventory(str(root)), "pkg-1.0.dist-info/RECORD") == rec.read_bytes()
+
+
+def test_a_long_field_that_differs_late_is_shown_where_it_differs(tmp_path: Path) -> None:
+    """Both sides of a long ``co_names`` cut at the same first characters looked
+    identical (and left a parenthesis open); the message names the first item
+    that differs, each side a whole literal."""
+    names = ["datetime", "json", "logging", *(f"helper_module_{i}" for i in range(20))]
+    root = install(tmp_path / "site", {"pkg/__init__.py": "",
+                                       "pkg/mod.py": f"import {', '.join(names)}, shutil\n"})
+    src = root / "pkg" / "mod.py"
+    pyc = Path(importlib.util.cache_from_source(str(src)))
+    evil = compile(f"import {', '.join(names)}, socket\n", str(src), "exec", dont_inherit=True)
+    pyc.write_bytes(pyc.read_bytes()[:16] + marshal.dumps(evil))
+    message = bad(run(root))[f"bytecode:{pyc.relative_to(root).as_posix()}"].message
+    assert "<module>.co_names (item 23: 'socket' in the bytecode, 'shutil' compiled)" in message, message
+    assert message.count("(") == message.count(")") and len(message) < 400, message
