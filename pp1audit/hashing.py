@@ -263,7 +263,7 @@ def hash_here(entries: Sequence[Entry], *, wheel: str | None = None,
     out: dict[str, Digest] = {}
     for e in entries:
         if e.kind != "file":
-            out[e.path] = Digest(None, 0, error=f"is a {e.kind}; not opened")
+            out[e.path] = Digest(None, 0, error=e.error or f"is a {e.kind}; not opened")
     with _Reader(wheel, algorithm, SMALL) as reader:
         for e in entries:
             if e.kind == "file":
@@ -423,7 +423,7 @@ class HashRun:
     def add(self, e: Entry) -> None:
         """One entry of the listing: a large regular file starts hashing at once."""
         if e.kind != "file":
-            self.out[e.path] = Digest(None, 0, error=f"is a {e.kind}; not opened")
+            self.out[e.path] = Digest(None, 0, error=e.error or f"is a {e.kind}; not opened")
             return
         self._total += max(e.size, 1)
         if e.size < self._early:

@@ -29,6 +29,11 @@ from pp1audit.sources import SYMLINK as SYMLINK
 from pp1audit.sources import DirectorySource, Source, WheelSource
 from pp1audit.sources import kind_of_mode as kind_of_mode
 
+UNREADABLE = "entry that could not be examined"
+"""The kind of an entry the listing found but could not ``lstat`` or, for a
+directory, list: its ``error`` says why. Never silently dropped: what such a
+directory holds was not verified, and a tree digest without it is not the tree's."""
+
 
 def _readlink(path: str) -> str | None:
     try:
@@ -49,6 +54,8 @@ class Entry:
     """Where to read it: an absolute OS path, or the zip member name."""
     link: str | None = None
     """A symbolic link's target (never followed)."""
+    error: str | None = None
+    """Why an ``UNREADABLE`` entry could not be examined (a directory's path ends in ``/``)."""
 
 
 class Inventory:
@@ -116,17 +123,32 @@ class DirInventory(Inventory):
                               "symlink escape, not audited")
         out: list[Entry] = []
         stack = [(self._os(top), top.rstrip("/") + "/" if top else "")]
+
+        def unreadable(path: str, real: str, exc: OSError, what: str) -> None:
+            entry = Entry(path, UNREADABLE, 0, None, real, None, f"cannot {what}: {exc.strerror}")
+            out.append(entry)
+            if found is not None:
+                found(entry)
+
         while stack:
             real_dir, prefix = stack.pop()
             try:
                 it = os.scandir(real_dir)
-            except OSError:
+            except FileNotFoundError:  # removed since it was listed
+                continue
+            except OSError as exc:  # say no permission: nothing below it can be judged
+                if not prefix:
+                    raise TargetError(f"{real_dir}: cannot list the target root: {exc.strerror}") from None
+                unreadable(prefix, real_dir, exc, "list this directory")
                 continue
             with it:
                 for d in it:
                     try:
                         st = d.stat(follow_symlinks=False)
-                    except OSError:
+                    except FileNotFoundError:
+                        continue
+                    except OSError as exc:
+                        unreadable(prefix + d.name, d.path, exc, "examine it")
                         continue
                     kind = kind_of_mode(st.st_mode)
                     if kind == DIR:

@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass
 
 from pp1audit.hashing import Digest
-from pp1audit.inventory import DIR, FILE, Entry, Inventory
+from pp1audit.inventory import DIR, FILE, UNREADABLE, Entry, Inventory
 
 UNHASHED_OK = ("RECORD", "RECORD.jws", "RECORD.p7s")
 RECORD_MAX = 16 << 20
@@ -248,6 +248,9 @@ def verify(
     problems: list[Problem] = []
     listed_paths: set[str] = set()
     verified = bytecode = unhashed = outside = 0
+    # Directories the listing could not read: what RECORD lists below them is
+    # unknown (never "missing"), and each is one error of its own.
+    blocked = [e for e in package_files if e.kind == UNREADABLE and e.path.endswith("/")]
     for row in entries:
         listed_paths.add(row.path)
         name = row.path.rsplit("/", 1)[-1]
@@ -272,9 +275,17 @@ def verify(
         if found is None and (row.path.startswith(("../", "/")) or row.path == ".."):
             outside += 1
             continue
+        if found is None and (under := next((b for b in blocked if row.path.startswith(b.path)), None)):
+            problems.append(Problem(row.path, "unreadable",
+                                    f"cannot be verified: {under.path}: {under.error}", expected=_fmt(row)))
+            continue
         if found is None:
             problems.append(Problem(row.path, "missing", "listed in RECORD but missing from the target",
                                     expected=_fmt(row), actual=None))
+            continue
+        if found.kind == UNREADABLE:
+            problems.append(Problem(row.path, "unreadable", f"cannot be verified: {found.error}",
+                                    expected=_fmt(row)))
             continue
         if found.kind != FILE:
             problems.append(Problem(row.path, "not-regular",
@@ -310,7 +321,11 @@ def verify(
     for e in package_files:
         if e.path in listed_paths or (is_bytecode(e.path) and e.kind == FILE):
             continue
-        if is_bytecode(e.path):
+        if e.kind == UNREADABLE:
+            problems.append(Problem(e.path, "unreadable", f"{e.error}" + (
+                ": a file added below it could not be seen (what RECORD lists there is "
+                "looked up one by one)" if e.path.endswith("/") else "")))
+        elif is_bytecode(e.path):
             problems.append(_irregular_bytecode(e))
         elif e.kind != FILE:
             problems.append(Problem(e.path, "not-regular",

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pp1audit.hashing import Digest
-from pp1audit.inventory import FILE, SYMLINK, Entry
+from pp1audit.inventory import FILE, SYMLINK, UNREADABLE, Entry
 
 
 def in_tree(path: str, package: str) -> bool:
@@ -68,6 +68,8 @@ def token_for(entry: Entry, digest: Digest | None) -> str | None:
         return digest.sha256.hex()
     if entry.kind == SYMLINK:
         return f"symlink:{entry.link or ''}"
+    if entry.kind == UNREADABLE:  # what it holds, or is, is unknown: so is the digest
+        return None
     return f"{entry.kind}:"
 
 

@@ -1,0 +1,87 @@
+"""A directory of the package that cannot be listed (or an entry that cannot be
+examined): an ``error`` naming it, never "missing" files, and no tree digest.
+
+Root reads every directory whatever its mode, so the real run drops the
+capabilities that let it (``setpriv``, util-linux) when the tests run as root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_record_units import bad, install, run
+
+MANIFEST = "pp1audit: 1\ntarget:\n  package: vllm\n"
+
+
+def as_unprivileged() -> list[str]:
+    """The command prefix that makes file modes apply to this user."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: no directory is unreadable to root")
+    caps = "-dac_override,-dac_read_search"
+    return [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}"]
+
+
+@pytest.fixture
+def locked(tree_copy: Path) -> Iterator[Path]:
+    """The real vLLM tree with ``vllm/lora`` (44 files RECORD lists) made unreadable."""
+    lora = tree_copy / "vllm" / "lora"
+    lora.chmod(0)
+    try:
+        yield tree_copy
+    finally:
+        lora.chmod(0o755)
+
+
+def test_an_unreadable_directory_is_one_error_and_its_files_are_not_called_missing(
+        locked: Path, tmp_path: Path) -> None:
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(MANIFEST, encoding="utf-8")
+    proc = subprocess.run(
+        [*as_unprivileged(), sys.executable, "-m", "pp1audit", "check", str(locked), "-m", str(manifest),
+         "--record", "--format", "json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+    bad_ones = {cid: c for cid, c in checks.items() if c["status"] != "pass"}
+    directory = bad_ones.pop("record:vllm/lora/")
+    assert directory["status"] == "error"
+    assert directory["message"].startswith("Cannot list this directory: Permission denied: a file added")
+    below = {cid: c for cid, c in bad_ones.items() if cid.startswith("record:vllm/lora/")}
+    assert len(below) >= 40  # each file RECORD lists there: unknown, not missing
+    assert {c["status"] for c in below.values()} == {"error"}
+    assert all(c["message"] == "Cannot be verified: vllm/lora/: cannot list this directory: Permission denied"
+               for c in below.values())
+    tree = bad_ones.pop("tree")
+    assert tree["status"] == "error" and "vllm/lora/" in tree["message"]
+    assert set(bad_ones) == set(below)  # nothing else flagged
+    assert not any("missing" in c["message"] for c in checks.values())
+
+
+def test_a_directory_the_listing_cannot_read_is_reported_even_if_its_files_can_be_opened(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Execute-only (``--x``): known names open, but a file added there could not
+    be seen; the rows RECORD lists are still verified one by one."""
+    root = install(tmp_path / "site", {"pkg/__init__.py": "x = 1\n", "pkg/sub/a.py": "a = 1\n"})
+    real = os.scandir
+
+    def scandir(path: str) -> object:
+        if str(path).endswith(os.sep + os.path.join("pkg", "sub")):
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    checks = run(root)
+    assert set(bad(checks)) == {"record:pkg/sub/", "tree"}
+    assert checks["record:pkg/sub/"].message.startswith("Cannot list this directory: Permission denied")
+    assert checks["tree"].message == "tree digest not computable: unreadable pkg/sub/"
+    assert checks["record"].message.startswith("3 of 4 files match")  # a.py verified by name
