@@ -55,6 +55,21 @@ def _dash(a: int, b: int) -> str:
     return line_range(a, b, "–")
 
 
+_PIN_KINDS = (("invariants", "an invariant"), ("donors", "a donor"), ("remotes", "a remote"),
+              ("sources", "a source"))
+
+
+def _not_a_citation(raw: dict[str, Any], cid: str) -> str:
+    """Why ``cid`` in a well-formed ``[[cite:…]]``/``[[lines:…]]`` has no span: no such
+    id, or the id of another kind of pin (which has no lines to show)."""
+    if not cid:
+        return "no citation id"
+    for section, kind in _PIN_KINDS:
+        if cid in (raw.get(section) or {}):
+            return f"'{cid}' names {kind}, not a citation (only citations have lines to show)"
+    return f"no citation '{cid}' in the manifest"
+
+
 def expand(text: str, raw: dict[str, Any]) -> str:
     """Render the ``[[…]]`` references of ``text`` from the manifest; ``ValueError`` if bad."""
     def one(m: re.Match[str]) -> str:
@@ -69,9 +84,11 @@ def expand(text: str, raw: dict[str, Any]) -> str:
             return str(value)
         kind, _, arg = ref.partition(":")
         cid, _, shown = arg.partition("|")
-        citation = (raw.get("citations") or {}).get(cid)
-        if kind not in ("cite", "lines") or citation is None:
+        if kind not in ("cite", "lines"):
             raise ValueError(f"[[{ref}]]: not a reference ([[=key.path]], [[cite:ID]], [[lines:ID]])")
+        citation = (raw.get("citations") or {}).get(cid)
+        if citation is None:
+            raise ValueError(f"[[{ref}]]: {_not_a_citation(raw, cid)}")
         span = parse_span(citation["at"])
         if kind == "lines":
             return _dash(span.start, span.end)
@@ -146,8 +163,9 @@ def validate(raw: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
                     problems.append((block.keypath, str(exc)))
                 # A span quoted in the prose is shown where it was pinned; only the
                 # block's evidence lines say where it is now, so it must be evidence.
-                for cid in _cited(text):
-                    if cid not in block.evidence:
+                citations = raw.get("citations") or {}
+                for cid in _cited(text):  # an unknown id was said above, by expand
+                    if cid in citations and cid not in block.evidence:
                         problems.append((block.keypath, f"cites '{cid}' but does not list it in "
                                                         "evidence: its measured place would not show"))
     return problems

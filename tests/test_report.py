@@ -7,6 +7,8 @@ from pathlib import Path
 
 from conftest import REPO, run_cli
 
+from pp1audit.report import validate
+
 PP1 = REPO / "manifests" / "pp1.yaml"
 SEED = REPO.parent / "shared" / "seeds" / "000_b8cc05a1b3d28d45.txt"
 
@@ -133,3 +135,38 @@ def test_report_gate_options_are_those_of_check(tmp_path: Path, make_files) -> N
     assert run_cli("check", str(tree), "-m", str(m), "--allow-drift").returncode == 0
     assert run_cli("report", str(tree), "-m", str(m), "--allow-drift").returncode == 0
 
+
+
+def test_an_unknown_id_in_a_well_formed_reference_is_said_as_such(tmp_path: Path) -> None:
+    """``[[cite:nope]]`` is a reference; what is wrong is the id, as for ``[[=a.nope]]``."""
+    m = tmp_path / "m.yaml"
+    head = ("pp1audit: 1\ntarget: {package: pkg}\ncitations:\n"
+            "  c:\n    at: pkg/m.py:1\n    anchor: {exact: 'x = 1'}\n"
+            "invariants:\n  inv: {file: pkg/m.py, pattern: x = 1}\n"
+            "report:\n  sections:\n    - blocks:\n        - text: ")
+    cases = {
+        "See [[cite:nope]].": "[[cite:nope]]: no citation 'nope' in the manifest",
+        "Lines [[lines:nope-id]].": "[[lines:nope-id]]: no citation 'nope-id' in the manifest",
+        "See [[cite:inv]].": "[[cite:inv]]: 'inv' names an invariant, not a citation "
+                             "(only citations have lines to show)",
+        "See [[cite:]].": "[[cite:]]: no citation id",
+        "See [[site:c]].": "[[site:c]]: not a reference ([[=key.path]], [[cite:ID]], [[lines:ID]])",
+        "See [[=audit.nope]].": "[[=audit.nope]]: no such key in the manifest",
+    }
+    for text, said in cases.items():
+        m.write_text(head + text + "\n", encoding="utf-8")
+        proc = run_cli("report", "-m", str(m))
+        assert proc.returncode == 2 and proc.stdout == "", (text, proc.stderr)
+        assert proc.stderr == f"pp1audit: error: {m}:12:11: {said} (at report.sections[0].blocks[0])\n"
+    # said once: not also "cites 'nope' but does not list it in evidence"
+    raw = {"report": {"sections": [{"blocks": [{"text": "[[cite:nope]]"}]}]}}
+    assert validate(raw) == [(("report", "sections", 0, "blocks", 0),
+                              "[[cite:nope]]: no citation 'nope' in the manifest")]
+
+
+def test_report_check_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    """"Is FILE current" has no answer when there is no FILE: exit 2, not 1 (stale)."""
+    missing = tmp_path / "audit.md"
+    proc = run_cli("report", "-m", str(PP1), "--check", str(missing))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"pp1audit: error: {missing}: report to check not found\n"
