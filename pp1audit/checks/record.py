@@ -95,19 +95,24 @@ def _refused(inv: Inventory, path: str) -> bool:
 
 def _primary(inv: Inventory, dists: list[str], package: str, present: set[str]) -> str | None:
     """The distribution being audited: named like the package, and, when several
-    claim it, the one whose RECORD accounts for the most files present (the
-    other is a leftover or a second version, reported by the shadowing check)."""
+    claim it, the one whose RECORD accounts for the most files present, then
+    the one whose RECORD lists itself (the other is a leftover or a second
+    version, reported by the shadowing check)."""
     named = [d for d in dists if d.endswith(".dist-info") and dist_name(d) == normalize(package)]
     candidates = named or [d for d in dists if d.endswith(".dist-info")]
     if len(candidates) <= 1:
         return candidates[0] if candidates else None
 
-    def score(meta: str) -> int:
+    def score(meta: str) -> tuple[int, bool]:
+        """Files present it accounts for; on a tie, whether it lists its own RECORD,
+        as every installer writes it: a dist-info copied under another name (a
+        leftover, a decoy) lists the original's paths, not its own."""
         try:
             rows = parse_record(read_record(inv, f"{meta}/RECORD"), meta)
         except RecordError:
-            return -1
-        return sum(1 for r in rows if _normal(inv, r.path) in present)
+            return -1, False
+        paths = {_normal(inv, r.path) for r in rows}
+        return len(paths & present), f"{meta}/RECORD" in paths
 
     return max(candidates, key=score)
 
