@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from pp1audit.cli import provenance_options
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, Pp1Error
 
 if TYPE_CHECKING:
@@ -187,15 +188,20 @@ def pin(
 @click.option("--context", "-C", type=click.IntRange(0, 200), default=3, show_default=True,
               help="Lines of context around the span.")
 @_color_option
+@provenance_options
 def show(
     target: Path, spec: str, manifest: Path | None, package: str | None, context: int, color: str,
+    repos: tuple[str, ...] = (), config: Path | None = None, cache_dir: Path | None = None,
 ) -> int:
     """Show a citation (or any span) of TARGET with line numbers, context and status.
 
-    A citation is shown where it is found now. Exit 0 when the citation passes
-    (or a plain span was shown), 1 when its check would close the gate.
+    A citation is shown where it is found now; one of a git source is read from
+    the clone given with --repo, as check reads it. Exit 0 when the citation
+    passes (or a plain span was shown), 1 when its check would close the gate
+    (a cited file that cannot be read included), 2 for bad input.
     """
     from pp1audit import show as show_mod
+    from pp1audit.cli import _provenance_options
     from pp1audit.result import GatePolicy
     from pp1audit.sources import open_target
 
@@ -206,11 +212,17 @@ def show(
     pkg = package or (m.package if m is not None else None)
     if pkg is None:
         raise click.UsageError("give --package (no manifest to take it from)")
+    options = None
+    if m is None and (repos or config or cache_dir):
+        raise click.UsageError("--repo, --config and --cache-dir need a manifest (-m)")
+    if m is not None:  # as report: evidence already there, never a download
+        options = _provenance_options(m, repos, config, cache_dir, fetch=False, offline=True)
     with open_target(target, pkg) as source:
-        shown = show_mod.prepare(spec, m, source)
+        shown = show_mod.prepare(spec, m, source, options)
     _out(show_mod.render(shown, context=context, color=_color(color)))
     policy = GatePolicy()
-    closed = ":" not in spec and any(policy.closes(c.status) for c in shown.checks)
+    closed = ":" not in spec and (bool(shown.problem)
+                                  or any(policy.closes(c.status) for c in shown.checks))
     return EXIT_CLOSED if closed else EXIT_OPEN
 
 

@@ -7,7 +7,12 @@ gone. Where a citation is in each tree comes from the core (``audit`` on each
 tree: the same relocation ``check`` uses); a span the anchors find in only one
 tree is followed into the other by a line diff of the whole file, so a change
 is shown against the lines that replaced it rather than reported as missing.
-Pure: ``compare`` returns records, ``render_text``/``as_dict`` format them.
+A file that is there but cannot be used (a FIFO, a symlink escaping the tree,
+non-UTF-8 text for a citation) is ``unresolved`` and says what it is, as
+``check`` and ``pin`` do: calling it gone would send a reviewer looking for a
+deletion that never happened. Pure: ``compare`` returns records,
+``render_text``/``as_dict`` format them; the text format shows everything read
+from the trees or the manifest through ``safetext.printable``.
 """
 
 from __future__ import annotations
@@ -18,12 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pp1audit.checks.version import read_version, version_path
-from pp1audit.errors import SourceError
+from pp1audit.errors import MissingFile, SourceError
 from pp1audit.manifest import Manifest
 from pp1audit.result import Check, Status
+from pp1audit.safetext import printable
 from pp1audit.sources import Source
 from pp1audit.spans import line_range
-from pp1audit.store import FileStore
+from pp1audit.store import FileData, FileStore
 
 UNCHANGED = "unchanged"
 MOVED = "moved"
@@ -131,11 +137,41 @@ def _found(check: Check | None) -> tuple[int, int] | None:
     return check.found_lines
 
 
-def _lines(store: FileStore, path: str) -> list[str] | None:
+@dataclass(frozen=True)
+class _Side:
+    """One tree's view of a path: its data, or why there is none.
+
+    Neither set: the path is absent (gone / added). ``error``: the file is there
+    but cannot be used (``is a FIFO; not opened``), which is no deletion.
+    """
+
+    data: FileData | None = None
+    error: str | None = None
+
+    @property
+    def lines(self) -> list[str] | None:
+        """The text lines; None when the file is absent, unusable or not text."""
+        return None if self.data is None else self.data.lines
+
+
+def _side(store: FileStore, path: str, need_text: bool) -> _Side:
+    """Read ``path`` once from ``store``; a citation (``need_text``) also needs UTF-8 text."""
     try:
-        return store.get(path).text_lines()
-    except SourceError:
-        return None
+        data = store.get(path)
+        if need_text:
+            data.text_lines()
+    except MissingFile:
+        return _Side()
+    except SourceError as exc:
+        return _Side(error=f"{exc.path} {exc.message}")  # check's wording (source_problem)
+    return _Side(data=data)
+
+
+def _unusable(old: _Side, new: _Side) -> str | None:
+    """Why the comparison cannot be made although the file is there, or None."""
+    parts = [f"{tree} tree: {side.error}" for tree, side in (("old", old), ("new", new))
+             if side.error is not None]
+    return "; ".join(parts) or None
 
 
 def _span_str(lines: tuple[int, int] | None) -> str:
@@ -163,21 +199,22 @@ class _Comparer:
         return one(self.old_store), one(self.new_store)
 
     def file(self, path: str) -> DiffItem:
-        def digest(store: FileStore) -> str | None:
-            try:
-                return store.get(path).sha256
-            except SourceError:
-                return None
-        a, b = digest(self.old_store), digest(self.new_store)
-        if a is None and b is None:
+        sa, sb = _side(self.old_store, path, False), _side(self.new_store, path, False)
+        why = _unusable(sa, sb)
+        if why is not None:
+            return DiffItem("file", path, UNRESOLVED, path, message=why)
+        if sa.data is None or sb.data is None:
+            if sb.data is not None:
+                return DiffItem("file", path, ADDED, path, new=sb.data.sha256,
+                                message="not in the old tree")
+            if sa.data is not None:
+                return DiffItem("file", path, GONE, path, old=sa.data.sha256,
+                                message="not in the new tree")
             return DiffItem("file", path, UNRESOLVED, path, message="in neither tree")
-        if b is None:
-            return DiffItem("file", path, GONE, path, old=a, message="not in the new tree")
-        if a is None:
-            return DiffItem("file", path, ADDED, path, new=b, message="not in the old tree")
+        a, b = sa.data.sha256, sb.data.sha256
         if a == b:
             return DiffItem("file", path, UNCHANGED, path, old=a, new=b)
-        la, lb = _lines(self.old_store, path), _lines(self.new_store, path)
+        la, lb = sa.lines, sb.lines
         msg = "content differs"
         if la is not None and lb is not None:
             plus = minus = 0
@@ -192,7 +229,11 @@ class _Comparer:
         cit = self.manifest.citations[cid]
         path = cit.span.path
         fo, fn = _found(self.old_checks.get(cid)), _found(self.new_checks.get(cid))
-        la, lb = _lines(self.old_store, path), _lines(self.new_store, path)
+        sa, sb = _side(self.old_store, path, True), _side(self.new_store, path, True)
+        why = _unusable(sa, sb)
+        if why is not None:
+            return DiffItem("citation", cid, UNRESOLVED, path, message=why)
+        la, lb = sa.lines, sb.lines
         if fo is not None and la is not None and fn is None and lb is not None:
             fn = map_span(la, lb, *fo)
             if fn is None:
@@ -208,10 +249,10 @@ class _Comparer:
                 why = "not found in either tree"
                 return DiffItem("citation", cid, UNRESOLVED, path, message=why)
             return DiffItem("citation", cid, ADDED, path, None, fn,
-                            message=f"{path} is not readable text in the old tree")
+                            message=f"{path} is not in the old tree")
         if fn is None or lb is None:
             return DiffItem("citation", cid, GONE, path, fo, None,
-                            message=f"{path} is not readable text in the new tree")
+                            message=f"{path} is not in the new tree")
         old_text, new_text = la[fo[0] - 1 : fo[1]], lb[fn[0] - 1 : fn[1]]
         if old_text == new_text:
             if fo == fn:
@@ -241,20 +282,26 @@ def compare(manifest: Manifest, old: Source, new: Source) -> TreeDiff:
 
 
 def render_text(td: TreeDiff, verbose: bool = False) -> str:
-    """One line per item (unchanged ones only with ``verbose``), span diffs indented."""
-    out = [f"diff {td.old} ({td.old_version}) → {td.new} ({td.new_version}); "
-           f"manifest {td.manifest_path}"]
+    """One line per item (unchanged ones only with ``verbose``), span diffs indented.
+
+    Versions, paths, ids, messages and diffed lines come from the trees and the
+    manifest: each is shown through ``printable``, so a ``_version.py`` or a cited
+    line holding ``ESC[2J`` or a bidi override cannot write on the terminal.
+    """
+    out = [printable(f"diff {td.old} ({td.old_version}) → {td.new} ({td.new_version}); "
+                     f"manifest {td.manifest_path}")]
     rows = [i for i in td.items if verbose or i.status != UNCHANGED]
+    ids = [printable(i.id) for i in rows]
     widths = [max((len(x) for x in col), default=0) for col in (
-        [i.status for i in rows], [i.kind for i in rows], [i.id for i in rows])]
-    for i in rows:
+        [i.status for i in rows], [i.kind for i in rows], ids)]
+    for i, cid in zip(rows, ids, strict=True):
         detail = i.message
         if i.kind == "file" and i.status == CHANGED:
             detail = f"{(i.old or '')[:12]}… → {(i.new or '')[:12]}… ({i.message})"
-        cells = "  ".join(x.ljust(w) for x, w in zip((i.status, i.kind, i.id), widths, strict=True))
-        out.append(f"  {cells}  {detail}".rstrip())
+        cells = "  ".join(x.ljust(w) for x, w in zip((i.status, i.kind, cid), widths, strict=True))
+        out.append(f"  {cells}  {printable(detail)}".rstrip())
         if i.diff:
-            out.extend("      " + line for line in i.diff.rstrip("\n").split("\n"))
+            out.extend("      " + printable(line) for line in i.diff.rstrip("\n").split("\n"))
     counts = ", ".join(f"{n} {k}" for k, n in td.counts().items())
     out.append(f"summary: {counts}")
     return "\n".join(out) + "\n"

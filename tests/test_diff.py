@@ -6,6 +6,7 @@ The expected lists are the test's own: where each anchor's text is in each wheel
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -167,3 +168,107 @@ def test_map_span_follows_lines_through_a_diff() -> None:
     assert map_span(a, b, 3, 3) == (4, 4)
     assert map_span(a, ["h", "t"], 2, 4) is None  # all deleted
     assert map_span(a, ["h", "x", "in", "z", "t"], 2, 4) == (2, 4)
+
+
+EVIL_VERSION = "0.31.0\x1b[2J\u202e"
+EVIL_LINE = "keep = 3  # \x1b[2J evil \u202e"
+
+
+@pytest.fixture
+def evil_pair(make_files: Callable[..., Path], tmp_path: Path) -> tuple[Path, Path, Path]:
+    """An old tree and a new one whose version and cited line hold terminal control."""
+    old = make_files({
+        "pkg/__init__.py": "",
+        "pkg/_version.py": "__version__ = '0.30.0'\n",
+        "pkg/a.py": "a = 1\nkeep = 3\nc = 4\n",
+    }, tmp_path / "old")
+    new = make_files({
+        "pkg/__init__.py": "",
+        "pkg/_version.py": f"__version__ = {EVIL_VERSION!r}\n",
+        "pkg/a.py": f"a = 1\n{EVIL_LINE}\nc = 4\n",
+    }, tmp_path / "new")
+    m = tmp_path / "m.yaml"
+    proc = run_cli("init", str(old), "-p", "pkg", "-o", str(m), "--cite", "keep=pkg/a.py:2")
+    assert proc.returncode == 0, proc.stderr
+    return old, new, m
+
+
+def test_diff_text_shows_what_the_trees_say_escaped(evil_pair: tuple[Path, Path, Path]) -> None:
+    """A ``_version.py`` or a cited line holding ``ESC[2J`` (clear the screen) or a bidi
+    override is data: the header, the version row and the span diff show it escaped."""
+    old, new, m = evil_pair
+    proc = run_cli("diff", str(old), str(new), "-m", str(m))
+    assert proc.returncode == 1, proc.stderr
+    assert "\x1b" not in proc.stdout and "\u202e" not in proc.stdout
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"diff directory {old} (0.30.0) → directory {new} "
+                               "(0.31.0\\x1b[2J\\u202e); ")
+    version = next(x for x in lines if x.split()[1:3] == ["version", "version"])
+    assert version.endswith("0.30.0 → 0.31.0\\x1b[2J\\u202e")
+    assert "      +keep = 3  # \\x1b[2J evil \\u202e" in lines
+    swapped = run_cli("diff", str(new), str(old), "-m", str(m))
+    assert "\x1b" not in swapped.stdout and "\u202e" not in swapped.stdout
+    assert "      -keep = 3  # \\x1b[2J evil \\u202e" in swapped.stdout.splitlines()
+
+
+def test_diff_json_keeps_the_exact_values(evil_pair: tuple[Path, Path, Path]) -> None:
+    old, new, m = evil_pair
+    _, result = diff_json(old, new, m)
+    assert result["new"]["version"] == EVIL_VERSION  # JSON escapes by itself
+    keep = next(i for i in result["items"] if i["id"] == "keep")
+    assert f"+{EVIL_LINE}\n" in keep["diff"]
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _escaping_link(path: Path) -> None:
+    outside = path.parents[3] / "outside.py"
+    outside.write_text("x = 1\n", encoding="utf-8")
+    path.unlink()
+    path.symlink_to(outside)
+
+
+def _latin1(path: Path) -> None:
+    path.write_bytes(b"x = '\xe9'\n")
+
+
+UNUSABLE = {
+    "fifo": (_fifo, "pkg/b.py is a FIFO; not opened"),
+    "escaping-symlink": (_escaping_link,
+                         "pkg/b.py resolves outside the target root (symlink escape)"),
+    "not-utf8": (_latin1, "pkg/b.py not UTF-8 text (binary or another encoding)"),
+}
+
+
+@pytest.mark.parametrize("how", list(UNUSABLE))
+def test_a_file_that_is_there_but_unusable_is_not_gone(
+    how: str, make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A cited FIFO, a symlink out of the tree or non-UTF-8 text is still in the tree:
+    diff says what it is, in check's words, not that it is gone (or, swapped, added)."""
+    files = {"pkg/__init__.py": "", "pkg/b.py": "x = 1\n"}
+    old = make_files(files, tmp_path / "a" / "old")
+    new = make_files(files, tmp_path / "a" / "new")
+    m = tmp_path / "m.yaml"
+    proc = run_cli("init", str(old), "-p", "pkg", "-o", str(m), "--cite", "bx=pkg/b.py:1")
+    assert proc.returncode == 0, proc.stderr
+    spoil, says = UNUSABLE[how]
+    spoil(new / "pkg" / "b.py")
+    for a, b, tree in ((old, new, "new"), (new, old, "old")):
+        rc, result = diff_json(a, b, m)
+        assert rc == 1
+        items = {(i["kind"], i["id"]): i for i in result["items"]}
+        cite = items[("citation", "bx")]
+        assert (cite["status"], cite["message"]) == ("unresolved", f"{tree} tree: {says}")
+        file = items[("file", "pkg/b.py")]
+        if how == "not-utf8":  # its bytes are pinned, text or not: they differ
+            assert file["status"] == "changed"
+        else:
+            assert (file["status"], file["message"]) == ("unresolved", f"{tree} tree: {says}")
+        assert result["counts"]["gone"] == result["counts"]["added"] == 0
+    if how == "fifo":  # pin, on the same tree, says the same thing
+        pin = run_cli("pin", str(new), "-m", str(m))
+        assert "is a FIFO; not opened" in pin.stdout

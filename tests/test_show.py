@@ -3,11 +3,14 @@ context, highlighting on request, and the citation's status."""
 
 from __future__ import annotations
 
+import os
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from conftest import REPO, run_cli
+from lanerepo import SPECULATOR, WIRE, Lane, build_lane, dedent
 
 PROBE = REPO / "tests" / "data" / "pp1-probe.yaml"
 RUNNER = "vllm/v1/worker/gpu/model_runner.py"
@@ -114,3 +117,136 @@ def test_show_a_citation_marked_unresolved_says_so(tmp_path: Path, vllm_tree: Pa
     assert lines[-1] == ("marked unresolved in the manifest (two places matched); showing the "
                          "pinned lines 601-601")
     assert 'DraftSampleMethod = "greedy"' in next(x for x in lines if x.startswith("> 601"))
+
+
+EVIL_LINE = "x = 1  # \x1b[2J evil \u202e"
+
+
+@pytest.fixture
+def small(make_files: Callable[..., Path], tmp_path: Path) -> tuple[Path, Path]:
+    """A tiny package, and a manifest citing line 2 of pkg/m.py (measured by init)."""
+    tree = make_files({"pkg/__init__.py": "", "pkg/m.py": "a = 0\nx = 1\nb = 2\n"})
+    manifest = tmp_path / "m.yaml"
+    proc = run_cli("init", str(tree), "-p", "pkg", "-o", str(manifest), "--cite", "c=pkg/m.py:2")
+    assert proc.returncode == 0, proc.stderr
+    return tree, manifest
+
+
+@pytest.mark.parametrize("color", ["never", "always"])
+def test_show_prints_what_the_target_says_escaped(small: tuple[Path, Path], color: str) -> None:
+    """A cited line holding ``ESC[2J`` (clear the screen) and a bidi override is data:
+    shown escaped, in plain and colour output alike (rich's own colour codes are fine)."""
+    tree, manifest = small
+    (tree / "pkg" / "m.py").write_text(f"a = 0\n{EVIL_LINE}\nb = 2\n", encoding="utf-8")
+    proc = run_cli("show", str(tree), "c", "-m", str(manifest), "--color", color)
+    assert proc.returncode == 1, proc.stderr  # the anchor no longer holds
+    assert "\x1b[2J" not in proc.stdout and "\u202e" not in proc.stdout
+    assert "\\x1b[2J evil \\u202e" in proc.stdout
+    if color == "never":
+        assert "> 2 │ x = 1  # \\x1b[2J evil \\u202e" in proc.stdout.splitlines()
+    span = run_cli("show", str(tree), "pkg/m.py:2", "-m", str(manifest), "--color", color)
+    assert span.returncode == 0, span.stderr
+    assert "\x1b[2J" not in span.stdout and "\u202e" not in span.stdout
+    assert "\\x1b[2J evil \\u202e" in span.stdout
+
+
+def test_show_a_cited_fifo_is_the_checks_error_exit_1(small: tuple[Path, Path]) -> None:
+    """A cited file the target holds but that cannot be opened closes the gate in
+    check (an ``error``): show says so for that citation, with the same exit code."""
+    tree, manifest = small
+    cited = tree / "pkg" / "m.py"
+    cited.unlink()
+    os.mkfifo(cited)
+    check = run_cli("check", str(tree), "-m", str(manifest))
+    assert check.returncode == 1
+    assert "pkg/m.py is a FIFO; not opened" in check.stdout
+    for color in ("never", "always"):
+        proc = run_cli("show", str(tree), "c", "-m", str(manifest), "--color", color)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr == ""
+        assert "citation c: error — pkg/m.py is a FIFO; not opened" in proc.stdout
+    # Bad input from the user is still exit 2, nothing judged.
+    for target, spec, m in ((tree, "nope", manifest), (tree, "c", tree / "absent.yaml"),
+                            (tree.parent / "absent", "c", manifest)):
+        assert run_cli("show", str(target), spec, "-m", str(m)).returncode == 2, (target, spec, m)
+
+
+def test_show_a_citation_past_the_end_of_a_shrunk_file_exit_1(small: tuple[Path, Path]) -> None:
+    tree, manifest = small
+    (tree / "pkg" / "m.py").write_text("a = 0\n", encoding="utf-8")
+    proc = run_cli("show", str(tree), "c", "-m", str(manifest))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "cannot show the lines: pkg/m.py has only 1 lines"
+
+
+@pytest.fixture(scope="module")
+def lane(tmp_path_factory: pytest.TempPathFactory) -> Lane:
+    return build_lane(tmp_path_factory.mktemp("showlane") / "lane")
+
+
+def _lane_manifest(tmp_path: Path, commit: str) -> Path:
+    """Two lane citations: one fixed by the commit, one found again by its anchor."""
+    m = tmp_path / "lane.yaml"
+    m.write_text(dedent(f"""
+        pp1audit: 1
+        target: {{package: pkg}}
+        sources:
+          lane:
+            kind: git
+            commit: {commit}
+        citations:
+          lane-hello:
+            source: lane
+            at: {WIRE}:10
+          lane-refuses:
+            source: lane
+            at: {SPECULATOR}:19-20
+            anchor:
+              exact: |2
+                        if method != "greedy":
+                            raise NotImplementedError(
+    """), encoding="utf-8")
+    return m
+
+
+def test_show_a_citation_of_a_git_source_with_repo(
+    lane: Lane, make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    tree = make_files({"pkg/__init__.py": ""})
+    m = _lane_manifest(tmp_path, lane.base)
+    proc = run_cli("show", str(tree), "lane-hello", "-m", str(m), "--repo", f"lane={lane.path}",
+                   "-C", "0")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"lane-hello: lane:{WIRE}:10-10",
+        '> 10 │ HELLO = {"version": 3, "sample": SAMPLE_GREEDY}',
+        f"citation lane-hello: pass — read at lane@{lane.base[:12]} (no anchor: the commit id "
+        "fixes the content)",
+    ]
+    # The same repository named in a config file, as check takes it.
+    config = tmp_path / "pp1audit.toml"
+    config.write_text(f'[repos]\nlane = "{lane.path}"\n', encoding="utf-8")
+    proc = run_cli("show", str(tree), "lane-refuses", "-m", str(m), "--config", str(config))
+    assert proc.returncode == 0, proc.stderr
+    marked = [x for x in proc.stdout.splitlines() if x.startswith(">")]
+    assert [x.split("│ ", 1)[1] for x in marked] == [
+        '        if method != "greedy":', "            raise NotImplementedError("]
+    assert proc.stdout.splitlines()[-1].startswith("citation lane-refuses: pass")
+    # At a commit the clone lacks, check fails the citation: show says why, exit 1.
+    lacking = _lane_manifest(tmp_path, "deadbeef" * 5)
+    proc = run_cli("show", str(tree), "lane-hello", "-m", str(lacking), "--repo",
+                   f"lane={lane.path}")
+    assert proc.returncode == 1, proc.stderr
+    assert f"commit deadbeefdead is not in {lane.path}" in proc.stdout
+
+
+def test_show_a_git_source_citation_without_its_repo_says_how_exit_2(
+    lane: Lane, make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    tree = make_files({"pkg/__init__.py": ""})
+    m = _lane_manifest(tmp_path, lane.base)
+    proc = run_cli("show", str(tree), "lane-hello", "-m", str(m), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "git source 'lane' not given; pass --repo lane=PATH" in proc.stderr
+    typo = run_cli("show", str(tree), "lane-hello", "-m", str(m), "--repo", f"lan={lane.path}")
+    assert typo.returncode == 2 and "--repo lan:" in typo.stderr
