@@ -46,6 +46,8 @@ class ProvenanceOptions:
     named_on_command_line: frozenset[str] = frozenset()
     """Names given with ``--repo``: a manifest without them is a usage error. Names only
     in a config file may belong to other manifests and are ignored when unknown."""
+    from_config: dict[str, Path] = field(default_factory=dict)
+    """Names whose path a config file gave (and no ``--repo`` overrode) -> that file."""
     cache_dir: Path | None = None
     """Remote-pin cache; None: ``remote.default_cache_dir()``."""
     fetch: bool = False
@@ -53,6 +55,17 @@ class ProvenanceOptions:
     nothing opens a socket, so ``--offline`` (the default made explicit) needs no
     state of its own: it only refuses to be combined with ``--fetch``."""
     policy: FetchPolicy = field(default_factory=FetchPolicy)
+
+    def repo_origin(self, name: str) -> str:
+        """Who gave the clone path of source ``name``, as the head of a one-line error
+        about it: ``cfg.toml: [repos] lane: /path`` or ``/path: --repo lane``. A path
+        that is no clone is the fault of the line that wrote it, and one from a config
+        file blamed on ``--repo`` sends the reader to a command line that has none."""
+        path = self.repos.get(name)
+        file = self.from_config.get(name)
+        if file is not None:
+            return f"{file}: [repos] {name}: {path}"
+        return f"{path}: --repo {name}"
 
 
 def parse_repo_option(value: str) -> tuple[str, Path]:
@@ -128,7 +141,8 @@ def load_config(file: Path) -> ProvenanceOptions:
         else:
             raise Pp1Error(f"{file}: unknown key 'fetch.{key}' "
                            "(known: attempts, max_bytes, timeout, total_timeout)")
-    return ProvenanceOptions(repos=repos, cache_dir=cache_dir, policy=policy)
+    return ProvenanceOptions(repos=repos, from_config=dict.fromkeys(repos, file),
+                             cache_dir=cache_dir, policy=policy)
 
 
 def resolve_options(
@@ -160,5 +174,6 @@ def resolve_options(
         policy = replace(policy, total_timeout=total_timeout)
     return ProvenanceOptions(
         repos=merged, named_on_command_line=frozenset(named),
+        from_config={n: f for n, f in base.from_config.items() if n not in named},
         cache_dir=cache_dir or base.cache_dir, fetch=fetch, policy=policy,
     )
