@@ -48,18 +48,21 @@ class Clone:
     git refuses to use: that is a usage error, not a verdict about the audit.
     """
 
-    def __init__(self, name: str, path: Path) -> None:
+    def __init__(self, name: str, path: Path, origin: str | None = None) -> None:
+        """``origin``: who gave ``path``, heading an error about it
+        (``ProvenanceOptions.repo_origin``); by default ``PATH: --repo NAME``."""
         import git
 
         self.name = name
         self.path = path
+        self.origin = origin or f"{path}: --repo {name}"
         self._ref_names: frozenset[str] | None = None
         try:
             self.repo: Any = git.Repo(path, search_parent_directories=False)
         except git.NoSuchPathError:
-            raise TargetError(f"{path}: --repo {name}: no such directory") from None
+            raise TargetError(f"{self.origin}: no such directory") from None
         except (git.InvalidGitRepositoryError, git.GitError) as exc:
-            raise TargetError(f"{path}: --repo {name}: not a git repository ({exc})") from None
+            raise TargetError(f"{self.origin}: not a git repository ({exc})") from None
         # Never let a partial clone fetch a missing object: reading stays offline.
         self.repo.git.update_environment(GIT_NO_LAZY_FETCH="1", GIT_TERMINAL_PROMPT="0")
         self._check_git_accepts_it()
@@ -82,7 +85,7 @@ class Clone:
                 where = Path(self.repo.working_tree_dir or self.repo.git_dir).resolve()
                 reason = (f"git refuses it: owned by another user (dubious ownership); if you "
                           f"trust it: git config --global --add safe.directory {where}")
-            raise TargetError(f"{self.path}: --repo {self.name}: {reason}") from None
+            raise TargetError(f"{self.origin}: {reason}") from None
 
     def commit(self, sha: str) -> Any | None:
         """The commit object for a full id, or None when the clone does not have it.

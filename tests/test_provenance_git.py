@@ -692,3 +692,21 @@ def test_a_repo_option_for_a_manifest_without_sources_is_a_usage_error(
     assert proc.returncode == 2
     assert proc.stderr == ("pp1audit: error: --repo lnae: the manifest has no git source 'lnae' "
                            "(its sources: none)\n")
+
+
+def test_a_bad_clone_path_is_blamed_on_who_gave_it(lane: Lane, tree: Path, tmp_path: Path) -> None:
+    """A path from a config file that is no clone names the file and its key: the
+    message used to say ``--repo lane`` to a user who typed no --repo."""
+    m = tmp_path / "lane.yaml"
+    m.write_text(lane_manifest(lane.base))
+    cfg = tmp_path / "cfg.toml"
+    for path, why in (("/nonexistent", "no such directory"), (str(tree), "not a git repository")):
+        cfg.write_text(f'[repos]\nlane = "{path}"\n')
+        proc = run_cli("check", str(tree), "-m", str(m), "--config", str(cfg))
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith(f"pp1audit: error: {cfg}: [repos] lane: {path}: {why}"), proc.stderr
+        assert "--repo" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+    # --repo overrides the file, and a bad path given there is still said as before
+    proc = run_cli("check", str(tree), "-m", str(m), "--config", str(cfg), "--repo", "lane=/nope")
+    assert proc.returncode == 2
+    assert proc.stderr == "pp1audit: error: /nope: --repo lane: no such directory\n"

@@ -95,7 +95,7 @@ class ProvenanceRun:
         if name not in self._clones:
             from pp1audit.gitsource import Clone
 
-            self._clones[name] = Clone(name, path)
+            self._clones[name] = Clone(name, path, self.options.repo_origin(name))
         return self._clones[name]
 
     def git_store(self, name: str, commit: str | None = None) -> FileStore | _Unavailable:
