@@ -47,10 +47,13 @@ def keypath_str(path: KeyPath) -> str:
 MAX_DEPTH = 32
 """Deeper than any manifest needs; keeps hostile nesting from exhausting the stack."""
 
-_SAFE_COMPOSE_DEPTH = 2000
+_SAFE_COMPOSE_DEPTH = 999
 """Nesting the composer may be given unchecked. libyaml's composer recurses in C, about
 300 bytes of stack a level: ~25,000 levels overflow an 8 MB stack and kill the process
-(SIGSEGV, no message), ~4,000 a 1 MB one."""
+(SIGSEGV, no message), ~4,000 a 1 MB one. It is also below libyaml's own limit (from
+0.2.6, in PyYAML 6.0.4's wheels: 1,000 levels of block and of flow nesting), so that
+limit never refuses a text the walk let through: whichever PyYAML is installed, a text
+this small gets ``build()``'s first problem in document order, a larger one the walk's."""
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser when present: same safe node tree and marks, far faster."""
@@ -76,18 +79,56 @@ def _refuse_deep_nesting(text: str, file: str) -> None:
     a larger one has its parse events walked (the parser does not recurse), stopping
     at the limit.
     """
-    if sum(map(text.count, "[{-?:")) <= _SAFE_COMPOSE_DEPTH:
-        return
+    if sum(map(text.count, "[{-?:")) > _SAFE_COMPOSE_DEPTH:
+        _walk_to_depth_limit(text, file, _LOADER)
+
+
+def _walk_to_depth_limit(
+    text: str, file: str, loader: type[yaml.SafeLoader | yaml.CSafeLoader]
+) -> None:
+    """Raise at the first node deeper than ``MAX_DEPTH``, where ``build()`` would, by its mark."""
     depth = 0  # collections open around the next node: the length of its key path
-    for event in yaml.parse(text, Loader=_LOADER):
+    for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.NodeEvent):
-            if depth > MAX_DEPTH:  # where build() would refuse it, at the same mark
+            if depth > MAX_DEPTH:
                 mark = event.start_mark
                 line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
                 raise ManifestError(file, line, col, "", f"nested deeper than {MAX_DEPTH}")
             depth += isinstance(event, yaml.CollectionStartEvent)
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
+
+
+def _hit_parser_nesting_limit(exc: yaml.MarkedYAMLError | RecursionError) -> bool:
+    """Whether the parser stopped at a nesting limit of its own, not at a mistake.
+
+    libyaml from 0.2.6 says so in its problem; PyYAML without libyaml composes by
+    recursion in Python, and runs out of it a few hundred levels down.
+    """
+    return isinstance(exc, RecursionError) or "maximum nesting depth" in (exc.problem or "")
+
+
+def _compose(text: str, file: str) -> yaml.Node | None:
+    """The node tree, or ``ManifestError`` at the first node past ``MAX_DEPTH``.
+
+    libyaml from 0.2.6 (in PyYAML 6.0.4's wheels) refuses nesting past 1,000 levels in
+    its scanner, and the scanner reads up to 1,024 characters past a token that may
+    start a key before handing it on: with ``[[[[...`` it stops at level 1,000 before
+    the walk is given level 33, and the message would depend on the PyYAML installed.
+    PyYAML's pure-Python parser has no such limit and the same look-ahead, and the node
+    past ours lies before where libyaml stopped, so walking its events (slower, but
+    only after such a refusal) gives the message every other PyYAML gives. A refusal
+    with nothing past ours (a lower limit set in the process) keeps its own message.
+    """
+    try:
+        _refuse_deep_nesting(text, file)
+        return yaml.compose(text, Loader=_LOADER)
+    except (yaml.MarkedYAMLError, RecursionError) as exc:
+        if not _hit_parser_nesting_limit(exc):
+            raise
+        refused = exc
+    _walk_to_depth_limit(text, file, yaml.SafeLoader)
+    raise refused
 
 
 def _reader_error(text: str, file: str, exc: yaml.reader.ReaderError) -> ManifestError:
@@ -117,8 +158,7 @@ def _unprintable(value: int, limit: int) -> bool:
 def load(text: str, file: str) -> Loaded:
     """Parse one YAML document safely; ``ManifestError`` with line:column on any problem."""
     try:
-        _refuse_deep_nesting(text, file)
-        node = yaml.compose(text, Loader=_LOADER)
+        node = _compose(text, file)
     except yaml.reader.ReaderError as exc:
         raise _reader_error(text, file, exc) from None
     except yaml.MarkedYAMLError as exc:
@@ -150,9 +190,9 @@ def load(text: str, file: str) -> Loaded:
             line, col = pos(n)
             raise ManifestError(file, line, col, keypath_str(path), "YAML aliases are not allowed")
         seen.add(id(n))
-        if len(path) > MAX_DEPTH:
+        if len(path) > MAX_DEPTH:  # no key path: the walk, finding it first, has none
             line, col = pos(n)
-            raise ManifestError(file, line, col, keypath_str(path), f"nested deeper than {MAX_DEPTH}")
+            raise ManifestError(file, line, col, "", f"nested deeper than {MAX_DEPTH}")
         if n.tag not in _PLAIN_TAGS:
             line, col = pos(n)
             raise ManifestError(file, line, col, keypath_str(path), f"unsupported YAML tag {n.tag}")

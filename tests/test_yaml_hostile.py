@@ -12,7 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import run_cli
+
+from pp1audit import yamlpos
+from pp1audit.errors import ManifestError
 
 GOOD = "pp1audit: 1\ntarget:\n  package: pkg\n"
 
@@ -40,6 +44,73 @@ def test_flow_nesting_past_the_c_stack_is_refused_before_composing(
     text = GOOD + "x: " + "[" * 100_000 + "]" * 100_000 + "\n"
     # The node 33 levels down: 'x' is level 1, its 32nd nested '[' is at column 4 + 32.
     assert manifest_error(tmp_path, text, command) == "4:36: nested deeper than 32"
+
+
+def test_flow_nesting_past_libyamls_own_limit_is_ours(tmp_path: Path) -> None:
+    # 1,000 levels: libyaml 0.2.6 (PyYAML 6.0.4's wheels) stops there by itself, looking
+    # ahead for a key before its parser hands on level 33; once, its message came out.
+    text = GOOD + "x: " + "[" * 1000 + "]" * 1000 + "\n"
+    assert manifest_error(tmp_path, text) == "4:36: nested deeper than 32"
+
+
+def test_composed_nesting_has_the_walks_message(tmp_path: Path) -> None:
+    # Too few collection characters to be walked: build() finds it, and says the same.
+    text = GOOD + "x: " + "[" * 40 + "]" * 40 + "\n"
+    assert manifest_error(tmp_path, text) == "4:36: nested deeper than 32"
+
+
+class NestLimitedLoader(yaml.SafeLoader):
+    """libyaml 0.2.6's nesting limit on PyYAML's Python scanner, for any PyYAML installed.
+
+    Same look-ahead as libyaml's scanner (up to 1,024 characters for a key), so flow
+    nesting past ``limit`` is refused before level 33 is handed on, as libyaml does.
+    """
+
+    limit = 1000
+
+    def fetch_flow_collection_start(self, TokenClass: type[yaml.Token]) -> None:
+        if self.flow_level + 1 >= self.limit:
+            raise yaml.scanner.ScannerError(None, None, "exceeded maximum nesting depth", self.get_mark())
+        super().fetch_flow_collection_start(TokenClass)  # type: ignore[misc]
+
+
+class LowLimitLoader(NestLimitedLoader):
+    """A limit set below ours in the process."""
+
+    limit = 10
+
+
+def flow(levels: int) -> str:
+    return GOOD + "x: " + "[" * levels + "]" * levels + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [
+        (flow(100), "4:36"),  # composed
+        (flow(998), "4:36"),  # composed: past the Python composer's recursion
+        (GOOD + "x:\n" + "- " * 990 + "a\n", "5:65"),  # composed, block
+        (flow(1000), "4:36"),  # walked
+        (flow(100_000), "4:36"),  # walked
+    ],
+    ids=["flow-100", "flow-998", "block-990", "flow-1000", "flow-100000"],
+)
+@pytest.mark.parametrize("loader", [yaml.SafeLoader, NestLimitedLoader], ids=["python", "nest-limit"])
+def test_nesting_message_does_not_depend_on_the_parser(
+    monkeypatch: pytest.MonkeyPatch, loader: type[yaml.SafeLoader], text: str, place: str
+) -> None:
+    monkeypatch.setattr(yamlpos, "_LOADER", loader)
+    with pytest.raises(ManifestError) as caught:
+        yamlpos.load(text, "m.yaml")
+    assert str(caught.value) == f"m.yaml:{place}: nested deeper than 32"
+
+
+def test_a_parser_limit_below_ours_keeps_the_parsers_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(yamlpos, "_LOADER", LowLimitLoader)
+    with pytest.raises(ManifestError) as caught:
+        yamlpos.load(flow(20), "m.yaml")
+    assert str(caught.value).startswith("m.yaml:4:")
+    assert str(caught.value).endswith(": invalid YAML: exceeded maximum nesting depth")
 
 
 def test_block_nesting_past_the_c_stack_is_refused_before_composing(tmp_path: Path) -> None:
