@@ -250,7 +250,7 @@ def verify(
     verified = bytecode = unhashed = outside = 0
     # Directories the listing could not read: what RECORD lists below them is
     # unknown (never "missing"), and each is one error of its own.
-    blocked = [e for e in package_files if e.kind == UNREADABLE and e.path.endswith("/")]
+    blocked = {e.path: e for e in package_files if e.kind == UNREADABLE and e.path.endswith("/")}
     for row in entries:
         listed_paths.add(row.path)
         name = row.path.rsplit("/", 1)[-1]
@@ -275,7 +275,7 @@ def verify(
         if found is None and (row.path.startswith(("../", "/")) or row.path == ".."):
             outside += 1
             continue
-        if found is None and (under := next((b for b in blocked if row.path.startswith(b.path)), None)):
+        if found is None and blocked and (under := _blocked_by(row.path, blocked)) is not None:
             problems.append(Problem(row.path, "unreadable",
                                     f"cannot be verified: {under.path}: {under.error}", expected=_fmt(row)))
             continue
@@ -340,6 +340,18 @@ def verify(
                                     actual=listed))
     problems.sort(key=lambda p: p.path)
     return Verification(problems, len(entries), verified, bytecode, unhashed, outside)
+
+
+def _blocked_by(path: str, blocked: dict[str, Entry]) -> Entry | None:
+    """The unreadable directory ``path`` lies under, if any: its parent directories
+    looked up one by one (a scan of every unreadable directory per row was
+    quadratic on a hostile tree of thousands of them)."""
+    end = path.find("/")
+    while end != -1:
+        if (hit := blocked.get(path[:end + 1])) is not None:
+            return hit
+        end = path.find("/", end + 1)
+    return None
 
 
 def _irregular_bytecode(e: Entry) -> Problem:

@@ -85,3 +85,16 @@ def test_a_directory_the_listing_cannot_read_is_reported_even_if_its_files_can_b
     assert checks["record:pkg/sub/"].message.startswith("Cannot list this directory: Permission denied")
     assert checks["tree"].message == "tree digest not computable: unreadable pkg/sub/"
     assert checks["record"].message.startswith("3 of 4 files match")  # a.py verified by name
+
+
+def test_a_row_is_blocked_only_by_a_directory_it_lies_under() -> None:
+    from pp1audit.inventory import UNREADABLE, Entry
+    from pp1audit.record import _blocked_by
+
+    blocked = {p: Entry(p, UNREADABLE, 0, error="cannot list this directory: Permission denied")
+               for p in ("pkg/a/", "pkg/b/c/")}
+    assert _blocked_by("pkg/a/x.py", blocked) is blocked["pkg/a/"]
+    assert _blocked_by("pkg/a/deep/er/x.py", blocked) is blocked["pkg/a/"]
+    assert _blocked_by("pkg/b/c/d/x.py", blocked) is blocked["pkg/b/c/"]
+    for free in ("pkg/ab/x.py", "pkg/a", "pkg/b/x.py", "pkg/b/cd/x.py", "x.py", "pkg/a.py"):
+        assert _blocked_by(free, blocked) is None, free
