@@ -302,8 +302,13 @@ def _shown(value: object) -> str:
 
 
 def _window(text: str, at: int) -> str:
-    """The part of ``text`` around index ``at``, ``…`` marking what is left out."""
+    """The part of ``text`` around index ``at``, ``…`` marking what is left out.
+
+    The window starts a few characters before ``at``, but never so many that
+    their escapes (``\x1b`` is four characters) push ``at`` itself out of it."""
     start = max(0, at - _SHOWN // 4)
+    while start < at and len(repr(text[start:at + 1])) > _SHOWN // 2:
+        start += 1
     piece = text[start:start + _SHOWN // 2]
     shown = _shown(piece)  # itself cut (and marked) when escapes lengthen it
     more = start + len(piece) < len(text) and not shown.endswith("…")
@@ -316,7 +321,7 @@ def _first_difference(a: str | tuple[object, ...], b: str | tuple[object, ...]) 
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
-def _where_they_part(mine: object, fresh: object) -> str:
+def _where_they_part(mine: object, fresh: object, depth: int = 0) -> str:
     """Both values of a differing code field, or where they first part when they are
     long: two names tuples that differ in their twentieth name, cut to the same first
     forty characters, would look identical.
@@ -334,6 +339,8 @@ def _where_they_part(mine: object, fresh: object) -> str:
         i = _first_difference(mine, fresh)
         sizes = ("" if len(mine) == len(fresh)
                  else f"; {len(mine)} items in the bytecode, {len(fresh)} compiled")
+        if i < len(mine) and i < len(fresh) and depth < 3:  # the item itself, cut where it parts
+            return f"item {i}: {_where_they_part(mine[i], fresh[i], depth + 1)}{sizes}"
         sides = [_shown(t[i]) if i < len(t) else "nothing" for t in (mine, fresh)]
         return f"item {i}: {sides[0]} in the bytecode, {sides[1]} compiled{sizes}"
     return f"{whole[0]} in the bytecode, {whole[1]} compiled"

@@ -805,3 +805,19 @@ def test_a_long_field_that_differs_late_is_shown_where_it_differs(tmp_path: Path
     message = bad(run(root))[f"bytecode:{pyc.relative_to(root).as_posix()}"].message
     assert "<module>.co_names (item 23: 'socket' in the bytecode, 'shutil' compiled)" in message, message
     assert message.count("(") == message.count(")") and len(message) < 400, message
+
+
+def test_a_long_differing_item_and_an_escaped_string_still_show_where_they_part() -> None:
+    """Cut to the same first characters, a long name in a names tuple, or a string
+    of escapes, looked identical on both sides of the message."""
+    from pp1audit.bytecode import _field_differences, _where_they_part
+
+    long_name = "load_configuration_from_environment_variables_v"
+    a = compile(f"from p import {long_name}1\n", "m", "exec")
+    b = compile(f"from p import {long_name}2\n", "m", "exec")
+    (message,) = _field_differences(a, b)
+    assert message.startswith("<module>.co_names (item 1: from character 47: ")
+    assert "ariables_v1' in the bytecode" in message and "ariables_v2' compiled" in message
+    escapes = _where_they_part("\x1b" * 100, "\x1b" * 99 + "a")
+    mine, fresh = escapes.split(" in the bytecode, ")
+    assert mine.endswith("\\x1b'") and fresh.endswith("a' compiled")
