@@ -200,7 +200,9 @@ def _render_rich(shown: Shown, lo: int, hi: int) -> str:
     from rich.text import Text
 
     code = "\n".join(printable(line) for line in shown.lines)
-    console = Console(force_terminal=True, color_system="standard", width=200)
+    from pp1audit.formats.text_format import unwrapped_width
+
+    console = Console(force_terminal=True, color_system="standard", width=unwrapped_width(200))
     with console.capture() as cap:
         # The title holds paths from the target: plain text, never markup
         # (``pkg/a[/b].py`` would otherwise be a closing tag and crash rich).

@@ -67,3 +67,21 @@ def test_on_a_terminal_the_table_still_fits_its_width(
     table = lines[1:]  # the first line, naming manifest and target, is not rich's
     assert any(line.startswith("fail") for line in table)
     assert max(len(line) for line in table) <= 80, table
+
+
+def test_show_with_forced_colour_into_a_pipe_keeps_each_line_whole(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    """``show --color always | tee log``: the title and status lines hold the cited
+    path; folded at a fixed width, a 250-character path was cut in two."""
+    longer = LONG.replace("module.py", "x" * 120 + ".py")
+    tree = make_files({"pkg/__init__.py": "", longer: "a = 1\nb = 2\n"})
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(f'pp1audit: 1\ntarget: {{package: pkg}}\ncitations:\n  c:\n'
+                        f'    at: "{longer}:1-2"\n    anchor: {{exact: "a = 1\\nb = 2"}}\n',
+                        encoding="utf-8")
+    (tree / longer).unlink()  # the status line then names the path too
+    proc = run_cli("show", str(tree), "c", "-m", str(manifest), "--color", "always",
+                   env={"COLUMNS": "80", "NO_COLOR": ""})
+    plain = ANSI.sub("", proc.stdout + proc.stderr)
+    assert len(longer) > 200 and proc.returncode == 1, plain
+    assert any(longer in line for line in plain.splitlines()), plain

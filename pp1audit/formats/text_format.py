@@ -90,12 +90,12 @@ _UNWRAPPED = 1 << 16
 """Columns given to rich when nothing should wrap: more than any row needs."""
 
 
-def _width() -> int | None:
-    """The table's width: None (rich asks the terminal) when stdout is a terminal,
-    else wide enough that no row wraps. rich alone would fold a piped table at 80
-    columns (or at the width of whatever terminal stdin or stderr is), cutting ids
-    and paths in two where a log reader greps for them."""
-    return None if sys.stdout.isatty() else _UNWRAPPED
+def unwrapped_width(on_terminal: int | None = None) -> int | None:
+    """Width to give rich: ``on_terminal`` (None: rich asks the terminal) when
+    stdout is a terminal, else wide enough that nothing wraps. rich alone would
+    fold piped colour output at 80 columns (or at the width of whatever terminal
+    stdin or stderr is), cutting ids and paths in two where a log reader greps."""
+    return on_terminal if sys.stdout.isatty() else _UNWRAPPED
 
 
 def _render_rich(result: Result, rows: list[Check]) -> str:
@@ -112,7 +112,7 @@ def _render_rich(result: Result, rows: list[Check]) -> str:
             Text(c.status.value, style=_STYLE[c.status]), Text(c.kind), Text(printable(c.id)),
             Text(_where(c)), Text(_detail(c)), end_section=False,
         )
-    console = Console(record=True, force_terminal=True, color_system="standard", width=_width())
+    console = Console(record=True, force_terminal=True, color_system="standard", width=unwrapped_width())
     with console.capture() as cap:
         if rows:
             console.print(table)
