@@ -52,6 +52,12 @@ class SourceError(Pp1Error):
         self.message = message
         super().__init__(f"{path}: {message}")
 
+    @property
+    def sentence(self) -> str:
+        """How every check says it: ``pkg/a.py is a FIFO; not opened`` (one wording
+        for ``check``, ``show``, ``diff`` and the invariant matcher)."""
+        return f"{self.path} {self.message}"
+
 
 class MissingFile(SourceError):
     """The path names nothing in the source: a pin that no longer holds (``fail``)."""

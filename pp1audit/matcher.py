@@ -330,7 +330,7 @@ class Engine:
         try:
             parsed = self.parse(inv.file)
         except SourceError as exc:
-            return Outcome(BROKEN, f"{exc.path} {exc.message}",
+            return Outcome(BROKEN, exc.sentence,
                            missing_file=isinstance(exc, MissingFile))
         try:
             return _evaluate_in(inv, parsed)

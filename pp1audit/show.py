@@ -62,7 +62,7 @@ def _read(store: FileStore, path: str) -> _Read:
     try:
         return _Read(store.get(path).text_lines())
     except SourceError as exc:
-        return _Read([], f"{exc.path} {exc.message}")  # as ``checks.source_problem`` says it
+        return _Read([], exc.sentence)
 
 
 def _read_in_source(spec: str, manifest: Manifest, cit: Citation,

@@ -163,7 +163,7 @@ def _side(store: FileStore, path: str, need_text: bool) -> _Side:
     except MissingFile:
         return _Side()
     except SourceError as exc:
-        return _Side(error=f"{exc.path} {exc.message}")  # check's wording (source_problem)
+        return _Side(error=exc.sentence)
     return _Side(data=data)
 
 

@@ -18,6 +18,6 @@ def source_problem(
     """The check record for a file that could not be used."""
     status = Status.FAIL if isinstance(exc, MissingFile) else Status.ERROR
     return Check(
-        id=id, kind=kind, status=status, message=f"{exc.path} {exc.message}",
+        id=id, kind=kind, status=status, message=exc.sentence,
         path=exc.path, lines=lines, expected=expected, source=source,
     )
