@@ -136,12 +136,27 @@ def find_block(lines: list[str], block: list[str]) -> list[int]:
     return [i + 1 for i in range(len(lines) - n + 1) if lines[i : i + n] == block]
 
 
+def unprivileged() -> list[str]:
+    """A command prefix under which file modes apply to this user: root reads every
+    file whatever its mode, so as root the capabilities that let it are dropped
+    (``setpriv``, util-linux); the test is skipped when that is not possible."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: no file is unreadable to root")
+    caps = "-dac_override,-dac_read_search"
+    return [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}"]
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m pp1audit`` in a subprocess, as a user would, and capture output."""
+            timeout: float = 120, as_user: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m pp1audit`` in a subprocess, as a user would, and capture output
+    (``as_user``: with file modes applying even when the tests run as root)."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "pp1audit", *args], capture_output=True, text=True,
+        [*(unprivileged() if as_user else []), sys.executable, "-m", "pp1audit", *args],
+        capture_output=True, text=True,
         cwd=cwd, env=full_env, timeout=timeout, stdin=subprocess.DEVNULL,
     )
 

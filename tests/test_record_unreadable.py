@@ -9,27 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from test_record_units import bad, install, run
 
 MANIFEST = "pp1audit: 1\ntarget:\n  package: vllm\n"
-
-
-def as_unprivileged() -> list[str]:
-    """The command prefix that makes file modes apply to this user."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: no directory is unreadable to root")
-    caps = "-dac_override,-dac_read_search"
-    return [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}"]
 
 
 @pytest.fixture
@@ -47,9 +34,8 @@ def test_an_unreadable_directory_is_one_error_and_its_files_are_not_called_missi
         locked: Path, tmp_path: Path) -> None:
     manifest = tmp_path / "m.yaml"
     manifest.write_text(MANIFEST, encoding="utf-8")
-    proc = subprocess.run(
-        [*as_unprivileged(), sys.executable, "-m", "pp1audit", "check", str(locked), "-m", str(manifest),
-         "--record", "--format", "json"], capture_output=True, text=True, timeout=300)
+    proc = run_cli("check", str(locked), "-m", str(manifest), "--record", "--format", "json",
+                   timeout=300, as_user=True)
     assert proc.returncode == 1, proc.stderr
     checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
     bad_ones = {cid: c for cid, c in checks.items() if c["status"] != "pass"}
