@@ -7,6 +7,8 @@ report, tests) gets identical results for identical inputs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from pp1audit import __version__
@@ -32,12 +34,24 @@ def run_checks(
     ``options`` says where named git sources are cloned and where remote pins are
     cached (see ``checks.provenance``); without them those checks report ``skip``.
     """
+    with open_provenance(manifest, store, options) as prov:
+        return checks_in(manifest, store, prov)
+
+
+@contextmanager
+def open_provenance(
+    manifest: Manifest, store: FileStore, options: ProvenanceOptions | None = None
+) -> Iterator[ProvenanceRun | None]:
+    """The manifest's git sources and remote pins, open for the checks (None when it
+    has none); closed on leaving. A caller that reads more from them after the
+    checks (``show``) does so inside, from the same clones."""
     if manifest.prov is None:  # nothing outside the tree: no provenance machinery
         if options is not None and options.named_on_command_line:
             from pp1audit.checks.provenance import check_repo_names
 
             check_repo_names(options, ())  # a --repo given for nothing is a usage error
-        return _run_checks(manifest, store, None)
+        yield None
+        return
     from pp1audit.checks.provenance import ProvenanceRun
 
     prov = ProvenanceRun(manifest, options, store)
@@ -45,12 +59,13 @@ def run_checks(
         prov.open_clones()
         if prov.options.fetch:
             prov.fetch_all()
-        return _run_checks(manifest, store, prov)
+        yield prov
     finally:
         prov.close()
 
 
-def _run_checks(manifest: Manifest, store: FileStore, prov: ProvenanceRun | None) -> list[Check]:
+def checks_in(manifest: Manifest, store: FileStore, prov: ProvenanceRun | None) -> list[Check]:
+    """``run_checks`` with the provenance already open (see ``open_provenance``)."""
     checks: list[Check] = []
     if manifest.version is not None:
         checks.append(check_version(manifest.package, manifest.version, store))

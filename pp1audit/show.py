@@ -27,6 +27,7 @@ from pp1audit.spans import Span, parse_safe_span
 from pp1audit.store import FileStore
 
 if TYPE_CHECKING:
+    from pp1audit.checks.provenance import ProvenanceRun
     from pp1audit.runconfig import ProvenanceOptions
 
 
@@ -65,31 +66,27 @@ def _read(store: FileStore, path: str) -> _Read:
         return _Read([], exc.sentence)
 
 
-def _read_in_source(spec: str, manifest: Manifest, cit: Citation,
-                    options: ProvenanceOptions | None) -> _Read:
-    """Read a citation of a named git source (at its pinned commit) or remote pin.
+def _read_in_source(spec: str, cit: Citation, prov: ProvenanceRun | None) -> _Read:
+    """Read a citation of a named git source (at its pinned commit) or remote pin,
+    from the clones and cache the checks just read.
 
     A source nobody gave (no ``--repo``, a pin never fetched) is missing input:
     ``Pp1Error`` (exit 2) saying how to give it. A clone without the commit, a
     failed fetch, is the check's fail or error, shown like an unreadable file.
     """
-    from pp1audit.checks.provenance import ProvenanceRun
-
     name = cit.source or ""
-    prov = ProvenanceRun(manifest, options)
-    try:
-        store = prov.git_store(name) if name in prov.prov.sources else prov.remote_store(name)
-        if isinstance(store, FileStore):
-            return _read(store, cit.span.path)
-        if store.status is Status.SKIP:
-            raise Pp1Error(f"show {spec}: {store.message}")
-        return _Read([], store.message)
-    finally:
-        prov.close()
+    if prov is None:  # (a manifest citing a source has provenance: kept for the types)
+        raise Pp1Error(f"show {spec}: no source '{name}' in the manifest")
+    store = prov.git_store(name) if name in prov.prov.sources else prov.remote_store(name)
+    if isinstance(store, FileStore):
+        return _read(store, cit.span.path)
+    if store.status is Status.SKIP:
+        raise Pp1Error(f"show {spec}: {store.message}")
+    return _Read([], store.message)
 
 
 def _show_citation(spec: str, manifest: Manifest, checks: tuple[Check, ...], store: FileStore,
-                   options: ProvenanceOptions | None) -> Shown:
+                   prov: ProvenanceRun | None) -> Shown:
     cit = manifest.citations.get(spec)
     if cit is None:
         raise Pp1Error(f"show {spec}: no citation '{spec}' in {manifest.path}")
@@ -98,8 +95,7 @@ def _show_citation(spec: str, manifest: Manifest, checks: tuple[Check, ...], sto
     span = cit.span
     where = check.found_lines if check is not None and check.found_lines else None
     start, end = where or (span.start, span.end)
-    read = (_read(store, span.path) if cit.source is None
-            else _read_in_source(spec, manifest, cit, options))
+    read = _read(store, span.path) if cit.source is None else _read_in_source(spec, cit, prov)
     label = span.path if cit.source is None else f"{cit.source}:{span.path}"
     if read.problem:
         return Shown(span.path, start, end, [], shown_checks, f"{spec}: {label}:{start}-{end}",
@@ -131,14 +127,18 @@ def prepare(spec: str, manifest: Manifest | None, source: Source,
     """
     checks: tuple[Check, ...] = ()
     store = FileStore(source)
+    if ":" not in spec:
+        if manifest is None:
+            raise Pp1Error(f"show {spec}: give a manifest to show a citation by id")
+        from pp1audit.audit import checks_in, open_provenance
+
+        with open_provenance(manifest, store, options) as prov:  # one clone for checks and lines
+            checks = tuple(checks_in(manifest, store, prov))
+            return _show_citation(spec, manifest, checks, store, prov)
     if manifest is not None:
         from pp1audit.audit import run_checks
 
         checks = tuple(run_checks(manifest, store, options))
-    if ":" not in spec:
-        if manifest is None:
-            raise Pp1Error(f"show {spec}: give a manifest to show a citation by id")
-        return _show_citation(spec, manifest, checks, store, options)
     try:
         span = parse_safe_span(spec)
     except ValueError as exc:
@@ -199,9 +199,9 @@ def _render_rich(shown: Shown, lo: int, hi: int) -> str:
     from rich.syntax import Syntax
     from rich.text import Text
 
-    code = "\n".join(printable(line) for line in shown.lines)
     from pp1audit.formats.text_format import unwrapped_width
 
+    code = "\n".join(printable(line) for line in shown.lines)
     console = Console(force_terminal=True, color_system="standard", width=unwrapped_width(200))
     with console.capture() as cap:
         # The title holds paths from the target: plain text, never markup

@@ -250,3 +250,31 @@ def test_show_a_git_source_citation_without_its_repo_says_how_exit_2(
     assert "git source 'lane' not given; pass --repo lane=PATH" in proc.stderr
     typo = run_cli("show", str(tree), "lane-hello", "-m", str(m), "--repo", f"lan={lane.path}")
     assert typo.returncode == 2 and "--repo lan:" in typo.stderr
+
+
+def test_show_reads_the_lines_from_the_clone_the_checks_opened(
+    lane: Lane, make_files: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The status and the lines come from one open clone: opening it a second time
+    cost another git process and could read another state of the repository."""
+    from pp1audit import gitsource
+    from pp1audit.manifest import load_manifest
+    from pp1audit.runconfig import ProvenanceOptions
+    from pp1audit.show import prepare
+    from pp1audit.sources import DirectorySource
+
+    opened: list[str] = []
+    real = gitsource.Clone.__init__
+
+    def counting(self: gitsource.Clone, name: str, path: Path, origin: str | None = None) -> None:
+        opened.append(name)
+        real(self, name, path, origin)
+
+    monkeypatch.setattr(gitsource.Clone, "__init__", counting)
+    tree = make_files({"pkg/__init__.py": ""})
+    manifest = load_manifest(_lane_manifest(tmp_path, lane.base))
+    with DirectorySource(tree) as source:
+        shown = prepare("lane-hello", manifest, source, ProvenanceOptions(repos={"lane": lane.path}))
+    assert shown.lines[9] == 'HELLO = {"version": 3, "sample": SAMPLE_GREEDY}'
+    assert [c.status.value for c in shown.checks] == ["pass"]
+    assert opened == ["lane"]
