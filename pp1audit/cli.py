@@ -46,7 +46,7 @@ def _use_color(fmt_color: str | None) -> bool:
     return sys.stdout.isatty()
 
 
-def _provenance_options(m: Manifest, repos: tuple[str, ...], config: Path | None,
+def make_provenance_options(m: Manifest, repos: tuple[str, ...], config: Path | None,
                         cache_dir: Path | None, *, fetch: bool, offline: bool,
                         ) -> ProvenanceOptions | None:
     """Repos, caches and the config file only concern provenance: a manifest that
@@ -202,7 +202,7 @@ def check(
     from pp1audit.sources import open_target
 
     m = _load_manifest(manifest)
-    options = _provenance_options(m, repos, config, cache_dir, fetch=fetch, offline=offline)
+    options = make_provenance_options(m, repos, config, cache_dir, fetch=fetch, offline=offline)
     with open_target(target, m.package) as source:
         result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
                        options=options, record=record,
@@ -248,7 +248,7 @@ def report(
         from pp1audit.audit import audit
         from pp1audit.sources import open_target
 
-        options = _provenance_options(m, repos, config, cache_dir, fetch=False, offline=True)
+        options = make_provenance_options(m, repos, config, cache_dir, fetch=False, offline=True)
         with open_target(target, m.package) as source:
             result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
                            options=options)

@@ -201,7 +201,7 @@ def show(
     (a cited file that cannot be read included), 2 for bad input.
     """
     from pp1audit import show as show_mod
-    from pp1audit.cli import _provenance_options
+    from pp1audit.cli import make_provenance_options
     from pp1audit.result import GatePolicy
     from pp1audit.sources import open_target
 
@@ -216,7 +216,7 @@ def show(
     if m is None and (repos or config or cache_dir):
         raise click.UsageError("--repo, --config and --cache-dir need a manifest (-m)")
     if m is not None:  # as report: evidence already there, never a download
-        options = _provenance_options(m, repos, config, cache_dir, fetch=False, offline=True)
+        options = make_provenance_options(m, repos, config, cache_dir, fetch=False, offline=True)
     with open_target(target, pkg) as source:
         shown = show_mod.prepare(spec, m, source, options)
     _out(show_mod.render(shown, context=context, color=_color(color)))
