@@ -25,20 +25,26 @@ when it is opened: the audit must read every member pip would install.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import ModuleType
 from typing import cast
 
-try:
-    from zlib_ng import zlib_ng as zlib
-except ImportError:  # pragma: no cover - a dependency; the standard module is its fallback
-    import zlib  # type: ignore[no-redef]
 
-_InflateError = cast("type[Exception]", zlib.error)  # zlib_ng's stub types it as an instance
+@functools.cache
+def codec() -> tuple[ModuleType, type[Exception]]:
+    """The zlib module that inflates and its error class: zlib-ng, else the standard
+    one. Imported on first use: 3.5 ms that a run on a directory never needs."""
+    try:
+        from zlib_ng import zlib_ng as zlib
+    except ImportError:  # pragma: no cover - a dependency; the standard module is its fallback
+        import zlib  # type: ignore[no-redef]
+    return zlib, cast("type[Exception]", zlib.error)  # zlib_ng's stub types it as an instance
 
 _EOCD = struct.Struct("<4s4H2LH")  # signature ... comment length: 22 bytes
 _EOCD64_LOCATOR = struct.Struct("<4sLQL")  # 20 bytes
@@ -273,11 +279,12 @@ class ZipIndex:
         data = fh.read(member.compressed_size)
         if len(data) != member.compressed_size:
             raise ZipError("truncated member data")
+        zlib, inflate_error = codec()
         if member.method == 8:
             try:
                 inflater = zlib.decompressobj(-15)
                 data = inflater.decompress(data, member.size + 1)  # never more than declared
-            except _InflateError as exc:
+            except inflate_error as exc:
                 raise ZipError(f"corrupt deflate data: {exc}") from None
         if len(data) != member.size:
             raise ZipError("size does not match the central directory")
@@ -317,6 +324,7 @@ class ZipIndex:
         fh = self._fh
         fh.seek(self._data_start(member))
         remaining = member.compressed_size
+        zlib, inflate_error = codec()
         inflater = zlib.decompressobj(-15) if member.method == 8 else None
         crc = total = 0
 
@@ -350,7 +358,7 @@ class ZipIndex:
                     if not out:
                         raise ZipError("corrupt deflate data: the stream ends early")
                     yield counted(out)
-        except _InflateError as exc:
+        except inflate_error as exc:
             raise ZipError(f"corrupt deflate data: {exc}") from None
         if total != member.size:
             raise ZipError("size does not match the central directory")
