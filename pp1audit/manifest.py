@@ -225,6 +225,18 @@ def _invariant_anchor(
                     f"an invariant anchor stands alone: remove '{extra[0]}'", key=True)
 
 
+def _report_check(loaded: Loaded, file: str, text: str, raw: dict[str, Any]) -> None:
+    """The report section's first problem, at the bad reference itself when there is
+    one (its place in the scalar's text, mapped back to the file's line:column)."""
+    from pp1audit.report import locate, validate
+
+    for problem in validate(raw):
+        line, col = loaded.where(problem.keypath)
+        if problem.offset is not None:
+            line, col = locate(text, (line, col), problem.text, problem.offset)
+        raise ManifestError(file, line, col, keypath_str(problem.keypath), problem.message)
+
+
 def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
     """Parse and validate manifest text; ``ManifestError`` names the line and column."""
     loaded = load(text, file)
@@ -300,10 +312,7 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
                         f"'{iid}' is also a citation id; check ids must be unique", key=True)
 
     if "report" in raw or "[[" in str((raw.get("audit") or {}).get("title", "")):
-        from pp1audit.report import validate as validate_report
-
-        for keypath, message in validate_report(raw):
-            raise _fail(loaded, file, keypath, message)
+        _report_check(loaded, file, text, raw)
 
     audit = raw.get("audit") or {}
     if "date" in audit:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import REPO, run_cli
 
-from pp1audit.report import validate
+from pp1audit.report import Problem, validate
 
 PP1 = REPO / "manifests" / "pp1.yaml"
 SEED = REPO.parent / "shared" / "seeds" / "000_b8cc05a1b3d28d45.txt"
@@ -114,8 +114,8 @@ def test_a_span_quoted_in_prose_must_be_evidence_of_its_block(tmp_path: Path) ->
         "report:\n  sections:\n    - blocks:\n        - text: See [[cite:c]].\n", encoding="utf-8")
     proc = run_cli("report", "-m", str(m))
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == (f"pp1audit: error: {m}:10:11: cites 'c' but does not list it in evidence: "
-                           "its measured place would not show (at report.sections[0].blocks[0])\n")
+    assert proc.stderr == (f"pp1audit: error: {m}:10:21: cites 'c' but does not list it in evidence: "
+                           "its measured place would not show (at report.sections[0].blocks[0].text)\n")
 
 
 def test_files_in_the_hash_table_are_not_listed_again_as_uncited(vllm_wheel: Path) -> None:
@@ -157,11 +157,13 @@ def test_an_unknown_id_in_a_well_formed_reference_is_said_as_such(tmp_path: Path
         m.write_text(head + text + "\n", encoding="utf-8")
         proc = run_cli("report", "-m", str(m))
         assert proc.returncode == 2 and proc.stdout == "", (text, proc.stderr)
-        assert proc.stderr == f"pp1audit: error: {m}:12:11: {said} (at report.sections[0].blocks[0])\n"
+        col = len("        - text: ") + text.index("[[") + 1  # the reference's own column
+        assert proc.stderr == (f"pp1audit: error: {m}:12:{col}: {said} "
+                               "(at report.sections[0].blocks[0].text)\n")
     # said once: not also "cites 'nope' but does not list it in evidence"
     raw = {"report": {"sections": [{"blocks": [{"text": "[[cite:nope]]"}]}]}}
-    assert validate(raw) == [(("report", "sections", 0, "blocks", 0),
-                              "[[cite:nope]]: no citation 'nope' in the manifest")]
+    assert validate(raw) == [Problem(("report", "sections", 0, "blocks", 0, "text"),
+                                     "[[cite:nope]]: no citation 'nope' in the manifest", 0, "[[cite:nope]]")]
 
 
 def test_report_check_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
