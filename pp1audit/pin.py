@@ -36,6 +36,7 @@ from pp1audit.store import FileStore
 
 if TYPE_CHECKING:
     from pp1audit.matcher import Engine
+    from pp1audit.yamlrt import Note
 
 UNCHANGED = "unchanged"
 MOVED = "moved"
@@ -148,23 +149,6 @@ def _context(lines: list[str], a: int, b: int, before: bool, nonblank: int) -> l
     return out[::-1] if before else out
 
 
-def _eol_mark(mapping: Any, key: str, reason: str) -> None:
-    mapping.yaml_add_eol_comment(f"{MARK}: {reason}", key)
-
-
-def _clear_mark(mapping: Any, key: str) -> bool:
-    """Remove an earlier pin's UNRESOLVED comment from ``key`` now that it is resolved.
-
-    True when there was one (the entry must then be re-emitted). Other comments
-    are the author's and stay.
-    """
-    entry = getattr(getattr(mapping, "ca", None), "items", {}).get(key)
-    if not entry or len(entry) < 3 or entry[2] is None or MARK not in str(entry[2].value):
-        return False
-    entry[2] = None
-    return True
-
-
 def _invariant_marks_allowed() -> bool:
     """True when the schema lets an invariant record carry an ``unresolved`` key."""
     from pp1audit.schema import SCHEMA
@@ -195,6 +179,8 @@ class _Planner:
         self.items: list[PinItem] = []
         self.edited: set[tuple[str, ...]] = set()
         """Key paths of the entries this pin changed: only their lines are re-emitted."""
+        self.notes: dict[tuple[str, ...], Note] = {}
+        """Key paths whose UNRESOLVED comment this pin put on or took off: only that line changes."""
         cited = self.checks("citation")
         self.problems: dict[str, str | None] = {
             cid: self._citation_problem(cit, cited[cid])
@@ -206,6 +192,33 @@ class _Planner:
     def checks(self, kind: str) -> dict[str, Check]:
         return {c.id: c for c in self.result.checks if c.kind == kind and c.source is None}
 
+    def _note(self, mapping: Any, path: tuple[str, str], note: Note) -> bool:
+        """Put ``note`` on (or take it off) the entry at ``path``; True when that changed it."""
+        if mapping is None or path[-1] not in mapping or not self.doc.note(mapping, path[-1], note):
+            return False
+        self.notes[path] = note
+        return True
+
+    def _mark(self, mapping: Any, path: tuple[str, str], reason: str) -> None:
+        """Mark a pin that has no ``unresolved`` key (version, file, invariant) with a comment.
+
+        The reason is shown through ``printable``: a comment ends at a line break,
+        and messages quote the target.
+        """
+        from pp1audit.safetext import printable
+        from pp1audit.yamlrt import Note
+
+        self._note(mapping, path, Note(MARK, f"{MARK}: {printable(reason).strip()}"))
+
+    def _clear_mark(self, mapping: Any, path: tuple[str, str]) -> None:
+        """Take an earlier pin's UNRESOLVED comment off ``path`` now that it is resolved.
+
+        Other comments on that line, and the lines after it, are the author's and stay.
+        """
+        from pp1audit.yamlrt import Note
+
+        self._note(mapping, path, Note(MARK))
+
     # -- version --------------------------------------------------------------
     def version(self) -> None:
         m = self.manifest
@@ -215,8 +228,8 @@ class _Planner:
         target = self.doc.data["target"]
         if check is None:  # pragma: no cover - the core always checks a pinned version
             return
-        if (check.status is Status.PASS or check.actual) and _clear_mark(target, "version"):
-            self.edited.add(("target", "version"))
+        if check.status is Status.PASS or check.actual:
+            self._clear_mark(target, ("target", "version"))
         if check.status is Status.PASS:
             self.items.append(PinItem("version", "version", UNCHANGED, m.version, m.version))
         elif check.actual:
@@ -227,8 +240,7 @@ class _Planner:
             self.items.append(PinItem("version", "version", CHANGED, m.version, check.actual,
                                       path=check.path))
         else:
-            _eol_mark(target, "version", check.message)
-            self.edited.add(("target", "version"))
+            self._mark(target, ("target", "version"), check.message)
             self.items.append(PinItem("version", "version", UNRESOLVED, m.version, None,
                                       check.message, path=check.path))
 
@@ -246,12 +258,11 @@ class _Planner:
                 new = self.store.get(path).sha256
             except SourceError as exc:
                 reason = f"{exc.message}; the old digest is kept"
-                _eol_mark(fmap, path, reason)
-                self.edited.add(("files", path))
+                self._mark(fmap, ("files", path), reason)
                 self.items.append(PinItem("file", path, UNRESOLVED, digest, None, reason, path=path))
                 continue
-            if path not in held and _clear_mark(fmap, path):
-                self.edited.add(("files", path))
+            if path not in held:
+                self._clear_mark(fmap, ("files", path))
             if new == digest:
                 self.items.append(PinItem("file", path, UNCHANGED, digest, new, path=path))
             elif path in held:
@@ -272,8 +283,7 @@ class _Planner:
         names = ", ".join(f"'{c}'" for c in cids)
         reason = (f"{'citations' if len(cids) > 1 else 'citation'} {names} "
                   f"{'are' if len(cids) > 1 else 'is'} unresolved; the old digest is kept")
-        _eol_mark(fmap, path, reason)
-        self.edited.add(("files", path))
+        self._mark(fmap, ("files", path), reason)
         self.items.append(PinItem("file", path, UNRESOLVED, digest, None, reason, path=path))
 
     # -- citations --------------------------------------------------------------
@@ -423,6 +433,7 @@ class _Planner:
                 continue
             if check.kind == "invariant" and check.source is None:
                 if check.status is Status.PASS:
+                    self._clear_mark(invariants, ("invariants", check.id))
                     self.items.append(PinItem("invariant", check.id, UNCHANGED, path=check.path,
                                               detail=check.message))
                     continue
@@ -449,8 +460,8 @@ class _Planner:
 
         old = self.manifest.tree_sha256
         target = self.doc.data["target"]
-        if (check.status is Status.PASS or check.actual) and _clear_mark(target, "tree_sha256"):
-            self.edited.add(("target", "tree_sha256"))
+        if check.status is Status.PASS or check.actual:
+            self._clear_mark(target, ("target", "tree_sha256"))
         if check.status is Status.PASS:
             self.items.append(PinItem(check.kind, check.id, UNCHANGED, old, old, path=check.path))
         elif check.actual:
@@ -459,20 +470,19 @@ class _Planner:
             self.items.append(PinItem(check.kind, check.id, CHANGED, old, check.actual,
                                       path=check.path))
         else:
-            _eol_mark(target, "tree_sha256", check.message)
-            self.edited.add(("target", "tree_sha256"))
+            self._mark(target, ("target", "tree_sha256"), check.message)
             self.items.append(PinItem(check.kind, check.id, UNRESOLVED, old, None, check.message,
                                       path=check.path))
 
     def _unresolved_invariant(self, check: Check, invariants: Any, allowed: bool) -> None:
         if invariants is not None and check.id in invariants:
             rec = invariants[check.id]
-            self.edited.add(("invariants", check.id))
             if allowed and hasattr(rec, "insert"):
                 if "unresolved" not in rec:
                     rec.insert(len(rec), "unresolved", check.message)
+                    self.edited.add(("invariants", check.id))
             else:
-                _eol_mark(invariants, check.id, check.message)
+                self._mark(invariants, ("invariants", check.id), check.message)
         self.items.append(PinItem("invariant", check.id, UNRESOLVED, path=check.path,
                                   detail=check.message))
 
@@ -489,27 +499,29 @@ def plan(manifest: Manifest, text: str, source: Source) -> PinPlan:
     p.files()
     p.citations()
     p.others()
-    new_text = _minimal(text, p.doc.dump(), p.edited, p.doc.data)
+    new_text = _minimal(text, p.doc.dump(), p.edited, p.doc.data, p.notes)
     items = tuple(p.items)
     _prove(manifest.path, new_text, source, items)
     return PinPlan(manifest.path, source.kind, source.location, text, new_text, items)
 
 
-def _minimal(old_text: str, dumped: str, edited: set[tuple[str, ...]], old_doc: Any) -> str:
+def _minimal(old_text: str, dumped: str, edited: set[tuple[str, ...]], old_doc: Any,
+             notes: dict[tuple[str, ...], Note]) -> str:
     """The dump spliced into the original text so that only edited entries change.
 
-    The splice is kept only when it loads to exactly the data of the full dump;
-    otherwise the full dump (same data, ruamel's layout) is used.
+    An entry whose only change is its UNRESOLVED comment changes on its key line
+    alone. The splice is kept only when it loads to exactly the data of the full
+    dump; otherwise the full dump (same data, ruamel's layout) is used.
     """
     import yaml
 
     from pp1audit.yamlrt import splice
 
-    if not edited:
+    if not edited and not notes:
         return old_text
     if "\r\n" in old_text:  # ruamel writes LF; a CRLF manifest stays CRLF
         dumped = dumped.replace("\r\n", "\n").replace("\n", "\r\n")
-    spliced = splice(old_text, dumped, edited, old_doc)
+    spliced = splice(old_text, dumped, edited, old_doc, notes)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
     try:
         same = yaml.load(spliced, Loader=loader) == yaml.load(dumped, Loader=loader)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import io
 import itertools
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 _KEY_OPENS_BLOCK = re.compile(r"^(?P<ind> *)(?:- +)?[^\s#-][^#]*:\s*(?:#.*)?$")
@@ -78,6 +79,8 @@ class Document:
 
     data: Any
     indent: Indent
+    lines: list[str] = field(default_factory=list)
+    """The text it was loaded from, by line (LF), as ``lc`` positions count them."""
 
     def dump(self) -> str:
         """The document as text, in the author's indentation."""
@@ -85,11 +88,32 @@ class Document:
         make_yaml(self.indent).dump(self.data, out)
         return out.getvalue()
 
+    def note(self, mapping: Any, key: Any, note: Note) -> bool:
+        """Put ``note`` on ``key``'s entry (or take it off); True when the entry changes.
+
+        The tree is edited for a re-emitted entry; the key line as loaded is
+        asked too, because ruamel keeps a comment after a line of a flow
+        mapping wrapped by hand inside that mapping, not on the entry.
+        """
+        in_tree = note.apply(mapping, key)
+        try:
+            line = self.lines[mapping.lc.key(key)[0]]
+        except (AttributeError, KeyError, TypeError, IndexError):
+            return in_tree
+        return note.changes(line.rstrip("\n")) or in_tree
+
 
 def load_document(text: str) -> Document:
-    """Load YAML text for round-trip editing (the text was validated already)."""
+    """Load YAML text for round-trip editing (the text was validated already).
+
+    A CRLF text is read as LF: ruamel keeps the carriage returns inside its
+    comment tokens and loses the blank line after a flow mapping, so an entry
+    it re-emits would lose the blank line before the next key's comment. The
+    lines are the same lines (the caller writes CRLF back).
+    """
+    text = text.replace("\r\n", "\n")
     indent = guess_indent(text)
-    return Document(make_yaml(indent).load(text), indent)
+    return Document(make_yaml(indent).load(text), indent, text.splitlines(keepends=True))
 
 
 def dump_new(data: Any) -> str:
@@ -163,6 +187,115 @@ def set_scalar(mapping: Any, key: str, value: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Note:
+    """An end-of-line comment a tool puts on an entry's key line, or takes off it.
+
+    The comment is ``# {text}``, or removed when ``text`` is None; an earlier
+    note is recognised by ``prefix`` (the text starts with it), so a re-run
+    replaces its own note and never touches the author's comment on that line.
+    The same edit is made in the ruamel tree (``apply``, for entries that are
+    re-emitted anyway) and on the original text (``line``, for entries whose
+    only change is the note): ruamel keeps the blank lines and comments that
+    follow an entry in the same comment token as its end-of-line comment, and
+    aligns a new comment with its neighbours', so ``yaml_add_eol_comment`` would
+    drop those lines and vary the separator.
+    """
+
+    prefix: str
+    text: str | None = None
+
+    def _split(self, body: str) -> tuple[str, str | None]:
+        """``body`` without an earlier note (trailing blanks dropped with it), and that note."""
+        m = re.search(r"(?:^|[ \t]+)#[ \t]*" + re.escape(self.prefix), body)
+        if m is None:
+            return body, None
+        return body[: m.start()], body[m.start() :].strip(" \t")[1:].strip(" \t")
+
+    def changes(self, body: str) -> bool:
+        """True when ``body`` (a line, or a comment's first line) does not already say this."""
+        return self._split(body)[1] != self.text
+
+    def line(self, line: str) -> str:
+        """``line`` (line ending kept) with this note: the only edit a mark makes to the text."""
+        body = line.rstrip("\r\n")
+        kept, _ = self._split(body)
+        if self.text is not None:
+            kept = kept.rstrip(" \t") + "  # " + self.text
+        return kept + line[len(body) :]
+
+    def apply(self, mapping: Any, key: Any) -> bool:
+        """Make the same edit to ``key``'s end-of-line comment in the ruamel tree; True if changed."""
+        from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
+
+        if isinstance(mapping[key], (LiteralScalarString, FoldedScalarString)):
+            return self._apply_header(mapping, key)
+        return self._apply_token(mapping, key)
+
+    def _apply_token(self, mapping: Any, key: Any) -> bool:
+        """Edit the comment token after ``key``'s value.
+
+        Only the token's first line is the key line's comment; what follows it
+        (blank lines, comment lines before the next key) is kept.
+        """
+        from ruamel.yaml.error import CommentMark
+
+        entry = mapping.ca.items.get(key)
+        token = entry[2] if entry is not None and len(entry) > 2 else None
+        first, nl, rest = (token.value if token is not None else "").partition("\n")
+        if not self.changes(first):
+            return False
+        kept = self._split(first)[0].rstrip(" \t")
+        if self.text is not None and kept:
+            first = f"{kept}  # {self.text}"  # after the author's comment, at its column
+        elif self.text is not None:
+            first = f" # {self.text}"  # at column 0 the emitter adds one space: two in all
+        else:
+            first = kept
+        if not first and not rest and entry is not None:  # nothing left: no comment at all
+            entry[2] = None
+            return True
+        if token is None:
+            mapping.yaml_add_eol_comment("#", key, column=0)
+            token = mapping.ca.items[key][2]
+        token.value = first + nl + rest
+        if not kept:
+            token.start_mark = CommentMark(0)
+        return True
+
+    def _apply_header(self, mapping: Any, key: Any) -> bool:
+        """Edit the comment after a block scalar's ``|``/``>`` header (its token follows the block)."""
+        slot = mapping.ca.items.setdefault(key, [None, None, None, None])
+        slot.extend([None] * (4 - len(slot)))
+        old = slot[3][0] if slot[3] else ""
+        if not self.changes(old):
+            return False
+        kept = self._split(old)[0].rstrip(" \t")
+        new = kept if self.text is None else f"{kept}  # {self.text}"
+        slot[3] = [new] if new else None
+        return True
+
+
+def _noted(segment: list[str], note: Note) -> list[str] | None:
+    """``segment`` (one entry's lines) with ``note`` on its key line; None if that changes data.
+
+    A comment cannot end every line (a plain scalar continued on the next line,
+    a quoted one): the note goes on the original line only when the entry still
+    loads the same, else the caller re-emits the entry.
+    """
+    import yaml
+
+    if not segment:
+        return None
+    noted = [note.line(segment[0]), *segment[1:]]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        same = yaml.load("".join(noted), Loader=loader) == yaml.load("".join(segment), Loader=loader)
+    except yaml.YAMLError:
+        return None
+    return noted if same else None
+
+
 def _key_lines(mapping: Any) -> list[tuple[str, int]] | None:
     """(key, 0-based line) of a block mapping's keys; None when they are not in order."""
     out = []
@@ -190,7 +323,7 @@ def _segments(mapping: Any, start: int, end: int) -> tuple[int, dict[str, tuple[
 
 
 def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]],
-           old_doc: Any = None) -> str:
+           old_doc: Any = None, notes: Mapping[tuple[str, ...], Note] | None = None) -> str:
     """``new_text`` where it was edited, ``old_text`` byte for byte everywhere else.
 
     ruamel keeps comments and order but re-emits every node it dumps, and it
@@ -202,7 +335,12 @@ def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]],
     correct, just reformatted); the caller proves the result loads equal.
     ``old_doc`` may be the edited document loaded from ``old_text``: its keys
     down to the second level keep the positions they were read at.
+    ``notes`` are entries whose only change is an end-of-line comment (made in
+    ``old_doc`` too): their original lines are kept with just the key line
+    edited, where the note can end that line.
     """
+    notes = notes or {}
+    touched = edited | set(notes)
     y = make_yaml()
     if old_doc is None:
         old_doc = y.load(old_text)
@@ -221,7 +359,9 @@ def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]],
             na, nb = sn[1][key]
             if path in edited:
                 out.extend(new_lines[na:nb])
-            elif depth < 2 and any(e[: len(path)] == path for e in edited):
+            elif path in notes:
+                out.extend(_noted(old_lines[a:b], notes[path]) or new_lines[na:nb])
+            elif depth < 2 and any(e[: len(path)] == path for e in touched):
                 old_child, new_child = old_map[key], new_map[key]
                 part = None
                 if hasattr(old_child, "lc") and hasattr(new_child, "lc"):
