@@ -16,14 +16,20 @@ would execute something other than the audited files:
   holds another copy of the package fails.
 * Another distribution claiming the package (a second ``*.dist-info`` /
   ``*.egg-info`` for the same name or installing the same top-level package):
-  files of two versions mixed in one directory, or an uninstall leftover.
+  files of two versions mixed in one directory, or an uninstall leftover. That
+  includes the old distutils form, a single *file* ``name-1.0-py3.11.egg-info``
+  in PKG-INFO format, which ``importlib.metadata`` reads as a distribution.
 * ``sitecustomize`` / ``usercustomize`` modules in the target root, which
   ``site`` imports at every start (same RECORD attribution as ``.pth``).
 * Another importable ``<package>`` ahead of the target on ``sys.path``: the
   standard library directories of the interpreter this site-packages belongs
   to (``lib/pythonX.Y`` and ``lib-dynload``; for a venv, those of its base
-  interpreter, from ``pyvenv.cfg``), and module files beside the package
-  (``vllm.py``, ``vllm.*.so``) in the target root itself.
+  interpreter, from ``pyvenv.cfg``), the zipped standard library before them
+  (``lib/python311.zip``: only its central directory is read), and module files
+  beside the package (``vllm.py``, ``vllm.*.so``) in the target root itself.
+  A ``sitecustomize`` / ``usercustomize`` in those standard-library places runs
+  at every start too; it is named in the summary, not failed, because Debian
+  and Ubuntu ship one (``/usr/lib/python3.X/sitecustomize.py``).
 """
 
 from __future__ import annotations
@@ -31,10 +37,29 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import os
+import re
+import stat
 from dataclasses import dataclass, field
 
 from pp1audit.inventory import DIR, FILE, DirInventory, Inventory
-from pp1audit.record import RecordError, distributions, parse_record, read_record, read_small
+from pp1audit.record import (
+    RecordError,
+    dist_name,
+    distributions,
+    normalize,
+    parse_record,
+    read_record,
+    read_small,
+)
+from pp1audit.zipindex import ZipError, ZipIndex
+
+STDLIB_ZIP_MAX = 64 << 20
+"""Largest ``pythonXY.zip`` whose central directory is read (a zipped standard
+library is a few MB; the bound keeps a hostile file from costing seconds and
+gigabytes of memory). A larger one is named in a note, not read."""
+
+CUSTOMIZE = ("sitecustomize", "usercustomize")
+"""Modules ``site`` imports at every interpreter start."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,44 +186,213 @@ def check_pth(inv: Inventory, package: str, report: ShadowReport) -> None:
             name, f"{name} executes code at every interpreter start ({why}): {code}", f"pth:{name}"))
 
 
-def _ahead_dirs(root: str) -> list[str]:
-    """Standard library directories searched before this site-packages.
+def _base_stdlib(root: str) -> str | None:
+    """The ``lib/pythonX.Y`` directory whose interpreter imports from this site-packages.
 
-    ``<prefix>/lib/pythonX.Y`` and its ``lib-dynload``; in a venv (a
-    ``pyvenv.cfg`` at the prefix) those of the base interpreter instead, whose
-    directory ``home`` names.
+    ``<prefix>/lib/pythonX.Y`` for ``<prefix>/lib/pythonX.Y/site-packages``; in
+    a venv (a ``pyvenv.cfg`` at the prefix) the base interpreter's instead,
+    under the directory above the one ``home`` names. Not checked to exist.
     """
     parent = os.path.dirname(root)
     if os.path.basename(root) not in ("site-packages", "dist-packages"):
-        return []
-    out = []
-    if os.path.basename(parent).startswith("python"):
-        prefix = os.path.dirname(os.path.dirname(parent))
-        home = None
-        # The target is untrusted: read pyvenv.cfg like any audited file (regular
-        # files only, bounded), so a FIFO in its place cannot hang the run.
-        data = read_small(DirInventory(prefix), "pyvenv.cfg", limit=1 << 20)
-        for line in (data or b"").decode("utf-8", "replace").splitlines():
-            k, sep, v = line.partition("=")
-            if sep and k.strip() == "home":
-                home = v.strip()
-        if home:
-            base_lib = os.path.join(os.path.dirname(home), "lib", os.path.basename(parent))
-            out += [base_lib, os.path.join(base_lib, "lib-dynload")]
-        else:
-            out += [parent, os.path.join(parent, "lib-dynload")]
+        return None
+    if not os.path.basename(parent).startswith("python"):
+        return None
+    prefix = os.path.dirname(os.path.dirname(parent))
+    home = None
+    # The target is untrusted: read pyvenv.cfg like any audited file (regular
+    # files only, bounded), so a FIFO in its place cannot hang the run.
+    data = read_small(DirInventory(prefix), "pyvenv.cfg", limit=1 << 20)
+    for line in (data or b"").decode("utf-8", "replace").splitlines():
+        k, sep, v = line.partition("=")
+        if sep and k.strip() == "home":
+            home = v.strip()
+    if home:
+        return os.path.join(os.path.dirname(home), "lib", os.path.basename(parent))
+    return parent
+
+
+def _ahead_dirs(stdlib: str, root: str) -> list[str]:
+    """Standard library directories searched before this site-packages.
+
+    ``stdlib`` (``_base_stdlib``) and its ``lib-dynload``, those that exist.
+    """
+    out = [stdlib, os.path.join(stdlib, "lib-dynload")]
     return [d for d in out if os.path.isdir(d) and os.path.realpath(d) != os.path.realpath(root)]
+
+
+_STDLIB_NAME = re.compile(r"python(\d+)\.(\d+)(t?)")
+
+
+def _stdlib_zip(stdlib: str) -> str | None:
+    """The zipped standard library ``sys.path`` lists first: ``lib/python311.zip``.
+
+    Beside ``stdlib``, named from its version (``python3.11`` →
+    ``python311.zip``, free-threaded ``python3.13t`` → ``python313t.zip``);
+    None when the directory's name carries no such version.
+    """
+    m = _STDLIB_NAME.fullmatch(os.path.basename(stdlib))
+    if m is None:
+        return None
+    return os.path.join(os.path.dirname(stdlib), f"python{m[1]}{m[2]}{m[3]}.zip")
+
+
+@dataclass(frozen=True, slots=True)
+class ZipHit:
+    """Something named like the package in the stdlib zip."""
+
+    path: str
+    """``<zip>/<member>``, as ``__file__`` would read."""
+    imported: bool
+    """True when zipimport would load it: ``pkg/__init__.py[c]`` or ``pkg.py[c]``."""
+    why_not: str = ""
+    """When not imported: why (a namespace-only directory, an extension module)."""
+
+
+def _zip_hit(zpath: str, names: set[str], package: str) -> ZipHit | None:
+    """What in the zip ``zipimport`` would see as ``package``, most importable first.
+
+    zipimport (3.11) tries ``pkg/__init__.pyc``, ``pkg/__init__.py``,
+    ``pkg.pyc``, ``pkg.py``; a ``pkg/`` directory without ``__init__`` is a
+    namespace portion (a regular package later on ``sys.path`` still wins), and
+    extension modules are never loaded from a zip. Those last two are reported
+    all the same: a second copy in the standard library is not innocent.
+    """
+    for member in (f"{package}/__init__.pyc", f"{package}/__init__.py", f"{package}.pyc", f"{package}.py"):
+        if member in names:
+            shown = package if member.startswith(f"{package}/") else member
+            return ZipHit(f"{zpath}/{shown}", imported=True)
+    prefix = f"{package}/"
+    if any(n.startswith(prefix) for n in names):
+        return ZipHit(f"{zpath}/{package}", imported=False,
+                      why_not="a directory without __init__.py: a namespace portion, which the "
+                      "audited package outranks")
+    extensions = sorted(n for n in names if "/" not in n and n.startswith(f"{package}.")
+                        and n.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)))
+    if extensions:
+        return ZipHit(f"{zpath}/{extensions[0]}", imported=False,
+                      why_not="zipimport does not load extension modules")
+    return None
+
+
+def _zip_names(zpath: str, report: ShadowReport) -> set[str] | None:
+    """The member names of the stdlib zip (central directory only), or None.
+
+    A missing zip is the usual case and says nothing; one that is not a regular
+    file, too large or unreadable is a note (what it holds is unknown).
+    """
+    try:
+        st = os.stat(zpath)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        report.notes.append(f"{zpath} (on sys.path ahead of the audited copy) cannot be examined: "
+                            f"{exc.strerror or exc}")
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        report.notes.append(f"{zpath} (on sys.path ahead of the audited copy) is not a regular file; "
+                            "not opened")
+        return None
+    if st.st_size > STDLIB_ZIP_MAX:
+        report.notes.append(f"{zpath} (on sys.path ahead of the audited copy) is {st.st_size:,} bytes, "
+                            f"over the {STDLIB_ZIP_MAX >> 20} MiB read for its member list; not looked into")
+        return None
+    try:
+        index = ZipIndex(zpath)
+    except (ZipError, OSError) as exc:
+        report.notes.append(f"{zpath} (on sys.path ahead of the audited copy) cannot be read ({exc}); "
+                            "whether it holds another copy is unknown")
+        return None
+    try:
+        return set(index.names())
+    finally:
+        index.close()
+
+
+def check_stdlib(root: str, package: str, report: ShadowReport) -> None:
+    """Copies of the package, and startup hooks, in the standard library ahead of ``root``."""
+    stdlib = _base_stdlib(root)
+    if stdlib is None:
+        return
+    for d in _ahead_dirs(stdlib, root):
+        report.looked_in.append(d)
+        copy = _copy_in(d, package)
+        if copy is not None:
+            report.findings.append(Shadow(
+                copy, f"another '{package}' at {copy} is ahead of the audited copy on sys.path "
+                f"(standard library directory): Python imports that one", f"shadow:{copy}"))
+        for hook in CUSTOMIZE:
+            if (found := _copy_in(d, hook)) is not None:
+                _customize_note(found, report)
+    zpath = _stdlib_zip(stdlib)
+    names = _zip_names(zpath, report) if zpath else None
+    if zpath is None or names is None:
+        return
+    report.looked_in.append(zpath)
+    hit = _zip_hit(zpath, names, package)
+    if hit is not None:
+        verdict = ("Python imports that one" if hit.imported
+                   else f"not imported as it stands ({hit.why_not}), but a second copy nonetheless")
+        report.findings.append(Shadow(
+            hit.path, f"another '{package}' at {hit.path} is ahead of the audited copy on sys.path "
+            f"(zipped standard library): {verdict}", f"shadow:{hit.path}"))
+    for hook in CUSTOMIZE:
+        zhook = _zip_hit(zpath, names, hook)
+        if zhook is not None and zhook.imported:
+            _customize_note(zhook.path, report)
+
+
+def _customize_note(path: str, report: ShadowReport) -> None:
+    """Name a stdlib ``sitecustomize``/``usercustomize``: it runs first, and is not audited."""
+    real = os.path.realpath(path)
+    link = f" (-> {real})" if real != os.path.abspath(path) and os.path.exists(real) else ""
+    report.notes.append(f"{path}{link} in the base interpreter's standard library is imported by site "
+                        "at every interpreter start, before any package; not audited here")
+
+
+def _file_distributions(inv: Inventory, package: str, seen: list[str]) -> list[tuple[str, str]]:
+    """Root entries ``importlib.metadata`` reads as a distribution of ``package``
+    that ``distributions`` (directories with the usual suffix) does not list.
+
+    importlib.metadata takes every child whose lower-cased name ends in
+    ``.dist-info`` / ``.egg-info`` and reads its metadata from the path itself
+    when it is a file: the old distutils ``pkg-1.0-py3.11.egg-info`` is a
+    single PKG-INFO file, and ``importlib.metadata.version`` may well return
+    its version. Matched by the normalised name before the first ``-``.
+    """
+    want = normalize(package)
+    out = []
+    for name, kind in inv.children(""):
+        if name in seen or not name.lower().endswith((".dist-info", ".egg-info")):
+            continue
+        if kind == DIR and name.endswith((".dist-info", ".egg-info")):
+            continue  # distributions() judged it (by name, top_level.txt or RECORD)
+        if dist_name(name) == want:
+            out.append((name, kind))
+    return out
 
 
 def check_copies(inv: Inventory, package: str, primary: str | None, report: ShadowReport) -> None:
     """Other distributions for the package, module files beside it, copies ahead on sys.path."""
-    for meta in distributions(inv, package):
+    dists = distributions(inv, package)
+    besides = f" besides {primary}" if primary else ""
+    for meta in dists:
         if meta != primary:
             report.findings.append(Shadow(
-                meta, f"second installed distribution for '{package}': {meta}"
-                + (f" besides {primary}" if primary else "")
-                + " (an uninstall leftover or a second version whose files mix with the audited ones)",
+                meta, f"second installed distribution for '{package}': {meta}{besides}"
+                " (an uninstall leftover or a second version whose files mix with the audited ones)",
                 f"shadow:{meta}"))
+    for meta, kind in _file_distributions(inv, package, dists):
+        if kind != FILE:
+            what = f"a {kind} named as metadata"
+        elif meta.lower().endswith(".egg-info"):
+            what = "a distutils-style egg-info file"
+        else:
+            what = "a metadata file, not a directory"
+        report.findings.append(Shadow(
+            meta, f"second installed distribution for '{package}': {meta}{besides} ({what}, which "
+            "importlib.metadata reads as a distribution: an uninstall leftover or a second version)",
+            f"shadow:{meta}"))
     names = module_names(package)
     for name, _kind in inv.children(""):
         if name in names:
@@ -207,20 +401,14 @@ def check_copies(inv: Inventory, package: str, primary: str | None, report: Shad
                 f"(the package directory wins in the same directory; a second copy nonetheless)",
                 f"shadow:{name}"))
     if isinstance(inv, DirInventory):
-        for d in _ahead_dirs(inv.root):
-            report.looked_in.append(d)
-            copy = _copy_in(d, package)
-            if copy is not None:
-                report.findings.append(Shadow(
-                    copy, f"another '{package}' at {copy} is ahead of the audited copy on sys.path "
-                    f"(standard library directory): Python imports that one", f"shadow:{copy}"))
+        check_stdlib(inv.root, package, report)
 
 
 def check_customize(inv: Inventory, report: ShadowReport) -> None:
     """``sitecustomize`` / ``usercustomize`` in the root: ``site`` imports them at every start."""
     hooks = module_names("sitecustomize") | module_names("usercustomize")
     for name, kind in inv.children(""):
-        if name not in hooks and not (kind == DIR and name in ("sitecustomize", "usercustomize")):
+        if name not in hooks and not (kind == DIR and name in CUSTOMIZE):
             continue
         data = read_small(inv, name) if kind == FILE else None
         good = _owners(inv, name, hashlib.sha256(data).digest()).good if data is not None else []
