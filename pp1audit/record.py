@@ -9,7 +9,8 @@ Rules for entries, as installers write them (never a false alarm on a clean
 install):
 
 * ``RECORD`` lists itself without a hash (and ``RECORD.jws`` / ``RECORD.p7s``
-  signatures too): skipped.
+  signatures too): skipped. Only in the dist-info whose RECORD is read: a
+  ``pkg/RECORD`` listed without a hash is any other file.
 * pip lists the ``__pycache__/*.pyc`` files it compiled without a hash (and
   Python rewrites them whenever a source changes): every ``.pyc`` under
   ``__pycache__`` is judged by the bytecode check (``pp1audit.bytecode``), which
@@ -18,14 +19,22 @@ install):
   One that is not a regular file (a symlink to a pyc elsewhere, a FIFO that
   would hang the import) is ``not-regular`` here, listed or not: the bytecode
   check never opens it.
-* Other entries without a hash must exist; entries with a hash must match in
-  size and digest (``sha256``; any ``hashlib`` algorithm is accepted).
+* That dist-info's ``INSTALLER``, ``REQUESTED`` and ``direct_url.json`` (written
+  by the installer after the wheel's RECORD) must exist, hash or not.
+* Any other entry without a hash is ``unhashed`` when present: its content
+  cannot be verified, so blanking the hash of a modified module must not turn
+  it into a pass. Entries with a hash must match in size and digest
+  (``sha256``; any ``hashlib`` algorithm is accepted).
 * Paths outside the root (pip writes ``../../../bin/vllm`` for console
   scripts) are verified when present; when absent they are counted, not
   failed: the target is the site-packages directory (often copied out of an
   image on its own), and the audit is about what is under it.
 * Files under the package directory that RECORD does not list are
   ``unlisted`` (``__pycache__/*.pyc`` excepted, see above).
+* A row whose path holds a control character (NUL, which no file name can
+  hold, and the rest of C0, DEL and C1, which no installer writes) is a
+  malformed row like any other (``RecordError`` naming the line), never
+  handed to ``lstat``. Other non-ASCII characters are legitimate names.
 """
 
 from __future__ import annotations
@@ -39,8 +48,15 @@ from dataclasses import dataclass
 
 from pp1audit.hashing import Digest
 from pp1audit.inventory import DIR, FILE, UNREADABLE, Entry, Inventory
+from pp1audit.safetext import printable
 
 UNHASHED_OK = ("RECORD", "RECORD.jws", "RECORD.p7s")
+"""Files of the verified dist-info a RECORD cannot hash: itself and its signatures."""
+INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json")
+"""Files of the verified dist-info an installer may list without a hash (the
+issue that specified ``--record`` names them; pip hashes them all the same)."""
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""Characters no file name holds (NUL) or no installer writes (the other controls)."""
 RECORD_MAX = 16 << 20
 """Largest RECORD read: one for 100,000 files is ~10 MiB (vLLM's 5,000: 0.6 MB),
 and parsing costs ~40 bytes of memory per byte (a 150 MB one took 6 GB)."""
@@ -94,9 +110,11 @@ def parse_record(data: bytes, where: str) -> list[RecordEntry]:
         raise RecordError(f"{where}: not UTF-8 ({exc.reason})") from None
     out: list[RecordEntry] = []
     reader = csv.reader(io.StringIO(text))
+    end = 0
     try:
         for row in reader:
-            line = reader.line_num
+            # The row's first line: a quoted field may span several.
+            line, end = end + 1, reader.line_num
             if not row or row == [""]:
                 continue
             if len(row) != 3:
@@ -104,6 +122,9 @@ def parse_record(data: bytes, where: str) -> list[RecordEntry]:
             path, hash_field, size_field = row
             if not path:
                 raise RecordError(f"{where}:{line}: empty path")
+            if (bad := _CONTROL.search(path)) is not None:
+                raise RecordError(f"{where}:{line}: path '{printable(path)}' contains the control character "
+                                  f"{printable(bad.group())}: not a file name an installer writes")
             algorithm = digest = None
             if hash_field:
                 algorithm, sep, value = hash_field.partition("=")
@@ -208,7 +229,8 @@ class Problem:
 
     path: str
     what: str
-    """``modified`` | ``missing`` | ``unlisted`` | ``not-regular`` | ``unreadable`` | ``outside``."""
+    """``modified`` | ``missing`` | ``unhashed`` | ``unlisted`` | ``not-regular`` | ``unreadable`` |
+    ``outside``."""
     message: str
     expected: str | None = None
     actual: str | None = None
@@ -223,6 +245,8 @@ class Verification:
     verified: int
     bytecode_listed: int
     unhashed: int
+    """Rows RECORD may leave without a hash (itself, its signatures, the installer's
+    files); any other unhashed row of a present file is a problem, not counted here."""
     outside_absent: int = 0
     """Entries outside the target root (console scripts) that are not there."""
 
@@ -251,9 +275,11 @@ def verify(
     # Directories the listing could not read: what RECORD lists below them is
     # unknown (never "missing"), and each is one error of its own.
     blocked = {e.path: e for e in package_files if e.kind == UNREADABLE and e.path.endswith("/")}
+    meta = record_path.rsplit("/", 1)[0] + "/" if "/" in record_path else ""
     for row in entries:
         listed_paths.add(row.path)
-        name = row.path.rsplit("/", 1)[-1]
+        own = row.path.startswith(meta) and "/" not in row.path[len(meta):]
+        name = row.path[len(meta):] if own else ""
         if is_bytecode(row.path):
             found = located.get(row.path)
             if found is not None and found.kind != FILE and row.path not in refused:
@@ -293,7 +319,10 @@ def verify(
                                     expected=_fmt(row), actual=found.kind))
             continue
         if row.digest is None:
-            unhashed += 1
+            if name in INSTALLER_FILES:
+                unhashed += 1
+            else:
+                problems.append(_unhashed(row, digests.get(found.path)))
             continue
         if row.algorithm == "sha256":
             d = digests.get(found.path)
@@ -335,8 +364,8 @@ def verify(
             d = digests.get(e.path)
             listed = f"sha256={b64(d.sha256)},{d.size}" if d is not None and d.sha256 else None
             problems.append(Problem(e.path, "unlisted",
-                                    f"unlisted: in the package directory but not in RECORD "
-                                    f"(added after install; Python may import it as part of {package})",
+                                    f"unlisted: in the package directory but not in RECORD, so "
+                                    f"nothing vouches for it (Python may import it as part of {package})",
                                     actual=listed))
     problems.sort(key=lambda p: p.path)
     return Verification(problems, len(entries), verified, bytecode, unhashed, outside)
@@ -352,6 +381,15 @@ def _blocked_by(path: str, blocked: dict[str, Entry]) -> Entry | None:
             return hit
         end = path.find("/", end + 1)
     return None
+
+
+def _unhashed(row: RecordEntry, d: Digest | None) -> Problem:
+    """A present file RECORD lists without a hash (and is not one an installer
+    leaves so): nothing to compare it with, so it must not pass as verified —
+    blanking a row's hash would otherwise hide any change to the file."""
+    actual = f"sha256={b64(d.sha256)},{d.size}" if d is not None and d.sha256 is not None else None
+    return Problem(row.path, "unhashed", "listed in RECORD without a hash: its content cannot be verified",
+                   expected=_fmt(row), actual=actual)
 
 
 def _irregular_bytecode(e: Entry) -> Problem:
