@@ -57,7 +57,7 @@ from pathlib import Path
 
 from pp1audit.hashing import Digest, Progress, default_workers
 from pp1audit.inventory import FILE, Entry
-from pp1audit.safetext import printable
+from pp1audit.safetext import printable_code
 
 TAG = sys.implementation.cache_tag or "none"
 MAGIC = importlib.util.MAGIC_NUMBER
@@ -288,7 +288,8 @@ fields of a tampered pyc still make a message of one readable line."""
 
 
 def _shown(value: object) -> str:
-    """``repr(value)``, escaped for a terminal, at most about ``_SHOWN`` characters.
+    """``repr(value)``, escaped for a terminal (``printable_code``: the backslashes of
+    the literal are its notation, not doubled), at most about ``_SHOWN`` characters.
 
     A cut string stays a whole literal with ``…`` after its closing quote, so the
     reader sees where it ends and no parenthesis of the message is left open."""
@@ -296,9 +297,9 @@ def _shown(value: object) -> str:
         cut = value[:_SHOWN]
         while len(repr(cut)) > _SHOWN:  # escapes lengthen the repr
             cut = cut[:-1]
-        return printable(repr(cut) + ("…" if len(cut) < len(value) else ""))
+        return printable_code(repr(cut) + ("…" if len(cut) < len(value) else ""))
     text = repr(value)
-    return printable(text if len(text) <= _SHOWN else text[:_SHOWN - 1] + "…")
+    return printable_code(text if len(text) <= _SHOWN else text[:_SHOWN - 1] + "…")
 
 
 def _window(text: str, at: int) -> str:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pp1audit.result import Check, Result, Status
-from pp1audit.safetext import printable
+from pp1audit.safetext import printable, printable_code
 from pp1audit.spans import line_range, parse_span
 from pp1audit.yamlpos import KeyPath
 
@@ -373,7 +373,7 @@ def _excerpt(check: Check, indent: str) -> list[str]:
     if not check.excerpt:
         return []
     first = (check.found_lines or check.lines or (1, 1))[0]
-    lines = [printable(line) for line in check.excerpt.split("\n")]
+    lines = [printable_code(line) for line in check.excerpt.split("\n")]
     # A fence longer than any run of backticks in the code: cited code cannot close it.
     fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", "\n".join(lines))), default=0))
     body = [f"{indent}{fence}python"]

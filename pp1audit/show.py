@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from pp1audit.errors import Pp1Error, SourceError
 from pp1audit.manifest import Citation, Manifest
 from pp1audit.result import Check, Status
-from pp1audit.safetext import printable
+from pp1audit.safetext import printable, printable_code
 from pp1audit.sources import Source
 from pp1audit.spans import Span, parse_safe_span
 from pp1audit.store import FileStore
@@ -178,8 +178,9 @@ def render(shown: Shown, context: int = 3, color: bool = False) -> str:
     """The span with numbered lines and context; highlighted with rich when ``color``.
 
     Title, lines and statuses come from the target and the manifest and are shown
-    through ``printable``: a cited line holding ``ESC[2J`` or a bidi override is
-    displayed as an escape, never executed by the terminal.
+    through ``printable`` (the code through ``printable_code``, its backslashes as
+    written): a cited line holding ``ESC[2J`` or a bidi override is displayed as an
+    escape, never executed by the terminal.
     """
     lo = max(1, shown.start - context)
     hi = min(len(shown.lines), shown.end + context)
@@ -189,7 +190,7 @@ def render(shown: Shown, context: int = 3, color: bool = False) -> str:
     out = [printable(shown.title)]
     for n in range(lo, hi + 1):
         mark = ">" if shown.start <= n <= shown.end else " "
-        out.append(f"{mark} {n:>{width}} │ {printable(shown.lines[n - 1])}".rstrip())
+        out.append(f"{mark} {n:>{width}} │ {printable_code(shown.lines[n - 1])}".rstrip())
     out.extend(_status_lines(shown))
     return "\n".join(out) + "\n"
 
@@ -201,7 +202,7 @@ def _render_rich(shown: Shown, lo: int, hi: int) -> str:
 
     from pp1audit.formats.text_format import unwrapped_width
 
-    code = "\n".join(printable(line) for line in shown.lines)
+    code = "\n".join(printable_code(line) for line in shown.lines)
     console = Console(force_terminal=True, color_system="standard", width=unwrapped_width(200))
     with console.capture() as cap:
         # The title holds paths from the target: plain text, never markup

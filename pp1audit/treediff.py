@@ -22,11 +22,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pp1audit.checks.citations import moved_by
 from pp1audit.checks.version import read_version, version_path
 from pp1audit.errors import MissingFile, SourceError
 from pp1audit.manifest import Manifest
 from pp1audit.result import Check, Status
-from pp1audit.safetext import printable
+from pp1audit.safetext import printable, printable_code
 from pp1audit.sources import Source
 from pp1audit.spans import line_range
 from pp1audit.store import FileData, FileStore
@@ -259,7 +260,7 @@ class _Comparer:
                 return DiffItem("citation", cid, UNCHANGED, path, fo, fn)
             shift = fn[0] - fo[0]
             return DiffItem("citation", cid, MOVED, path, fo, fn,
-                            message=f"{_span_str(fo)} → {_span_str(fn)} ({shift:+d} lines)")
+                            message=f"{_span_str(fo)} → {_span_str(fn)} ({moved_by(shift)})")
         diff = span_diff(path, old_text, new_text, fo[0], fn[0], self.old_name, self.new_name)
         return DiffItem("citation", cid, CHANGED, path, fo, fn,
                         message=f"{_span_str(fo)} → {_span_str(fn)}, text differs", diff=diff)
@@ -281,12 +282,21 @@ def compare(manifest: Manifest, old: Source, new: Source) -> TreeDiff:
                     ov, nv, tuple(items))
 
 
+def _diff_lines(diff: str) -> list[str]:
+    """A span diff made printable: the ``---``/``+++`` header names paths (escaped as
+    names are), the hunks are code (their backslashes are the code's own)."""
+    lines = diff.rstrip("\n").split("\n")
+    return [printable(x) for x in lines[:2]] + [printable_code(x) for x in lines[2:]]
+
+
 def render_text(td: TreeDiff, verbose: bool = False) -> str:
     """One line per item (unchanged ones only with ``verbose``), span diffs indented.
 
     Versions, paths, ids, messages and diffed lines come from the trees and the
     manifest: each is shown through ``printable``, so a ``_version.py`` or a cited
-    line holding ``ESC[2J`` or a bidi override cannot write on the terminal.
+    line holding ``ESC[2J`` or a bidi override cannot write on the terminal. The
+    diffed code keeps its backslashes (``printable_code``); its two header lines
+    name paths, shown as any path is.
     """
     out = [printable(f"diff {td.old} ({td.old_version}) → {td.new} ({td.new_version}); "
                      f"manifest {td.manifest_path}")]
@@ -301,7 +311,7 @@ def render_text(td: TreeDiff, verbose: bool = False) -> str:
         cells = "  ".join(x.ljust(w) for x, w in zip((i.status, i.kind, cid), widths, strict=True))
         out.append(f"  {cells}  {printable(detail)}".rstrip())
         if i.diff:
-            out.extend("      " + printable(line) for line in i.diff.rstrip("\n").split("\n"))
+            out.extend("      " + line for line in _diff_lines(i.diff))
     counts = ", ".join(f"{n} {k}" for k, n in td.counts().items())
     out.append(f"summary: {counts}")
     return "\n".join(out) + "\n"

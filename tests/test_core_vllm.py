@@ -106,7 +106,7 @@ def test_drift_alone_is_opened_by_allow_drift(
     assert run_cli("check", str(tree_copy), "-m", str(manifest)).returncode == 1
     proc = run_cli("check", str(tree_copy), "-m", str(manifest), "--allow-drift")
     assert proc.returncode == 0, proc.stdout
-    assert "drift" in proc.stdout and "+2 lines" in proc.stdout
+    assert "drift" in proc.stdout and "(2 lines later)" in proc.stdout
 
 
 def pp1_pins_manifest(path: Path) -> Path:

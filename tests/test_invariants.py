@@ -298,7 +298,7 @@ def test_citation_anchored_on_invariant_passes_then_drifts_with_the_code(
     moved = citation(manifest, tree_copy)
     assert moved.status is Status.DRIFT
     assert moved.lines == (1605, 1610) and moved.found_lines == (1608, 1613)
-    assert "moved to 1608-1613 (+3 lines)" in moved.message
+    assert "moved to 1608-1613 (3 lines later)" in moved.message
     assert "runner-passes-draft-logits" in moved.message
     assert moved.excerpt is not None and "self.speculator.draft_logits," in moved.excerpt
 

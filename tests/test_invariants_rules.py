@@ -370,7 +370,7 @@ def test_anchor_picks_the_match_nearest_the_pinned_lines(make_files: MakeFiles) 
     near_second = run(make_files, inv, citations="c: {at: 'pkg/mod.py:16', anchor: {invariant: r}}\n")
     c = near_second["citation:c"]
     assert c.status is Status.DRIFT and c.found_lines == (17, 17)
-    assert "moved to 17-17 (+1 lines)" in c.message and "2 places match" in c.message
+    assert "moved to 17-17 (1 line later)" in c.message and "2 places match" in c.message
     exact = run(make_files, inv, citations="c: {at: 'pkg/mod.py:8-13', anchor: {invariant: r}}\n")
     assert exact["citation:c"].status is Status.PASS
     assert exact["citation:c"].found_lines == (8, 13)

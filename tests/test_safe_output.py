@@ -69,7 +69,7 @@ def test_json_keeps_the_exact_value(evil: tuple[Path, Path]) -> None:
 
 
 def test_printable_escapes_controls_and_invisible_formatting_only() -> None:
-    assert printable("a\tb\r\n\x00\x7f\x9b") == "a\\tb\\r\\n\\x00\\x7f\\x9b"
+    assert printable("a\tb\r\n\x00\x7f\x9b") == "a\\tb\\r\\n\\x00\\x7f\\u009b"  # C1: a character
     assert printable("x\u202ey\u200bz\ufeff") == "x\\u202ey\\u200bz\\ufeff"
     assert printable("plain – ünïcödé → ok") == "plain – ünïcödé → ok"
 

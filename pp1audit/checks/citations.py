@@ -30,6 +30,17 @@ def _anchor_holds(anchor: Anchor, current: list[str]) -> str | None:
     return None
 
 
+def moved_by(shift: int) -> str:
+    """How far a span moved, in words: "1 line earlier", "3 lines later".
+
+    A signed count ("-1 lines") read as a typo and left the reader to work out which
+    way the code went; 0 (same first line, other length) says so."""
+    if shift == 0:
+        return "same first line"
+    n = abs(shift)
+    return f"{n} line{'' if n == 1 else 's'} {'earlier' if shift < 0 else 'later'}"
+
+
 InvariantAnchor = Callable[[Citation, Check], Check]
 """Judges a citation anchored on an invariant (``checks.invariants.anchored_citation``)."""
 
@@ -104,5 +115,5 @@ def check_citation(
     return replace(
         base, status=Status.DRIFT, found_lines=found, places=match.candidates,
         excerpt="\n".join(lines[match.start - 1 : match.end]),
-        message=f"{span} moved to {moved.lines} ({shift:+d} lines){suffix}",
+        message=f"{span} moved to {moved.lines} ({moved_by(shift)}){suffix}",
     )

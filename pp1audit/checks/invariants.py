@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from pp1audit.checks.citations import moved_by
 from pp1audit.manifest import Citation
 from pp1audit.matcher import BROKEN, HOLDS, Engine
 from pp1audit.result import Check, Status
@@ -67,5 +68,5 @@ def anchored_citation(citation: Citation, base: Check, engine: Engine,
                        message=f"{span} is still where invariant '{inv.id}' matches{several}")
     shift = found[0] - span.start
     return replace(base, status=Status.DRIFT, found_lines=found, excerpt=excerpt, places=places,
-                   message=f"{span} moved to {found[0]}-{found[1]} ({shift:+d} lines), where "
+                   message=f"{span} moved to {found[0]}-{found[1]} ({moved_by(shift)}), where "
                    f"invariant '{inv.id}' matches{several}")
