@@ -4,16 +4,19 @@ Commands build a manifest and sources, call the pure core, hand the result to a
 formatter and map the verdict to an exit code (0 open, 1 closed, 2 nothing
 judged). ``main`` is the only place errors become messages: a user error is one
 line and exit 2; an unexpected exception is a bug, still one line and exit 2.
+Results that cannot be written to stdout are neither: a full disk is one line
+and exit 2, a reader that stopped reading (a closed pipe) is silent, exit 141.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
 
 import click
 
@@ -26,6 +29,12 @@ if TYPE_CHECKING:
     from pp1audit.runconfig import ProvenanceOptions
 
 _DEFAULT_MANIFEST = "(the shipped PP1 manifest)"
+
+EXIT_PIPE = 141
+"""The reader of stdout went away (EPIPE): 128 + SIGPIPE, the status a shell
+reports for ``cat`` or ``grep`` in the same place. Not 0 (the output was not
+delivered), not 1 (that says the gate is closed, whatever the verdict was), not
+2 (the input was fine and the run was judged)."""
 
 
 def _load_manifest(path: Path | None) -> Manifest:
@@ -56,6 +65,55 @@ def make_provenance_options(m: Manifest, repos: tuple[str, ...], config: Path | 
     from pp1audit.runconfig import resolve_options
 
     return resolve_options(config, repos, cache_dir, fetch=fetch, offline=offline)
+
+
+class StdoutFailed(Exception):
+    """Writing to stdout failed: the run's results were not delivered.
+
+    Deliberately no ``OSError``: click turns an EPIPE ``OSError`` raised in a
+    command into a silent exit 1 (the code of a closed gate), and ``main``
+    would call any other one a bug.
+    """
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(cause.strerror or str(cause))
+        self.cause = cause
+
+
+@contextlib.contextmanager
+def _stdout_errors() -> Iterator[None]:
+    """Any ``OSError`` of the enclosed write raised again as ``StdoutFailed``."""
+    try:
+        yield
+    except OSError as exc:
+        raise StdoutFailed(exc) from exc
+
+
+class _GuardedStdout:
+    """``sys.stdout`` for the length of a run, its write errors raised as ``StdoutFailed``.
+
+    Every command's results, click's ``--help`` and ``--version`` too, pass
+    through this one object: a full disk or a closed pipe is told from a bug
+    in one place, not at each ``write``. Everything else is the real stream's.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        with _stdout_errors():
+            return self._stream.write(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        with _stdout_errors():
+            self._stream.writelines(lines)
+
+    def flush(self) -> None:
+        with _stdout_errors():
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -254,10 +312,10 @@ def report(
                            options=options)
     text = render(m.raw, result, excerpts=excerpts)
     gate = EXIT_OPEN if result is None or result.gate_open else EXIT_CLOSED
-    if result is not None and not result.gate_open:
+    if result is not None:  # the verdict, open or closed: stdout is the document
         from pp1audit.formats.text_format import summary
 
-        click.echo(f"pp1audit: {target}: {summary(result)}", err=True)
+        _say(f"{target}: {summary(result)}")
     if check_file is not None:  # the document's freshness is the question asked
         return _check_generated(check_file, text)
     _emit(text, output)
@@ -266,21 +324,45 @@ def report(
 
 def _check_generated(path: Path, text: str) -> int:
     """``cog --check`` for reports: 0 when ``path`` is what would be generated, else 1 + diff."""
-    import difflib
-
     from pp1audit.inputs import read_input
 
     data = read_input(path, "report to check")
+    current = _report_text(path, data)
     if data == text.encode("utf-8"):  # byte for byte: line endings count too
         return EXIT_OPEN
-    current = data.decode("utf-8", errors="replace")
+    _emit("".join(_diff_lines(path, current, text)), None)
+    click.echo(f"pp1audit: {path} is stale: regenerate it with pp1audit report", err=True)
+    return EXIT_CLOSED
+
+
+def _report_text(path: Path, data: bytes) -> str:
+    """The text of a report to check; a binary or non-UTF-8 file is no stale
+    report but the wrong file, so it is bad input (exit 2), never diffed."""
+    try:
+        current = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Pp1Error(f"{path}: not a UTF-8 text file (invalid byte at offset {exc.start}); "
+                       "a report to check must be one") from None
+    if "\0" in current:
+        raise Pp1Error(f"{path}: not a text file (NUL byte at offset {data.index(0)}); "
+                       "a report to check must be one")
+    return current
+
+
+def _diff_lines(path: Path, current: str, text: str) -> Iterator[str]:
+    """The unified diff of ``current`` against ``text``, one escaped line each: the
+    file checked may come from anyone (a pull request), and its lines must not
+    write on the terminal; a line ending that differs shows (``\\r``)."""
+    import difflib
+
+    from pp1audit.safetext import printable
+
     diff = difflib.unified_diff(
         current.splitlines(keepends=True), text.splitlines(keepends=True),
         fromfile=str(path), tofile="generated",
     )
-    sys.stdout.writelines(diff)
-    click.echo(f"pp1audit: {path} is stale: regenerate it with pp1audit report", err=True)
-    return EXIT_CLOSED
+    for line in diff:
+        yield printable(line.removesuffix("\n")) + "\n"
 
 
 @cli.command()
@@ -290,7 +372,7 @@ def schema() -> int:
 
     from pp1audit.schema import SCHEMA
 
-    sys.stdout.write(json.dumps(SCHEMA, indent=2, ensure_ascii=False) + "\n")
+    _emit(json.dumps(SCHEMA, indent=2, ensure_ascii=False) + "\n", None)
     return EXIT_OPEN
 
 
@@ -300,6 +382,37 @@ def _say(message: str) -> None:
     from pp1audit.safetext import printable
 
     click.echo("pp1audit: " + printable(message), err=True)
+
+
+def _discard(stream: TextIO) -> None:
+    """Point ``stream``'s file at /dev/null once writing to it has failed: what
+    is still buffered is flushed at exit, would fail again, and Python would
+    print "Exception ignored" and a traceback (the remedy the ``signal`` docs
+    give for SIGPIPE). A stream without a file (a test's capture) has nothing
+    to flush at exit."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _stdout_failed(exc: OSError, stdout: TextIO) -> int:
+    """The exit code of a run whose results could not be written to stdout.
+
+    A closed pipe is the reader's choice (``| head``): said by the exit code
+    alone, as every Unix filter does. Any other failure (a full disk, an I/O
+    error) loses the results: one line, exit 2.
+    """
+    _discard(stdout)
+    if exc.errno == errno.EPIPE:
+        return EXIT_PIPE
+    _say(f"error: cannot write to stdout: {exc.strerror or exc}")
+    return EXIT_USAGE
 
 
 @contextlib.contextmanager
@@ -334,9 +447,14 @@ def main(argv: list[str] | None = None) -> None:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     no_args = getattr(click.exceptions, "NoArgsIsHelpError", ())
+    stdout = sys.stdout
+    sys.stdout = cast(TextIO, _GuardedStdout(stdout))
     try:
         with _quiet_gc():
             code = cli.main(args=argv, prog_name="pp1audit", standalone_mode=False)
+        sys.stdout.flush()  # a buffered tail fails here, not at exit
+    except StdoutFailed as exc:
+        code = _stdout_failed(exc.cause, stdout)
     except no_args as exc:  # bare "pp1audit": the help, as click would show it
         click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message(), err=True)
         code = EXIT_USAGE
@@ -355,12 +473,14 @@ def main(argv: list[str] | None = None) -> None:
     except Pp1Error as exc:
         _say(f"error: {exc}")
         code = exc.exit_code
-    except BrokenPipeError:
-        code = EXIT_USAGE
+    except BrokenPipeError as exc:  # a closed pipe click did not see: a reader went away
+        code = _stdout_failed(exc, stdout)
     except KeyboardInterrupt:
         click.echo("pp1audit: interrupted", err=True)
         code = EXIT_USAGE
     except Exception as exc:  # a bug: still one line, never a traceback
         _say(f"internal error: {type(exc).__name__}: {exc}")
         code = EXIT_USAGE
+    finally:
+        sys.stdout = stdout
     sys.exit(code if isinstance(code, int) else EXIT_OPEN)

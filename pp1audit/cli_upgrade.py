@@ -62,7 +62,11 @@ def _out(text: str) -> None:
 
 
 def _note(text: str) -> None:
-    click.echo(f"pp1audit: {text}", err=True)
+    """A line on stderr; escaped, as every line that quotes the target is (a
+    version or a note read from the tree must not write on the terminal)."""
+    from pp1audit.safetext import printable
+
+    click.echo(f"pp1audit: {printable(text)}", err=True)
 
 
 @click.command()
