@@ -46,8 +46,8 @@ def manifest_errors() -> list[tuple[str, str, str]]:
         ("digest with newline", GOOD + "files:\n  pkg/a.py: |\n    " + H + "\n",
          ":5:13: not a SHA-256 digest"),
         ("heading reference", GOOD + "report:\n  sections:\n    - heading: '[[cite:nope]]'\n",
-         ":6:16: [[cite:nope]]: no citation 'nope' in the manifest"),
-        ("title reference", GOOD + "audit: {id: x, title: 'See [[x]]'}\n", ":4:23: [[x]]: not a reference"),
+         ":6:17: [[cite:nope]]: no citation 'nope' in the manifest"),
+        ("title reference", GOOD + "audit: {id: x, title: 'See [[x]]'}\n", ":4:28: [[x]]: not a reference"),
         ("invariant in an unknown source", GOOD + "invariants:\n  i:\n    source: lane\n"
          "    file: pkg/a.py\n    pattern: x = 1\n", ":6:13: no source 'lane'"),
         ("anchor without text", GOOD + "citations:\n  c:\n    at: pkg/a.py:1-2\n    anchor: {prefix: x}\n",
@@ -55,7 +55,7 @@ def manifest_errors() -> list[tuple[str, str, str]]:
         ("unknown evidence", GOOD + "report:\n  sections:\n    - blocks:\n        - text: hi\n"
          "          evidence: [nope]\n", ":8:22: unknown evidence id 'nope'"),
         ("bad reference", GOOD + "report:\n  sections:\n    - blocks:\n        - text: '[[cite:zz]]'\n",
-         ":7:11: [[cite:zz]]: no citation 'zz' in the manifest"),
+         ":7:18: [[cite:zz]]: no citation 'zz' in the manifest"),
         ("bad yaml", GOOD + "files: [\n", ":5:1: invalid YAML"),
         ("python tag", GOOD + "x: !!python/object/apply:os.system ['true']\n", ":4:4: unsupported YAML tag"),
         ("wrong format version", "pp1audit: 7\ntarget: {package: pkg}\n", ":1:11: 1 was expected"),
