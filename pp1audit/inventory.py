@@ -26,8 +26,9 @@ from pp1audit.sources import FILE as FILE
 from pp1audit.sources import OTHER as OTHER
 from pp1audit.sources import SOCKET as SOCKET
 from pp1audit.sources import SYMLINK as SYMLINK
-from pp1audit.sources import DirectorySource, Source, WheelSource
+from pp1audit.sources import DirectorySource, Source, WheelSource, install_clash, installed_path, wheel_layout
 from pp1audit.sources import kind_of_mode as kind_of_mode
+from pp1audit.zipindex import Member
 
 UNREADABLE = "entry that could not be examined"
 """The kind of an entry the listing found but could not ``lstat`` or, for a
@@ -174,7 +175,14 @@ class DirInventory(Inventory):
 
 
 class WheelInventory(Inventory):
-    """A wheel's members, from the zip central directory (nothing decompressed)."""
+    """A wheel's members, from the zip central directory (nothing decompressed).
+
+    Entries are at the paths pip installs them to (``installed_path``: a
+    ``<dist>.data/purelib/`` or ``platlib/`` member at its place in site-packages;
+    ``ref`` is the member name), so RECORD, the tree digest and the bytecode check
+    judge the tree the wheel installs. A path several members install to is one
+    ``UNREADABLE`` entry naming them.
+    """
 
     kind = "wheel"
 
@@ -194,17 +202,40 @@ class WheelInventory(Inventory):
             index.close()
         self._entries: dict[str, Entry] = {}
         self._dirs: set[str] = set()
-        for m in members:
-            name = m.name
-            if name.endswith("/"):
-                self._dirs.add(name.rstrip("/"))
-                continue
-            mode = m.external_attr >> 16
-            kind = kind_of_mode(mode) if stat.S_IFMT(mode) else FILE
-            self._entries[name] = Entry(name, kind, m.size, None, name)
-            parts = name.split("/")
-            for i in range(1, len(parts)):
-                self._dirs.add("/".join(parts[:i]))
+        if index.moves:
+            self._lay_out(members)
+            return
+        for m in members:  # every member installs at its own name: the common case, quick
+            if m.name.endswith("/"):
+                self._dirs.add(m.name.rstrip("/"))
+            else:
+                self._add(self._entry(m.name, [m]))
+
+    def _lay_out(self, members: list[Member]) -> None:
+        """Entries at the paths pip installs the members to (``wheel_layout``)."""
+        by_name = {m.name: m for m in members}
+        self._dirs.update(p.rstrip("/") for n in by_name if n.endswith("/") and (p := installed_path(n)))
+        for path, names in wheel_layout(by_name).items():
+            self._add(self._entry(path, [by_name[n] for n in names]))
+
+    def _add(self, entry: Entry) -> None:
+        self._entries[entry.path] = entry
+        parts = entry.path.split("/")
+        for i in range(1, len(parts)):
+            self._dirs.add("/".join(parts[:i]))
+
+    @staticmethod
+    def _entry(path: str, members: list[Member]) -> Entry:
+        """The entry at installed path ``path``: its member's, or ``UNREADABLE`` naming
+        every member when several install there (what is left depends on the
+        installer's write order: neither is the installed file for sure)."""
+        if len(members) > 1:
+            return Entry(path, UNREADABLE, 0, None, members[-1].name, None,
+                         install_clash([m.name for m in members]))
+        m = members[0]
+        mode = m.external_attr >> 16
+        kind = kind_of_mode(mode) if stat.S_IFMT(mode) else FILE
+        return Entry(path, kind, m.size, None, m.name)
 
     def inside(self, path: str) -> bool:
         """Paths in a wheel are members: ``..`` or absolute names are never inside."""

@@ -58,6 +58,17 @@ _MAX_COMMENT = 0xFFFF
 _ALIAS_MARK = re.compile(rb"/(?:/|\.\.?[/\n])")
 
 
+def _has_data_dir(joined: bytes) -> bool:
+    """Whether a name holds ``.data/`` (a false alarm only costs a closer look): found
+    through ``data/``, which ``bytes.find`` skips to 30 times faster than ``.data/``."""
+    at = joined.find(b"data/")
+    while at != -1:
+        if joined[at - 1 : at] == b".":
+            return True
+        at = joined.find(b"data/", at + 5)
+    return False
+
+
 class ZipError(Exception):
     """The archive or one member is unreadable; the message says why."""
 
@@ -103,6 +114,12 @@ class ZipIndex:
         self._names: dict[str, int] | None = None
         self._directory = b""
         self._shift = 0
+        self.moves = True
+        """False when pip installs every member at its own name: no name it normalises
+        (``//``, a ``.`` or ``..`` segment) and no ``*.data/`` directory, whose
+        ``purelib``/``platlib`` members it installs at the root. Known from the one
+        search that clears aliases; only when True do the sources lay the members out
+        (``sources.wheel_layout``). True too whenever names are looked at one by one."""
         try:
             self._fh = open(self.path, "rb")  # noqa: SIM115 - kept open for reads, closed by close()
         except OSError as exc:
@@ -221,6 +238,7 @@ class ZipIndex:
         joined = b"\n/".join([b"", *index, b""])
         if (len(index) == entries and joined.isascii() and b"\0" not in joined
                 and _ALIAS_MARK.search(joined) is None):
+            self.moves = _has_data_dir(joined)
             return
         seen: dict[str, str] = {}
         pos = 0

@@ -24,7 +24,15 @@ from dataclasses import replace
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode, pyc_name
 from pp1audit.errors import TargetError
 from pp1audit.hashing import KEEP_FILE, Digest, HashRun, Progress, hash_entries, hash_here, too_large
-from pp1audit.inventory import FILE, DirInventory, Entry, Inventory, inventory_for
+from pp1audit.inventory import (
+    FILE,
+    UNREADABLE,
+    DirInventory,
+    Entry,
+    Inventory,
+    WheelInventory,
+    inventory_for,
+)
 from pp1audit.record import (
     Problem,
     RecordEntry,
@@ -38,7 +46,7 @@ from pp1audit.record import (
 )
 from pp1audit.result import Check, Status
 from pp1audit.shadowing import check_shadowing
-from pp1audit.sources import Source
+from pp1audit.sources import Source, installed_path
 from pp1audit.treedigest import tree_digest
 
 KIND = "record"
@@ -49,7 +57,11 @@ def _error(cid: str, message: str, path: str | None = None) -> Check:
 
 
 def _normal(inv: Inventory, path: str) -> str:
-    """A RECORD path as a logical path: normalised, absolute paths under the root made relative."""
+    """A RECORD path as a logical path: normalised, absolute paths under the root made
+    relative; in a wheel, where the member it names installs (a wheel's RECORD names
+    ``vllm-0.31.0.data/purelib/vllm/a.py``, the inventory holds ``vllm/a.py``)."""
+    if isinstance(inv, WheelInventory):
+        return installed_path(path)
     if path.startswith("/") and isinstance(inv, DirInventory):
         if path.startswith(inv.root + "/"):
             return path[len(inv.root) + 1:]
@@ -57,6 +69,22 @@ def _normal(inv: Inventory, path: str) -> str:
     if "./" in path or "//" in path or path.endswith("/."):
         return posixpath.normpath(path)
     return path
+
+
+def _logical_rows(inv: Inventory, rows: list[RecordEntry]) -> list[RecordEntry]:
+    """RECORD rows at their logical paths (``_normal``). When a wheel's RECORD lists
+    two members that install to one path (a clash: an ``UNREADABLE`` entry naming
+    both), only the first row is kept, so that path is reported once."""
+    out: list[RecordEntry] = []
+    seen: set[str] = set()
+    for r in rows:
+        path = _normal(inv, r.path)
+        if (path in seen and isinstance(inv, WheelInventory)
+                and (e := inv.entry(path)) is not None and e.kind == UNREADABLE):
+            continue
+        seen.add(path)
+        out.append(r if path == r.path else replace(r, path=path))
+    return out
 
 
 def _refused(inv: Inventory, path: str) -> bool:
@@ -221,8 +249,7 @@ class RecordRun:
             record_problem = f"no *.dist-info for '{package}' in the target root: nothing to verify against"
         else:
             try:
-                rows = [r if _normal(inv, r.path) == r.path else replace(r, path=_normal(inv, r.path))
-                        for r in parse_record(read_record(inv, record_path), record_path)]
+                rows = _logical_rows(inv, parse_record(read_record(inv, record_path), record_path))
             except RecordError as exc:
                 record_problem = str(exc)
 
