@@ -269,17 +269,24 @@ def inventory_for(source: Source, package: str) -> Inventory:
     """The inventory of the tree ``source`` reads, rooted where RECORD paths start.
 
     A package directory given as the target (``DirectorySource`` with a mount)
-    is audited from its parent, where its ``*.dist-info`` lives.
+    is audited from its parent, where its ``*.dist-info`` lives: the parent of
+    the path as given, which is where Python finds the package by that name.
+    Were it the parent of where a symlinked package directory leads, a link
+    ``site/pkg`` to ``elsewhere/pkg`` with a copied dist-info beside its target
+    would be audited from ``elsewhere``: the tree would pass and the ``.pth``
+    files Python runs from ``site`` would go unseen. From ``site`` the listing
+    finds the link leading outside: the same symlink escape as ``check site``.
     """
     if isinstance(source, WheelSource):
         return WheelInventory(source.location)
     if isinstance(source, DirectorySource):
         if source.mount is None:
             return DirInventory(source.base)
-        if os.path.basename(source.base) != package:
+        given = os.path.abspath(source.location)
+        if os.path.basename(given) != package:
             raise TargetError(
                 f"{source.location}: the package directory is not named '{package}'; "
                 "give the site-packages directory for RECORD verification"
             )
-        return DirInventory(os.path.dirname(source.base))
+        return DirInventory(os.path.dirname(given))
     raise TargetError(f"{source.location}: RECORD verification needs a directory or a wheel")
