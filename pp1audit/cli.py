@@ -57,14 +57,15 @@ def _use_color(fmt_color: str | None) -> bool:
 
 def make_provenance_options(m: Manifest, repos: tuple[str, ...], config: Path | None,
                         cache_dir: Path | None, *, fetch: bool, offline: bool,
-                        ) -> ProvenanceOptions | None:
+                        max_bytes: int | None = None) -> ProvenanceOptions | None:
     """Repos, caches and the config file only concern provenance: a manifest that
     declares none (and a command line that names none) never loads that code."""
-    if m.prov is None and not (repos or config or cache_dir or fetch):
+    if m.prov is None and not (repos or config or cache_dir or fetch or max_bytes):
         return None
     from pp1audit.runconfig import resolve_options
 
-    return resolve_options(config, repos, cache_dir, fetch=fetch, offline=offline)
+    return resolve_options(config, repos, cache_dir, fetch=fetch, offline=offline,
+                           max_bytes=max_bytes)
 
 
 class StdoutFailed(Exception):
@@ -172,7 +173,13 @@ def cli() -> None:
 
 
 def provenance_options(fn: Any) -> Any:
-    """``--repo``, ``--config`` and ``--cache-dir``: where provenance evidence lives."""
+    """``--repo``, ``--config``, ``--cache-dir`` and ``--max-bytes``: where provenance
+    evidence lives, and the size cap of a remote pin. The cap is one setting for
+    every command that reads the cache: one ``fetch`` may store under a larger
+    cap than ``check`` would read back, and ``check`` must be able to say so."""
+    fn = click.option("--max-bytes", type=click.IntRange(min=1), default=None,
+                      help="Size cap of a remote pin, downloaded or read from the cache "
+                      "(default 32 MiB, or [fetch] max_bytes).")(fn)
     fn = click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False),
                       default=None, help="Remote-pin cache (default: the user cache directory, "
                       "or $PP1AUDIT_CACHE_DIR).")(fn)
@@ -188,15 +195,13 @@ def provenance_options(fn: Any) -> Any:
 @provenance_options
 @click.option("--timeout", type=_Seconds(min=0.01, max=3600), default=None,
               help="Connect and read timeout in seconds (default 10 / 30).")
-@click.option("--max-bytes", type=click.IntRange(min=1), default=None,
-              help="Size cap per file (default 32 MiB); larger bodies are aborted.")
 @click.option("--attempts", type=click.IntRange(min=1), default=None,
               help="Tries per file on 5xx or connection errors (default 3).")
 @click.option("--total-timeout", type=_Seconds(min=0.01, max=3600), default=None,
               help="Seconds for one file's whole download, tries included (default 120).")
 def fetch(
     manifest: Path | None, repos: tuple[str, ...], config: Path | None, cache_dir: Path | None,
-    timeout: float | None, max_bytes: int | None, attempts: int | None,
+    max_bytes: int | None, timeout: float | None, attempts: int | None,
     total_timeout: float | None = None,
 ) -> int:
     """Download the manifest's remote pins and donors into the content-addressed cache.
@@ -246,7 +251,8 @@ def check(
     target: Path, manifest: Path | None, fmt: str, output: Path | None,
     allow_drift: bool, require_all: bool, verbose: bool, color: str,
     repos: tuple[str, ...] = (), config: Path | None = None, cache_dir: Path | None = None,
-    fetch: bool = False, offline: bool = False, record: bool = False,
+    max_bytes: int | None = None, fetch: bool = False, offline: bool = False,
+    record: bool = False,
 ) -> int:
     """Check TARGET (site-packages, the package directory, or a .whl) against the manifest.
 
@@ -260,7 +266,8 @@ def check(
     from pp1audit.sources import open_target
 
     m = _load_manifest(manifest)
-    options = make_provenance_options(m, repos, config, cache_dir, fetch=fetch, offline=offline)
+    options = make_provenance_options(m, repos, config, cache_dir, fetch=fetch, offline=offline,
+                                      max_bytes=max_bytes)
     with open_target(target, m.package) as source:
         result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
                        options=options, record=record,
@@ -284,7 +291,8 @@ def check(
 def report(
     target: Path | None, manifest: Path | None, output: Path | None, excerpts: bool,
     check_file: Path | None, repos: tuple[str, ...] = (), config: Path | None = None,
-    cache_dir: Path | None = None, allow_drift: bool = False, require_all: bool = False,
+    cache_dir: Path | None = None, max_bytes: int | None = None, allow_drift: bool = False,
+    require_all: bool = False,
 ) -> int:
     """Regenerate the Markdown audit from the manifest (and what TARGET measures).
 
@@ -306,7 +314,8 @@ def report(
         from pp1audit.audit import audit
         from pp1audit.sources import open_target
 
-        options = make_provenance_options(m, repos, config, cache_dir, fetch=False, offline=True)
+        options = make_provenance_options(m, repos, config, cache_dir, fetch=False, offline=True,
+                                          max_bytes=max_bytes)
         with open_target(target, m.package) as source:
             result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
                            options=options)

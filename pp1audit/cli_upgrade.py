@@ -196,6 +196,7 @@ def pin(
 def show(
     target: Path, spec: str, manifest: Path | None, package: str | None, context: int, color: str,
     repos: tuple[str, ...] = (), config: Path | None = None, cache_dir: Path | None = None,
+    max_bytes: int | None = None,
 ) -> int:
     """Show a citation (or any span) of TARGET with line numbers, context and status.
 
@@ -217,10 +218,11 @@ def show(
     if pkg is None:
         raise click.UsageError("give --package (no manifest to take it from)")
     options = None
-    if m is None and (repos or config or cache_dir):
-        raise click.UsageError("--repo, --config and --cache-dir need a manifest (-m)")
+    if m is None and (repos or config or cache_dir or max_bytes):
+        raise click.UsageError("--repo, --config, --cache-dir and --max-bytes need a manifest (-m)")
     if m is not None:  # as report: evidence already there, never a download
-        options = make_provenance_options(m, repos, config, cache_dir, fetch=False, offline=True)
+        options = make_provenance_options(m, repos, config, cache_dir, fetch=False, offline=True,
+                                          max_bytes=max_bytes)
     with open_target(target, pkg) as source:
         shown = show_mod.prepare(spec, m, source, options)
     _out(show_mod.render(shown, context=context, color=_color(color)))

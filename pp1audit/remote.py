@@ -12,10 +12,14 @@ evidence:
   TLS verification always on; every redirect hop obeys the same rule and the
   digest is still enforced on whatever the last hop served;
 * connect and read timeouts, and a total deadline for the whole download
-  (all tries and redirects), checked between reads: a server dripping a byte
-  every few seconds never trips the read timeout but cannot hold a run
-  forever; a size cap enforced while streaming (and up front from
-  Content-Length);
+  (all tries and redirects, connect and response headers included): checked
+  between reads, and enforced during one by a timer that shuts the download's
+  sockets down (a server dripping a byte every few seconds, into its headers
+  or its body, never trips the read timeout but cannot hold a run forever); a
+  size cap enforced while streaming (and up front from Content-Length);
+* a response cut off (inside its headers, short of its Content-Length, in a
+  chunk) is a network failure, never bytes to hash: only a complete answer can
+  be "other bytes than pinned";
 * bounded retries with exponential backoff on 5xx and connection errors, none on
   4xx (a 404 will not heal);
 * the body goes to a temporary file next to its final place, is hashed while
@@ -24,17 +28,21 @@ evidence:
   by a killed run (``.part-*`` older than ``STALE_PART``) are removed before the
   next download.
 
-Every failure is a ``FetchError`` whose text is one line. ``requests`` is
-imported inside ``download`` only.
+Every failure is a ``FetchError`` whose text is one line, in words (never the
+nested reprs of requests and urllib3), naming the pinned URL and, after a
+redirect, where it led. ``requests`` is imported inside ``download`` only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
+import socket
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,10 +53,12 @@ from urllib.parse import SplitResult, urljoin, urlsplit
 from pp1audit.errors import MissingFile, Pp1Error, SourceError
 from pp1audit.paths import url_problem
 from pp1audit.safeio import NotRegular, TooLarge, read_regular
+from pp1audit.safetext import printable
 from pp1audit.sources import Source, kind_of_mode
 
 CHUNK = 64 * 1024
 MAX_REDIRECTS = 5
+REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 MAX_BYTES = 32 * 1024 * 1024
 """Default size cap of a remote pin, downloaded or read back from the cache."""
 CACHE_ENV = "PP1AUDIT_CACHE_DIR"
@@ -70,6 +80,19 @@ class DigestMismatch(FetchError):
         self.expected = expected
         self.actual = actual
         super().__init__(f"{url}: SHA-256 {actual} differs from the pinned {expected}; not cached")
+
+
+class CachedTooLarge(FetchError):
+    """A cache entry larger than the size cap of this run: it may well be the pin
+    (a ``fetch --max-bytes`` with a larger cap put it there), so it is neither read
+    nor downloaded again; the message says which setting raises the cap."""
+
+    def __init__(self, path: Path, size: int, cap: int) -> None:
+        self.size = size
+        self.cap = cap
+        super().__init__(f"{path}: cached file of {size} bytes exceeds the size cap of {cap} "
+                         f"bytes; not read (raise the cap to at least {size} with --max-bytes "
+                         "or [fetch] max_bytes in pp1audit.toml)")
 
 
 @dataclass(frozen=True)
@@ -113,11 +136,11 @@ class Cache:
         """The cached bytes, re-verified; None when absent.
 
         ``FetchError`` when an entry exists but is not a regular file, is larger
-        than the cap, or no longer has its digest (a corrupted or tampered cache):
-        it is evidence of a problem, not a miss. The entry is opened like a file of
-        an audited tree: never followed if a symlink, never blocking (a FIFO would
-        hang the run), re-checked after the open, and read at most to the cap (a
-        link to ``/dev/zero`` would otherwise exhaust memory).
+        than the cap (``CachedTooLarge``), or no longer has its digest (a corrupted
+        or tampered cache): it is evidence of a problem, not a miss. The entry is
+        opened like a file of an audited tree: never followed if a symlink, never
+        blocking (a FIFO would hang the run), re-checked after the open, and read
+        at most to the cap (a link to ``/dev/zero`` would otherwise exhaust memory).
         """
         path = self.path_for(sha256)
         try:
@@ -128,13 +151,14 @@ class Cache:
             raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
         if not stat.S_ISREG(st.st_mode):
             raise self._not_regular(path, st.st_mode)
+        if st.st_size > self.max_bytes:
+            raise CachedTooLarge(path, st.st_size, self.max_bytes)
         try:
             data = read_regular(path, self.max_bytes)
         except NotRegular as exc:  # swapped after the lstat
             raise self._not_regular(path, exc.mode) from None
-        except TooLarge:
-            raise FetchError(f"{path}: cached file exceeds the size cap of "
-                             f"{self.max_bytes} bytes; not read") from None
+        except TooLarge as exc:  # grew after the lstat
+            raise CachedTooLarge(path, exc.size, self.max_bytes) from None
         except OSError as exc:
             raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
         actual = hashlib.sha256(data).hexdigest()
@@ -177,17 +201,29 @@ def _split(url: str) -> SplitResult:
 
 def check_url(url: str) -> None:
     """Refuse anything but https (or http to a loopback address), before any socket opens."""
+    reason = _refusal(url)
+    if reason is not None:
+        raise FetchError(f"{url}: {reason}")
+
+
+def _refusal(url: str) -> str | None:
+    """Why ``url`` may not be downloaded from, or None when it may."""
     parts = _split(url)
     scheme = parts.scheme.lower()
     if scheme == "https":
-        if not parts.hostname:
-            raise FetchError(f"{url}: no host in URL")
-        return
+        return None if parts.hostname else "no host in URL"
     if scheme == "http" and is_loopback(parts.hostname):
-        return
+        return None
     if scheme == "http":
-        raise FetchError(f"{url}: plain http refused (https only, except loopback addresses)")
-    raise FetchError(f"{url}: scheme '{parts.scheme}' refused (https only)")
+        return "plain http refused (https only, except loopback addresses)"
+    return f"scheme '{printable(parts.scheme)}' refused (https only)"
+
+
+def _where(pinned: str, current: str) -> str:
+    """The head of a message about ``current``: the pinned URL, and where it led when
+    a redirect went elsewhere (a refusal naming only the target hides which pin
+    asked for it)."""
+    return pinned if current == pinned else f"{pinned} redirected to {current}"
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -231,6 +267,87 @@ def _one_line(exc: BaseException) -> str:
     return text[:300]
 
 
+class ResponseCutOff(ConnectionError):
+    """The connection ended inside a response's status line or headers: a network
+    failure, never an answer (http.client would take the end of file for the blank
+    line that ends the headers, and an empty body would then be hashed)."""
+
+
+_TOO_LONG = re.compile(r"got more than (\d+) bytes when reading (.+)")
+_TOO_MANY = re.compile(r"got more than (\d+) headers")
+_ZLIB = re.compile(r"^Error -?\d+ while \w+ data: ")
+_ENCODING = re.compile(r"content-encoding: ([\w-]+)", re.IGNORECASE)
+
+
+def _network_reason(exc: BaseException) -> str:
+    """What went wrong on the wire, in words.
+
+    requests and urllib3 wrap http.client's exceptions in tuples of reprs
+    (``('Connection broken: IncompleteRead(128 bytes read, 100 more expected)',
+    IncompleteRead(...))``); the innermost exception that says what happened is
+    found in the chain and told as a sentence. Text the server sent (a status
+    line) is escaped: it goes to a terminal.
+    """
+    import http.client
+
+    from urllib3.exceptions import DecodeError
+    from urllib3.exceptions import IncompleteRead as ShortBody
+
+    chain = list(_chain(exc))
+    for e in chain:
+        if isinstance(e, ResponseCutOff):
+            return f"connection broken: {e}"
+        if isinstance(e, ShortBody):
+            return f"connection broken: {e.partial} of {e.partial + e.expected} bytes received"
+        if isinstance(e, http.client.IncompleteRead):
+            return _incomplete_read(e, chain)
+        if isinstance(e, http.client.RemoteDisconnected):
+            return "connection closed by the server before any response"
+        if isinstance(e, http.client.BadStatusLine):
+            line = printable(str(e.args[0] if e.args else "").rstrip("\r\n"))
+            return f"not an HTTP response (first line: {line[:80]})"
+        if isinstance(e, http.client.HTTPException) and e.args:
+            return _bad_response(str(e.args[0]))
+        if isinstance(e, DecodeError):
+            return _undecodable(chain)
+    reason = _os_reason(exc)
+    return f"connection failed: {reason or _one_line(exc)}"
+
+
+def _incomplete_read(e: Any, chain: list[BaseException]) -> str:
+    """http.client's ``IncompleteRead``: a chunked body that ended or went wrong
+    (its chunk-size line did not parse: a ``ValueError`` in the chain), else a
+    body short of what it announced."""
+    if any(isinstance(x, ValueError) for x in chain) or not e.partial:
+        return "connection broken: chunked body cut off or malformed"
+    got = len(e.partial)
+    if e.expected is None:
+        return f"connection broken: body cut off after {got} bytes"
+    return f"connection broken: {got} of {got + e.expected} bytes received"
+
+
+def _bad_response(text: str) -> str:
+    """An http.client ``HTTPException`` message (``LineTooLong``, too many headers)."""
+    too_long = _TOO_LONG.fullmatch(text)
+    if too_long:
+        return f"bad HTTP response: {too_long[2]} longer than {too_long[1]} bytes"
+    too_many = _TOO_MANY.fullmatch(text)
+    if too_many:
+        return f"bad HTTP response: more than {too_many[1]} header lines"
+    return f"bad HTTP response: {printable(text)[:200]}"
+
+
+def _undecodable(chain: list[BaseException]) -> str:
+    """A body whose Content-Encoding did not decode (sent although ``identity`` was asked)."""
+    import zlib
+
+    encoding = next((m[1] for e in chain if (m := _ENCODING.search(str(e)))), "")
+    detail = next((_ZLIB.sub("", str(e)) for e in chain if isinstance(e, zlib.error)), "")
+    said = ": ".join(x for x in (f"Content-Encoding {printable(encoding)}" if encoding else "",
+                                 printable(detail)) if x)
+    return f"body could not be decoded ({said})" if said else "body could not be decoded"
+
+
 @dataclass(frozen=True)
 class Fetched:
     """A verified file in the cache, and how it got there."""
@@ -243,10 +360,176 @@ class Fetched:
     size: int = 0
 
 
+class _Deadline:
+    """The total deadline of one download, held during a read too.
+
+    The loops check it between reads, but one read can last long: while requests
+    waits for the response headers (or urllib3 for a body packet) only the
+    per-read timeout applies, and a server dripping a byte at a time resets it
+    with every byte. So a timer thread shuts down every socket of the download
+    when the deadline passes: ``shutdown`` from another thread wakes a blocked
+    ``recv`` with end of file, and the download unwinds through its usual error
+    paths (temporary file removed, session closed). Whatever was read is then
+    never trusted: every path that would keep bytes asks ``passed()`` first.
+
+    Chosen over running the request in a worker thread and abandoning it at the
+    deadline: an abandoned thread keeps its socket and goes on reading for as
+    long as the server drips (one per pin of a ``check --fetch``), and its
+    result must be fenced off; a shut-down socket ends the I/O itself.
+
+    The timer holds duplicates of the sockets (``os.dup``): one whose original
+    urllib3 closed meanwhile, its number reused by another file, is never hit
+    by mistake; the duplicates are closed with the download. Name resolution
+    before the connect is the one wait it cannot cut short.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+        self._lock = threading.Lock()
+        self._socks: list[socket.socket] = []
+        self._fired = False
+        self._closed = False
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def left(self) -> float:
+        """Seconds until the deadline (negative once past)."""
+        return self.at - time.monotonic()
+
+    def passed(self) -> bool:
+        """True once the deadline is past (the sockets may have been shut down)."""
+        return self._fired or time.monotonic() > self.at
+
+    def check(self, where: str) -> None:
+        """``FetchError`` once the whole download has taken longer than allowed."""
+        if self.passed():
+            raise FetchError(f"{where}: download did not finish within the total timeout of "
+                             f"{self.seconds:g} s; aborted")
+
+    def watch(self, sock: socket.socket) -> None:
+        """Shut ``sock`` down when the deadline passes (at once if it has)."""
+        try:
+            twin = socket.socket(fileno=os.dup(sock.fileno()))
+        except OSError:
+            return
+        with self._lock:
+            if not self._closed:
+                self._socks.append(twin)
+                if self._fired:
+                    _shut(twin)
+                return
+        twin.close()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self._fired = True
+            for sock in self._socks:
+                _shut(sock)
+
+    def close(self) -> None:
+        """Stop the timer and let go of the sockets (the download is over)."""
+        self._timer.cancel()
+        with self._lock:
+            self._closed = True
+            socks, self._socks = self._socks, []
+        for sock in socks:
+            sock.close()
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _LastLine:
+    """A reader that remembers the last line ``readline`` returned (b"" at end of file)."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self.last: bytes | None = None
+
+    def readline(self, *args: Any) -> bytes:
+        line: bytes = self._raw.readline(*args)
+        self.last = line
+        return line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+@functools.cache
+def _checked_response() -> type:
+    """http.client's response, but a header block ended by end of file is
+    ``ResponseCutOff`` (http.client stops reading headers at end of file as at the
+    blank line, and the cut-off response would pass for a whole one)."""
+    import http.client
+
+    def begin(self: Any) -> None:
+        raw = self.fp
+        watch = _LastLine(raw)
+        self.fp = watch
+        try:
+            http.client.HTTPResponse.begin(self)
+        finally:
+            if self.fp is watch:
+                self.fp = raw
+        if watch.last == b"":
+            raise ResponseCutOff("response cut off inside its headers")
+
+    return type("CheckedResponse", (http.client.HTTPResponse,), {"begin": begin})
+
+
+def _watched_pool(pool: Any, deadline: _Deadline) -> Any:
+    """``pool`` (a urllib3 pool class) whose connections hand each new socket to
+    ``deadline`` and read their responses with ``_checked_response``."""
+
+    base = pool.ConnectionCls
+
+    def _new_conn(self: Any) -> Any:
+        sock = base._new_conn(self)
+        deadline.watch(sock)
+        return sock
+
+    connection = type(base.__name__, (base,), {
+        "_new_conn": _new_conn, "response_class": _checked_response()})
+    return type(pool.__name__, (pool,), {"ConnectionCls": connection})
+
+
+def _watch_pools(manager: Any, deadline: _Deadline) -> None:
+    manager.pool_classes_by_scheme = {
+        scheme: _watched_pool(pool, deadline)
+        for scheme, pool in manager.pool_classes_by_scheme.items()
+    }
+
+
+def _watched_adapter(deadline: _Deadline) -> Any:
+    """A requests adapter whose connections (direct or through a proxy) are
+    watched by ``deadline``."""
+    from requests.adapters import HTTPAdapter
+
+    class Adapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            _watch_pools(self.poolmanager, deadline)
+
+        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+            fresh = proxy not in self.proxy_manager
+            manager = super().proxy_manager_for(proxy, **kwargs)
+            if fresh:
+                _watch_pools(manager, deadline)
+            return manager
+
+    return Adapter()
+
+
 def download(url: str, sha256: str, cache: Cache, policy: FetchPolicy | None = None) -> Fetched:
     """Download ``url`` into the cache if its bytes have ``sha256``.
 
-    Already cached (and still matching) → returned without any network access.
+    Already cached (and still matching) → returned without any network access;
+    cached but over the size cap → ``CachedTooLarge`` (the entry is the pin's,
+    most likely: downloading it again would only fail on the same cap).
     Raises ``DigestMismatch`` for other bytes and ``FetchError`` for everything
     else; in every failure the cache is left exactly as it was.
     """
@@ -257,19 +540,25 @@ def download(url: str, sha256: str, cache: Cache, policy: FetchPolicy | None = N
         hit = cache.lookup(sha256)
         if hit is not None:
             return Fetched(final, True, url, 0, len(hit))
+    except CachedTooLarge:
+        raise
     except FetchError:
         pass  # a corrupt entry is replaced by a fresh, verified download
     check_url(url)
     remove_stale_parts(final.parent)
     import requests
 
+    deadline = _Deadline(policy.total_timeout)
     session = requests.Session()
     # Loopback servers are local by definition: no proxy from the environment.
     session.trust_env = not is_loopback(_split(url).hostname)
-    deadline = time.monotonic() + policy.total_timeout
+    adapter = _watched_adapter(deadline)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
     try:
         return _download_with_retries(session, url, sha256, final, policy, deadline)
     finally:
+        deadline.close()
         session.close()
 
 
@@ -296,7 +585,7 @@ def remove_stale_parts(directory: Path, older_than: float = STALE_PART) -> int:
 
 
 def _download_with_retries(
-    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy, deadline: float
+    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy, deadline: _Deadline
 ) -> Fetched:
     attempt = 0
     while True:
@@ -305,32 +594,28 @@ def _download_with_retries(
             return _download_once(session, url, sha256, final, policy, deadline)
         except _Retryable as exc:
             wait = policy.backoff * (2 ** (attempt - 1))
-            if attempt >= policy.attempts or time.monotonic() + wait >= deadline:
+            if attempt >= policy.attempts or wait >= deadline.left():
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
                 raise FetchError(f"{exc}{tries}") from None
         time.sleep(wait)
 
 
-def _over_deadline(url: str, policy: FetchPolicy, deadline: float) -> None:
-    """``FetchError`` once the whole download has taken longer than allowed."""
-    if time.monotonic() > deadline:
-        raise FetchError(f"{url}: download did not finish within the total timeout of "
-                         f"{policy.total_timeout:g} s; aborted")
-
-
-def _redirect_target(current: str, location: str) -> str:
+def _redirect_target(pinned: str, current: str, location: str) -> str:
     """The absolute URL a redirect points to; ``FetchError`` when it cannot be parsed."""
+    where = _where(pinned, current)
     try:
         nxt = urljoin(current, location)
     except ValueError as exc:
-        raise FetchError(f"{current}: redirect to {location}: not a valid URL ({exc})") from None
+        raise FetchError(f"{where}: redirect to {printable(location)}: "
+                         f"not a valid URL ({exc})") from None
     problem = url_problem(nxt)
     if problem is not None:
-        raise FetchError(f"{current}: redirect to {location}: {problem}")
+        raise FetchError(f"{where}: redirect to {printable(location)}: {problem}")
     return nxt
 
 
-def _refuse_bad_location(response: Any, *args: Any, **kwargs: Any) -> Any:
+def _refuse_bad_location(response: Any, *args: Any, pinned: str, current: str,
+                         **kwargs: Any) -> Any:
     """A ``requests`` response hook. Even when told not to follow redirects,
     ``requests`` parses the Location header before returning, and a malformed
     one (``http://[::1``) would escape as a bare ``ValueError``: it is refused
@@ -338,7 +623,7 @@ def _refuse_bad_location(response: Any, *args: Any, **kwargs: Any) -> Any:
     location = response.headers.get("Location") if response.is_redirect else None
     if location:
         try:
-            _redirect_target(response.url, location)
+            _redirect_target(pinned, current, location)
         except FetchError:
             response.close()
             raise
@@ -350,60 +635,84 @@ class _Retryable(Exception):
 
 
 def _download_once(
-    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy, deadline: float
+    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy, deadline: _Deadline
 ) -> Fetched:
     import requests
     from urllib3.exceptions import LocationValueError
 
     current = url
-    hops: list[str] = []
+    hops = 0
     try:
         for _ in range(MAX_REDIRECTS + 1):
-            check_url(current)
-            _over_deadline(current, policy, deadline)
-            left = max(deadline - time.monotonic(), 0.01)
+            deadline.check(_where(url, current))
+            left = max(deadline.left(), 0.01)
             # No single wait may outlast the total deadline either.
             timeout = (min(policy.connect_timeout, left), min(policy.read_timeout, left))
             response = session.get(
                 current, stream=True, timeout=timeout, allow_redirects=False, verify=True,
                 headers={"Accept-Encoding": "identity"},
-                hooks={"response": _refuse_bad_location},
+                hooks={"response": functools.partial(_refuse_bad_location, pinned=url,
+                                                     current=current)},
             )
             with response:
-                if response.is_redirect:
-                    location = response.headers.get("Location")
-                    if not location:
-                        raise FetchError(f"{current}: redirect without a Location header")
-                    nxt = _redirect_target(current, location)
-                    if _split(current).scheme == "https" and _split(nxt).scheme != "https":
-                        raise FetchError(f"{current}: redirect to {nxt} downgrades https; refused")
-                    check_url(nxt)
-                    hops.append(nxt)
+                nxt = _next_hop(response, url, current)
+                if nxt is not None:
+                    hops += 1
                     current = nxt
                     continue
-                status = response.status_code
-                if 500 <= status < 600:
-                    raise _Retryable(f"{current}: HTTP {status} {response.reason or ''}".rstrip())
-                if status != 200:
-                    raise FetchError(f"{current}: HTTP {status} {response.reason or ''}".rstrip())
-                size = _store(response, current, sha256, final, policy, deadline)
-                return Fetched(final, False, current, len(hops), size)
+                size = _store(response, _where(url, current), sha256, final, policy, deadline)
+                return Fetched(final, False, current, hops, size)
         raise FetchError(f"{url}: more than {MAX_REDIRECTS} redirects")
     except LocationValueError as exc:  # a host urllib3 cannot use ("a..b"), found at connect
-        raise FetchError(f"{current}: not a valid URL ({exc})") from None
-    except requests.exceptions.SSLError as exc:
-        raise FetchError(f"{current}: TLS verification failed: {_tls_reason(exc)}") from None
-    except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-        _over_deadline(current, policy, deadline)  # a wait cut short by the deadline says so
-        if isinstance(exc, requests.ConnectTimeout):
-            why = f"connect timed out after {policy.connect_timeout:g} s"
-        elif isinstance(exc, requests.Timeout) or "timed out" in str(exc):
-            why = f"read timed out after {policy.read_timeout:g} s (server stalled)"
-        else:
-            why = f"connection failed: {_os_reason(exc) or _one_line(exc)}"
-        raise _Retryable(f"{current}: {why}") from None
+        raise FetchError(f"{_where(url, current)}: not a valid URL ({exc})") from None
     except requests.RequestException as exc:
-        raise FetchError(f"{current}: {_one_line(exc)}") from None
+        raise _failure(exc, _where(url, current), policy, deadline) from None
+
+
+def _next_hop(response: Any, pinned: str, current: str) -> str | None:
+    """Where a redirect leads (checked like the pinned URL); None for a 200;
+    ``_Retryable`` for a 5xx; ``FetchError`` for any other answer."""
+    where = _where(pinned, current)
+    status = response.status_code
+    said = f"HTTP {status} {printable(response.reason or '')}".rstrip()
+    if status in REDIRECT_CODES:
+        location = response.headers.get("Location")
+        if not location:
+            raise FetchError(f"{where}: redirect without a Location header ({said})")
+        nxt = _redirect_target(pinned, current, location)
+        if _split(current).scheme == "https" and _split(nxt).scheme != "https":
+            raise FetchError(f"{_where(pinned, nxt)}: downgrades https; refused")
+        reason = _refusal(nxt)
+        if reason is not None:
+            raise FetchError(f"{_where(pinned, nxt)}: {reason}")
+        return nxt
+    if 500 <= status < 600:
+        raise _Retryable(f"{where}: {said}")
+    if status != 200:
+        raise FetchError(f"{where}: {said}")
+    return None
+
+
+def _failure(exc: Exception, where: str, policy: FetchPolicy, deadline: _Deadline) -> Exception:
+    """A requests exception as what the download reports: the deadline when it
+    passed (the timer may have cut the transfer, whatever broke), else one line
+    in words; connection-level failures are ``_Retryable``."""
+    import requests
+
+    try:
+        deadline.check(where)
+    except FetchError as late:
+        return late
+    if isinstance(exc, requests.exceptions.SSLError):
+        return FetchError(f"{where}: TLS verification failed: {_tls_reason(exc)}")
+    if isinstance(exc, requests.ConnectTimeout):
+        return _Retryable(f"{where}: connect timed out after {policy.connect_timeout:g} s")
+    if isinstance(exc, requests.Timeout) or "timed out" in str(exc):
+        return _Retryable(f"{where}: read timed out after {policy.read_timeout:g} s "
+                          "(server stalled)")
+    if isinstance(exc, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
+        return _Retryable(f"{where}: {_network_reason(exc)}")
+    return FetchError(f"{where}: {_network_reason(exc)}")
 
 
 def _chunks(response: Any) -> Iterator[bytes]:
@@ -432,13 +741,13 @@ def _chunks(response: Any) -> Iterator[bytes]:
         raise requests.exceptions.SSLError(exc) from None
 
 
-def _store(response: Any, url: str, sha256: str, final: Path, policy: FetchPolicy,
-           deadline: float) -> int:
+def _store(response: Any, where: str, sha256: str, final: Path, policy: FetchPolicy,
+           deadline: _Deadline) -> int:
     """Stream the body to a temporary file, hash it, and rename it into place if it matches."""
     declared = response.headers.get("Content-Length")
     if declared is not None and declared.isdigit() and int(declared) > policy.max_bytes:
         raise FetchError(
-            f"{url}: Content-Length {declared} exceeds the size cap of {policy.max_bytes} bytes"
+            f"{where}: Content-Length {declared} exceeds the size cap of {policy.max_bytes} bytes"
         )
     import tempfile
 
@@ -452,19 +761,21 @@ def _store(response: Any, url: str, sha256: str, final: Path, policy: FetchPolic
         size = 0
         with os.fdopen(fd, "wb") as fh:
             for chunk in _chunks(response):
-                _over_deadline(url, policy, deadline)
+                deadline.check(where)
                 size += len(chunk)
                 if size > policy.max_bytes:
                     raise FetchError(
-                        f"{url}: body exceeds the size cap of {policy.max_bytes} bytes; aborted"
+                        f"{where}: body exceeds the size cap of {policy.max_bytes} bytes; aborted"
                     )
                 digest.update(chunk)
                 fh.write(chunk)
+            # An end of body after the deadline may be the timer's shutdown, not the server's.
+            deadline.check(where)
             fh.flush()
             os.fsync(fh.fileno())
         actual = digest.hexdigest()
         if actual != sha256:
-            raise DigestMismatch(url, sha256, actual)
+            raise DigestMismatch(where, sha256, actual)
         os.chmod(tmp, 0o444)
         os.replace(tmp, final)
         return size

@@ -16,21 +16,26 @@ present)::
     max_bytes = 33554432 # >= 1
     attempts = 3         # >= 1
 
-Command-line values win over the file. Unknown keys, wrong types and values out
-of range are usage errors (exit 2) naming the file, never silently ignored or
-clamped (a negative timeout would otherwise surface as a crash deep inside the
-HTTP client).
+Command-line values win over the file, and the file over ``$PP1AUDIT_CACHE_DIR``.
+Unknown keys, wrong types and values out of range are usage errors (exit 2)
+naming the file, never silently ignored or clamped (a negative timeout would
+otherwise surface as a crash deep inside the HTTP client). A cache directory
+that cannot be one (an existing file) is a usage error too, however it was
+named, and a ``--repo`` NAME given twice with two paths (the last would
+silently win, and the gate flip with the order of the options).
 """
 
 from __future__ import annotations
 
 import math
+import os
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pp1audit.errors import Pp1Error
-from pp1audit.remote import FetchPolicy
+from pp1audit.remote import CACHE_ENV, FetchPolicy
 
 CONFIG_NAME = "pp1audit.toml"
 MAX_TIMEOUT = 3600.0
@@ -141,8 +146,71 @@ def load_config(file: Path) -> ProvenanceOptions:
         else:
             raise Pp1Error(f"{file}: unknown key 'fetch.{key}' "
                            "(known: attempts, max_bytes, timeout, total_timeout)")
+    if cache_dir is not None:
+        check_cache_dir(cache_dir, f"{file}: [cache] dir")
     return ProvenanceOptions(repos=repos, from_config=dict.fromkeys(repos, file),
                              cache_dir=cache_dir, policy=policy)
+
+
+def check_cache_dir(path: Path, origin: str) -> None:
+    """``Pp1Error`` (exit 2) when ``path`` cannot be a cache directory: an existing
+    non-directory, or one below a file. A missing one is fine (``fetch`` makes it).
+
+    The same test for ``--cache-dir``, ``[cache] dir`` and ``$PP1AUDIT_CACHE_DIR``:
+    an unusable cache is bad input whoever named it, not a closed gate. ``origin``
+    heads the message (``cfg.toml: [cache] dir``).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise Pp1Error(f"{origin}: {path}: a parent of it is not a directory; "
+                       "the remote-pin cache must be a directory") from None
+    except OSError:
+        return  # unreadable: each use of the cache says so, with the file it needed
+    if not stat.S_ISDIR(mode):
+        raise Pp1Error(f"{origin}: {path} is not a directory; "
+                       "the remote-pin cache must be a directory")
+
+
+def _cache_dir(option: Path | None, config: Path | None) -> Path | None:
+    """The cache directory: ``--cache-dir``, else the config file's, else
+    ``$PP1AUDIT_CACHE_DIR`` (None: the user cache directory), checked alike."""
+    if option is not None:
+        check_cache_dir(option, "--cache-dir")
+        return option
+    if config is not None:  # checked when the file was read, naming the file
+        return config
+    env = os.environ.get(CACHE_ENV)
+    if not env:
+        return None
+    path = Path(env)
+    check_cache_dir(path, CACHE_ENV)
+    return path
+
+
+def _merge_repos(base: dict[str, Path], values: tuple[str, ...]) -> tuple[dict[str, Path], set[str]]:
+    """The config file's clones with ``--repo`` values over them, and the names given.
+
+    A NAME given twice is a usage error unless both name the same directory: the
+    last one would win silently, and the verdict depend on the options' order.
+    """
+    merged = dict(base)
+    named: dict[str, Path] = {}
+    for value in values:
+        name, path = parse_repo_option(value)
+        first = named.get(name)
+        if first is not None and not _same_path(first, path):
+            raise Pp1Error(f"--repo {name}: given twice, as {first} and as {path}; "
+                           "give each source once")
+        named[name] = path
+        merged[name] = path
+    return merged, set(named)
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
 
 
 def resolve_options(
@@ -157,12 +225,7 @@ def resolve_options(
     if config is None and Path(CONFIG_NAME).is_file():
         config = Path(CONFIG_NAME)
     base = load_config(config) if config is not None else ProvenanceOptions()
-    merged = dict(base.repos)
-    named: set[str] = set()
-    for value in repos:
-        name, path = parse_repo_option(value)
-        merged[name] = path
-        named.add(name)
+    merged, named = _merge_repos(base.repos, repos)
     policy = base.policy
     if timeout is not None:
         policy = replace(policy, connect_timeout=timeout, read_timeout=timeout)
@@ -175,5 +238,5 @@ def resolve_options(
     return ProvenanceOptions(
         repos=merged, named_on_command_line=frozenset(named),
         from_config={n: f for n, f in base.from_config.items() if n not in named},
-        cache_dir=cache_dir or base.cache_dir, fetch=fetch, policy=policy,
+        cache_dir=_cache_dir(cache_dir, base.cache_dir), fetch=fetch, policy=policy,
     )

@@ -502,8 +502,8 @@ def test_a_cache_entry_that_is_not_a_regular_file_is_never_opened(
     # the cap: an entry larger than the download cap is not read whole
     entry.write_bytes(OTHER)
     assert Cache(cache).lookup(OTHER_SHA) == OTHER
-    with pytest.raises(FetchError, match=f"^{entry}: cached file exceeds the size cap of 8 bytes; "
-                                         "not read$"):
+    with pytest.raises(FetchError, match=f"^{entry}: cached file of {len(OTHER)} bytes exceeds "
+                                         "the size cap of 8 bytes; not read "):
         Cache(cache, max_bytes=8).lookup(OTHER_SHA)
     config = tmp_path / "pp1audit.toml"
     config.write_text("[fetch]\nmax_bytes = 8\n")
