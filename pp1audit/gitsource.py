@@ -5,6 +5,14 @@ work tree: a dirty or checked-out-elsewhere clone cannot then fake a pass. The
 clone is opened read-only in spirit (nothing here writes to it); git is told not
 to fetch lazily (partial clones), so reading never touches the network.
 
+"The commit id fixes the content" holds only if every object on the way from the
+commit to a file is checked against its id: git's ``cat-file`` does not hash what
+it returns, so an object file rewritten in place (loose or packed) would be read
+as if it were the pinned one. Every commit, tree and blob read here is hashed and
+compared with the id that named it (``Clone.read_object``); a mismatch is an
+``error`` naming the object, never a pass. ``git replace`` refs are ignored for the
+same reason: they make git return another object's bytes for an id.
+
 gitpython is imported inside the functions that need it: ``pp1audit check`` on a
 plain directory never pays for it.
 """
@@ -12,6 +20,7 @@ plain directory never pays for it.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,13 +30,96 @@ from typing import Any
 from pp1audit.errors import MissingFile, Pp1Error, SourceError, TargetError
 from pp1audit.sources import MAX_READ, Source, too_large
 
+_TREE = 0o040000
 _SYMLINK = 0o120000
 _GITLINK = 0o160000
+_FORMAT = 0o170000
+
+GIT_NOT_FOUND = ("git not found (needed for the manifest's git sources): install git, "
+                 "or set GIT_PYTHON_GIT_EXECUTABLE to its path")
+"""The one line for a missing git executable: gitpython's own is ~900 characters."""
+
+_SHALLOW_FIX = "deepen it: git -C {path} fetch --unshallow"
 
 
 class CloneError(Pp1Error):
     """git could not answer a question about a clone (a ref that does not peel to a
     commit, a broken ref store): the check's ``error``, never a verdict."""
+
+
+class ObjectMismatch(CloneError):
+    """An object whose bytes do not hash to the id that named it: the object store
+    was damaged or altered, so nothing read through it can be judged."""
+
+
+def _import_git(origin: str) -> Any:
+    """gitpython, or ``TargetError`` (exit 2) in one line when git is not installed.
+
+    gitpython looks for the git executable when imported and raises an
+    ``ImportError`` of many lines if there is none; only runs given a clone
+    (``--repo``) import it, so a run without one never needs git.
+    """
+    try:
+        import git
+    except ImportError as exc:
+        if "git executable" in str(exc):
+            raise TargetError(f"{origin}: {GIT_NOT_FOUND}") from None
+        raise
+    return git
+
+
+def object_id(kind: str, data: bytes) -> str:
+    """The SHA-1 git names an object by: of ``b"<kind> <size>\\0"`` and the bytes."""
+    header = b"%s %d\0" % (kind.encode("ascii"), len(data))
+    return hashlib.sha1(header + data, usedforsecurity=False).hexdigest()
+
+
+@dataclass(frozen=True)
+class TreeItem:
+    """One entry of a tree object whose bytes were checked against its id."""
+
+    name: str
+    mode: int
+    hexsha: str
+
+    @property
+    def kind(self) -> str:
+        """``tree``, ``commit`` (a submodule) or ``blob`` (files and symbolic links)."""
+        fmt = self.mode & _FORMAT
+        return "tree" if fmt == _TREE else "commit" if fmt == _GITLINK else "blob"
+
+
+def parse_tree(data: bytes) -> list[TreeItem]:
+    """The entries of a tree object (``<octal mode> <name>\\0<20-byte id>`` each);
+    ``ValueError`` when the bytes are not a tree."""
+    items: list[TreeItem] = []
+    at = 0
+    while at < len(data):
+        space = data.index(b" ", at)
+        nul = data.index(b"\0", space)
+        raw = data[nul + 1 : nul + 21]
+        if len(raw) != 20:
+            raise ValueError("truncated tree entry")
+        name = data[space + 1 : nul].decode("utf-8", "surrogateescape")
+        items.append(TreeItem(name, int(data[at:space], 8), raw.hex()))
+        at = nul + 21
+    return items
+
+
+@dataclass(frozen=True)
+class Ancestry:
+    """How a ref's commit now relates to the one recorded (``Clone.ancestry``)."""
+
+    kind: str
+    """``ahead`` (a fast-forward), ``diverged`` (not a descendant), ``absent`` (the
+    recorded commit is not in the clone) or ``cut`` (a shallow clone's history
+    stops before the answer: it cannot be told)."""
+    ahead: int = 0
+    """Commits in ``recorded..now`` (``ahead`` only)."""
+    at_least: bool = False
+    """The count stops at a shallow boundary: the real number may be larger."""
+    shallow: bool = False
+    """The clone is shallow (``$GIT_DIR/shallow``)."""
 
 
 def _git_says(exc: Exception) -> str:
@@ -51,21 +143,28 @@ class Clone:
     def __init__(self, name: str, path: Path, origin: str | None = None) -> None:
         """``origin``: who gave ``path``, heading an error about it
         (``ProvenanceOptions.repo_origin``); by default ``PATH: --repo NAME``."""
-        import git
-
         self.name = name
         self.path = path
         self.origin = origin or f"{path}: --repo {name}"
+        git = _import_git(self.origin)
         self._ref_names: frozenset[str] | None = None
+        self._ref_problems: dict[str, str] | None = None
+        self._shallow: frozenset[str] | None = None
+        self._trees: dict[str, list[TreeItem]] = {}
         try:
             self.repo: Any = git.Repo(path, search_parent_directories=False)
         except git.NoSuchPathError:
             raise TargetError(f"{self.origin}: no such directory") from None
+        except git.GitCommandNotFound:
+            raise TargetError(f"{self.origin}: {GIT_NOT_FOUND}") from None
         except (git.InvalidGitRepositoryError, git.GitError) as exc:
             raise TargetError(f"{self.origin}: not a git repository ({exc})") from None
         # Never let a partial clone fetch a missing object: reading stays offline.
-        self.repo.git.update_environment(GIT_NO_LAZY_FETCH="1", GIT_TERMINAL_PROMPT="0")
+        # Replace refs would make git answer an id with another object's bytes.
+        self.repo.git.update_environment(GIT_NO_LAZY_FETCH="1", GIT_TERMINAL_PROMPT="0",
+                                         GIT_NO_REPLACE_OBJECTS="1")
         self._check_git_accepts_it()
+        self._check_sha1()
 
     def _check_git_accepts_it(self) -> None:
         """``TargetError`` when git refuses the repository.
@@ -79,6 +178,8 @@ class Clone:
 
         try:
             self.repo.git.rev_parse("--git-dir")
+        except git.GitCommandNotFound:  # GIT_PYTHON_REFRESH=quiet let the import pass
+            raise TargetError(f"{self.origin}: {GIT_NOT_FOUND}") from None
         except git.GitCommandError as exc:
             reason = _git_says(exc)
             if "dubious ownership" in reason:
@@ -87,8 +188,22 @@ class Clone:
                           f"trust it: git config --global --add safe.directory {where}")
             raise TargetError(f"{self.origin}: {reason}") from None
 
-    def commit(self, sha: str) -> Any | None:
-        """The commit object for a full id, or None when the clone does not have it.
+    def _check_sha1(self) -> None:
+        """``TargetError`` for a SHA-256 repository: manifests pin 40-hex (SHA-1)
+        commit ids, so none could name its objects, and gitpython reads SHA-1 only."""
+        import git
+
+        try:
+            fmt = self.repo.git.config("--get", "extensions.objectformat").strip().lower()
+        except git.GitCommandError:  # exit 1: not set, the SHA-1 default
+            return
+        if fmt not in ("", "sha1"):
+            raise TargetError(f"{self.origin}: a {fmt.upper().replace('SHA', 'SHA-')} repository "
+                              f"(extensions.objectFormat={fmt}); manifests pin SHA-1 commit ids, "
+                              "so it cannot be read")
+
+    def has_commit(self, sha: str) -> bool:
+        """True when the clone holds a commit object of that full id.
 
         Asked of a one-off ``git cat-file -t``: in a partial clone an absent object
         ends gitpython's persistent helper, and every later read would fail.
@@ -98,34 +213,171 @@ class Clone:
         try:
             kind = self.repo.git.cat_file("-t", sha).strip()
         except git.GitCommandError:  # no such object here
-            return None
-        if kind != "commit":
-            return None
-        obj = self.repo.commit(sha)
-        return obj if obj.hexsha == sha else None
+            return False
+        return bool(kind == "commit")
+
+    def read_object(self, sha: str, kind: str) -> bytes:
+        """The bytes of object ``sha``, checked to hash to ``sha`` as a ``kind``.
+
+        ``ObjectMismatch`` when they do not (an object file rewritten in place, a
+        bad pack entry: git's ``cat-file`` returns such bytes unchecked); any other
+        exception when git cannot give the object at all (``unreadable`` names it).
+        Loose and packed objects alike: the check is on the bytes git returns.
+        """
+        got = self.repo.odb.stream(bytes.fromhex(sha))
+        data: bytes = got.read()
+        actual_kind = got.type.decode("ascii", "replace")
+        actual = object_id(actual_kind, data)
+        if actual != sha:
+            raise ObjectMismatch(self._mismatch(kind, sha, f"hashes to {actual[:12]}, not to its id"))
+        if actual_kind != kind:  # the id is right, the tree or commit naming it is not
+            raise ObjectMismatch(self._mismatch(kind, sha, f"is a {actual_kind}, not a {kind}"))
+        return data
+
+    def _mismatch(self, kind: str, sha: str, what: str) -> str:
+        return (f"{kind} {sha[:12]} in {self.path} {what}: the object store is damaged or "
+                f"was altered (check with git -C {self.path} fsck)")
+
+    def tree_of(self, commit: str) -> str:
+        """The root tree id named by a commit, read through its verified bytes
+        (``ObjectMismatch`` when they do not hash to ``commit``)."""
+        data = self.read_object(commit, "commit")
+        first = data.split(b"\n", 1)[0]
+        if not re.fullmatch(rb"tree [0-9a-f]{40}", first):
+            raise ObjectMismatch(self._mismatch("commit", commit, "names no tree"))
+        return first[5:].decode("ascii")
+
+    def tree(self, sha: str) -> list[TreeItem]:
+        """A tree's entries, read and verified once per run (a tree is shared by many
+        commits, and a large tree is walked for every ``lacks`` rule)."""
+        hit = self._trees.get(sha)
+        if hit is None:
+            data = self.read_object(sha, "tree")
+            try:
+                hit = parse_tree(data)
+            except ValueError:
+                raise ObjectMismatch(self._mismatch("tree", sha, "is not a valid tree")) from None
+            self._trees[sha] = hit
+        return hit
+
+    def blob_size(self, sha: str) -> int:
+        """A blob's size from its header alone (before deciding to read it)."""
+        return int(self.repo.odb.info(bytes.fromhex(sha)).size)
 
     def _refs(self) -> frozenset[str]:
         """Every ref name of the clone, listed once per run (a clone of vLLM has
-        thousands of tags; each pinned ref used to list them all again)."""
+        thousands of tags; each pinned ref used to list them all again).
+
+        git skips what it cannot read (an unreadable ``refs/tags`` directory, a
+        ref file it cannot open) and lists the rest; those places are kept in
+        ``_ref_problems`` so that a ref that may be there is never said absent.
+        """
         import git
 
         if self._ref_names is None:
             try:
-                out = self.repo.git.for_each_ref("--format=%(refname)")
+                _, out, err = self.repo.git.for_each_ref("--format=%(refname)",
+                                                         with_extended_output=True)
             except git.GitCommandError as exc:
                 raise CloneError(f"{self.path}: cannot list refs: {_git_says(exc)}") from None
+            problems = self._unreadable_ref_dirs()
+            for broken in re.findall(r"ignoring broken ref (\S+)", err or ""):
+                problems.setdefault(broken, "is unreadable or broken (git skips it)")
+            self._ref_problems = problems
             self._ref_names = frozenset(out.splitlines())
         return self._ref_names
+
+    def _unreadable_ref_dirs(self) -> dict[str, str]:
+        """``{"refs/tags": "cannot be read (Permission denied)"}``: loose-ref directories (and a
+        ``packed-refs`` file) that cannot be read. Directories only are listed:
+        a ref store has few of them, however many tags it holds."""
+        common = Path(self.repo.common_dir)
+        problems: dict[str, str] = {}
+        packed = common / "packed-refs"
+        try:
+            with open(packed, "rb") as fh:
+                fh.read(1)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            problems["packed-refs"] = f"cannot be read ({exc.strerror or type(exc).__name__})"
+        pending = ["refs"]
+        while pending:
+            rel = pending.pop()
+            try:
+                with os.scandir(common / rel) as it:
+                    entries = list(it)
+                if entries:  # listable is not enough: git must also reach the files
+                    entries[0].stat(follow_symlinks=False)
+                pending.extend(f"{rel}/{e.name}" for e in entries if e.is_dir(follow_symlinks=False))
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                problems[rel] = f"cannot be read ({exc.strerror or type(exc).__name__})"
+        return problems
+
+    def _blocked(self, name: str, full: str) -> None:
+        """``CloneError`` when ref ``name``, as ``full`` (``*``: any one component),
+        may be in a place git could not read: whether it is there cannot be told."""
+        self._refs()
+        assert self._ref_problems is not None
+        want = full.split("/")
+        for where, why in sorted(self._ref_problems.items()):
+            have = where.split("/")
+            inside = len(have) <= len(want) and all(
+                w in ("*", h) for w, h in zip(want[: len(have)], have, strict=True))
+            if where == "packed-refs" or inside:
+                shown = Path(self.repo.common_dir) / where
+                raise CloneError(f"cannot tell where '{name}' points in {self.path}: {shown} {why}")
+
+    def _git_dir_ref(self, name: str) -> tuple[str, str] | None:
+        """``$GIT_DIR/<name>`` (``HEAD``, ``FETCH_HEAD``...): first in git's order.
+
+        Returns ``(label, commit)``; None when there is no such file or it names
+        no object (git then goes on to ``refs/<name>``). Read as git's files
+        backend does: ``ref: <target>`` or an object id on the first line.
+        """
+        import git
+
+        parts = name.split("/")
+        if any(not p or p.startswith(".") or p.endswith(".lock") for p in parts):
+            return None  # not a ref name git would look up (and never a path out of $GIT_DIR)
+        try:
+            text = (Path(self.repo.git_dir) / name).read_text(encoding="utf-8", errors="replace")
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        except OSError as exc:
+            raise CloneError(f"cannot tell where '{name}' points in {self.path}: "
+                             f"{Path(self.repo.git_dir) / name} cannot be read ({exc.strerror})") from None
+        first = text.split("\n", 1)[0].strip()
+        if first.startswith("ref:"):
+            target = first[4:].strip()
+            if target not in self._refs():
+                self._blocked(name, target)
+                return None  # an unborn branch: git goes on to refs/<name>, as here
+            label, what = f"{name} ({target})", target
+        else:
+            oid = (first.split() or [""])[0]
+            if not re.fullmatch(r"[0-9a-f]{40}", oid):
+                return None  # not a ref file (config, index...): git goes on as well
+            label, what = name, oid
+        try:
+            commit = self.repo.git.rev_parse("--verify", f"{what}^{{commit}}").strip()
+        except git.GitCommandError as exc:
+            raise CloneError(f"$GIT_DIR/{name} in {self.path} does not resolve to a commit "
+                             f"({_git_says(exc)})") from None
+        return label, commit
 
     def resolve_ref(self, name: str) -> tuple[str, str] | None:
         """``(full ref name, commit id)`` of a ref, or None when the clone has none.
 
-        A short name is looked up in ``git rev-parse``'s order: ``refs/<name>``,
-        tags, local branches, ``refs/remotes/<name>`` and its ``HEAD`` — so a
-        branch named like a recorded tag cannot stand in for it. Then, for a clone
-        that has only remote-tracking branches, ``origin``'s branch of that name,
-        then any other remote's. ``CloneError`` when git cannot list the refs or
-        peel the one found to a commit.
+        A short name is looked up in ``git rev-parse``'s order (gitrevisions(7)):
+        ``$GIT_DIR/<name>`` (``HEAD``, ``FETCH_HEAD``...), ``refs/<name>``, tags,
+        local branches, ``refs/remotes/<name>`` and its ``HEAD`` — so a branch
+        named like a recorded tag cannot stand in for it. Then, for a clone that
+        has only remote-tracking branches, ``origin``'s branch of that name, then
+        any other remote's. ``CloneError`` when git cannot list the refs, peel the
+        one found to a commit, or read a place the ref may be in.
         """
         import git
 
@@ -133,6 +385,9 @@ class Clone:
         if name.startswith("refs/"):
             candidates = [name]
         else:
+            at_git_dir = self._git_dir_ref(name)
+            if at_git_dir is not None:
+                return at_git_dir
             candidates = [f"refs/{name}", f"refs/tags/{name}", f"refs/heads/{name}",
                           f"refs/remotes/{name}", f"refs/remotes/{name}/HEAD",
                           f"refs/remotes/origin/{name}"]
@@ -142,6 +397,7 @@ class Clone:
             )
         for full in candidates:
             if full not in existing:
+                self._blocked(name, full)
                 continue
             try:
                 commit = self.repo.git.rev_parse("--verify", f"{full}^{{commit}}").strip()
@@ -149,28 +405,76 @@ class Clone:
                 raise CloneError(f"{full} in {self.path} does not resolve to a commit "
                                  f"({_git_says(exc)})") from None
             return full, commit
+        if not name.startswith("refs/"):
+            self._blocked(name, f"refs/remotes/*/{name}")
         return None
 
-    def is_ancestor(self, older: str, newer: str) -> bool:
-        """True when ``older`` is reachable from ``newer`` (a fast-forward move)."""
-        try:
-            return bool(self.repo.is_ancestor(older, newer))
-        except Exception:  # an unknown commit is simply "not an ancestor"
-            return False
+    def shallow_commits(self) -> frozenset[str]:
+        """The commits a shallow clone's history stops at (``$GIT_DIR/shallow``;
+        empty for a full clone): their parents are not in the clone."""
+        if self._shallow is None:
+            path = Path(self.repo.common_dir) / "shallow"
+            try:
+                text = path.read_text(encoding="ascii", errors="replace")
+            except FileNotFoundError:
+                text = ""
+            except OSError as exc:
+                raise CloneError(f"{self.path}: cannot read $GIT_DIR/shallow ({exc.strerror})") from None
+            self._shallow = frozenset(text.split())
+        return self._shallow
 
-    def count_between(self, older: str, newer: str) -> int | None:
-        """Number of commits in ``older..newer``, or None when it cannot be told."""
+    def ancestry(self, older: str, newer: str) -> Ancestry:
+        """How commit ``newer`` relates to ``older`` (both full ids; ``newer`` is in
+        the clone). In a shallow clone git sees no parents past the boundary, so
+        "not an ancestor" is only an answer when the walk from ``newer`` never
+        reaches it; otherwise it is ``cut``: it cannot be told. ``CloneError``
+        when git cannot walk the history."""
+        import git
+
+        shallow = bool(self.shallow_commits())
+        if not self.has_commit(older):
+            return Ancestry("absent", shallow=shallow)
         try:
-            return int(self.repo.git.rev_list("--count", f"{older}..{newer}").strip())
-        except Exception:
-            return None
+            status, _, err = self.repo.git.merge_base("--is-ancestor", older, newer,
+                                                      with_extended_output=True, with_exceptions=False)
+            if status not in (0, 1):
+                raise CloneError(f"{self.path}: cannot walk the history from {newer[:12]} "
+                                 f"({_git_says(git.GitCommandError('merge-base', status, err))})")
+            if shallow:  # a shallow clone's history is short: list it
+                walked = self.repo.git.rev_list(f"{older}..{newer}").split()
+                count = len(walked)
+            else:
+                walked, count = [], int(self.repo.git.rev_list("--count", f"{older}..{newer}"))
+        except git.GitCommandError as exc:
+            raise CloneError(f"{self.path}: cannot walk the history from {newer[:12]} "
+                             f"({_git_says(exc)})") from None
+        # A shallow boundary in older..newer: the walk stopped there, not at older's side.
+        cut = not self.shallow_commits().isdisjoint(walked)
+        if status == 0:
+            return Ancestry("ahead", count, at_least=cut, shallow=shallow)
+        return Ancestry("cut" if cut else "diverged", shallow=shallow)
+
+    def unshallow_hint(self) -> str:
+        """The command that deepens a shallow clone to its full history."""
+        return _SHALLOW_FIX.format(path=self.path)
 
     def source(self, sha: str) -> GitSource | None:
-        """A source over ``sha``'s tree, or None when the clone lacks the commit."""
-        commit = self.commit(sha)
-        if commit is None:
+        """A source over ``sha``'s tree, or None when the clone lacks the commit.
+
+        The commit object is read and verified here: ``ObjectMismatch`` (a
+        ``CloneError``) when its bytes do not hash to ``sha``.
+        """
+        if not self.has_commit(sha):
             return None
-        return GitSource(self, commit)
+        try:
+            tree = self.tree_of(sha)
+        except ObjectMismatch:
+            raise
+        except Exception as exc:  # git could not give it (a damaged clone)
+            self.repo.git.clear_cache()
+            raise CloneError(f"commit {sha[:12]} in {self.path} cannot be read: "
+                             f"{_git_says(exc)}") from None
+        return GitSource(self, sha, tree)
 
     def unreadable(self, path: str, kind: str, sha: str, exc: Exception) -> SourceError:
         """The per-file error for an object git could not give (``kind``: blob, tree).
@@ -215,74 +519,75 @@ class MissingBlob(MissingFile):
         SourceError.__init__(self, path, f"is not in commit {commit[:12]}")
 
 
-@dataclass(frozen=True)
-class _Entry:
-    mode: int
-    blob: Any
-
-
 class GitSource(Source):
-    """The files of one commit: ``read`` returns blob bytes, whatever the work tree holds."""
+    """The files of one commit: ``read`` returns blob bytes, whatever the work tree holds.
+
+    Every tree on the way to a file and the file's blob are checked against their
+    ids (``Clone.read_object``), as the commit was when the source was made: the
+    bytes returned are the ones the commit id fixes, or a ``SourceError``.
+    """
 
     kind = "git"
 
-    def __init__(self, clone: Clone, commit: Any) -> None:
+    def __init__(self, clone: Clone, hexsha: str, tree: str) -> None:
         self.clone = clone
-        self.commit = commit
-        self.hexsha: str = commit.hexsha
+        self.hexsha = hexsha
+        self.tree = tree
         self.location = f"{clone.path}@{self.hexsha}"
-        self._entries: dict[str, _Entry] | None = None
+        self._entries: dict[str, TreeItem] | None = None
 
-    def _index(self) -> dict[str, _Entry]:
+    def _index(self) -> dict[str, TreeItem]:
         """Every non-tree entry of the commit, by path (one ``ls-tree``-like walk)."""
         if self._entries is None:
-            entries: dict[str, _Entry] = {}
-            pending = [self.commit.tree]
+            entries: dict[str, TreeItem] = {}
+            pending = [("", self.tree)]
             while pending:
-                tree = pending.pop()
-                for item in self._children(tree.path or ".", tree):
-                    if item.type == "tree":
-                        pending.append(item)
+                prefix, tree = pending.pop()
+                for item in self._children(prefix.rstrip("/") or ".", tree):
+                    path = prefix + item.name
+                    if item.kind == "tree":
+                        pending.append((path + "/", item.hexsha))
                     else:
-                        entries[item.path] = _Entry(item.mode, item)
+                        entries[path] = item
             self._entries = entries
         return self._entries
 
-    def _children(self, path: str, tree: Any) -> list[Any]:
-        """The entries of one tree object; ``SourceError`` (for ``path``) when git cannot give it."""
+    def _children(self, path: str, tree: str) -> list[TreeItem]:
+        """The entries of one verified tree object; ``SourceError`` (for ``path``)
+        when git cannot give it or its bytes do not match its id."""
         try:
-            return list(tree)
+            return self.clone.tree(tree)
+        except ObjectMismatch as exc:
+            raise SourceError(path, f"cannot be trusted: {exc}") from None
         except Exception as exc:  # a tree a partial clone lacks, a corrupt object store
-            raise self.clone.unreadable(path, "tree", tree.hexsha, exc) from None
+            raise self.clone.unreadable(path, "tree", tree, exc) from None
 
-    def _item(self, path: str) -> Any | None:
+    def _item(self, path: str) -> TreeItem | None:
         """The tree entry at ``path``, or None: walks only the subtrees on the way."""
-        item = self.commit.tree
+        item: TreeItem | None = TreeItem("", _TREE, self.tree)
         for part in path.split("/"):
-            if item.type != "tree":
+            if item is None or item.kind != "tree":
                 return None
-            item = next((c for c in self._children(path, item) if c.name == part), None)
-            if item is None:
-                return None
+            item = next((c for c in self._children(path, item.hexsha) if c.name == part), None)
         return item
 
-    def _lookup(self, path: str) -> _Entry | None:
+    def _lookup(self, path: str) -> TreeItem | None:
         """One path's non-tree entry (from the full index once it exists)."""
         if self._entries is not None:
             return self._entries.get(path)
         item = self._item(path)
-        if item is None or item.type == "tree":
+        if item is None or item.kind == "tree":
             return None
-        return _Entry(item.mode, item)
+        return item
 
-    def _entry(self, path: str) -> _Entry:
+    def _entry(self, path: str) -> TreeItem:
         self._check_path(path)
         entry = self._lookup(path)
         if entry is None:
             if self._is_tree(path):
                 raise SourceError(path, f"is a directory in commit {self.hexsha[:12]}")
             raise MissingBlob(path, self.hexsha)
-        kind = entry.mode & 0o170000
+        kind = entry.mode & _FORMAT
         if kind == _SYMLINK:
             raise SourceError(path, f"is a symbolic link in commit {self.hexsha[:12]}; not followed")
         if kind == _GITLINK:
@@ -290,22 +595,23 @@ class GitSource(Source):
         return entry
 
     def read(self, path: str) -> bytes:
-        blob = self._entry(path).blob
+        blob = self._entry(path).hexsha
         try:
-            size = int(blob.size)  # the header only: nothing is loaded yet
+            size = self.clone.blob_size(blob)  # the header only: nothing is loaded yet
         except Exception as exc:
-            raise self.clone.unreadable(path, "blob", blob.hexsha, exc) from None
+            raise self.clone.unreadable(path, "blob", blob, exc) from None
         if size > MAX_READ:  # as for a file of a directory: an error, never exhausted memory
             raise SourceError(path, too_large(size))
         try:
-            data: bytes = blob.data_stream.read()
+            return self.clone.read_object(blob, "blob")
+        except ObjectMismatch as exc:
+            raise SourceError(path, f"cannot be trusted: {exc}") from None
         except Exception as exc:
-            raise self.clone.unreadable(path, "blob", blob.hexsha, exc) from None
-        return data
+            raise self.clone.unreadable(path, "blob", blob, exc) from None
 
     def _is_tree(self, path: str) -> bool:
         item = self._item(path)
-        return item is not None and item.type == "tree"
+        return item is not None and item.kind == "tree"
 
     def exists(self, path: str) -> bool:
         if self._check_safe(path):
@@ -333,12 +639,12 @@ class GitSource(Source):
         found: list[str] = []
         blob_id = None
         if data is not None:
-            blob_id = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+            blob_id = object_id("blob", data)
         for path, entry in sorted(self._index().items()):
             if entry.mode & 0o170000 in (_SYMLINK, _GITLINK):
                 continue
             if blob_id is not None:
-                if entry.blob.hexsha == blob_id:
+                if entry.hexsha == blob_id:
                     found.append(path)
             elif hashlib.sha256(self.read(path)).hexdigest() == sha256:
                 found.append(path)

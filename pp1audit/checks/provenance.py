@@ -109,11 +109,22 @@ class ProvenanceRun:
             if clone is None:
                 hit = _Unavailable(Status.SKIP, self._not_given(name))
             else:
-                source = clone.source(sha)
-                hit = (FileStore(source) if source is not None
-                       else _Unavailable(Status.FAIL, self._missing_commit(clone, sha)))
+                hit = self._commit_store(clone, sha)
             self._stores[key] = hit
         return self._stores[key]
+
+    def _commit_store(self, clone: Clone, sha: str) -> FileStore | _Unavailable:
+        """A store over a commit of a clone: ``fail`` when the clone lacks it,
+        ``error`` when its object cannot be read or does not hash to its id."""
+        from pp1audit.gitsource import CloneError
+
+        try:
+            source = clone.source(sha)
+        except CloneError as exc:
+            return _Unavailable(Status.ERROR, str(exc))
+        if source is None:
+            return _Unavailable(Status.FAIL, self._missing_commit(clone, sha))
+        return FileStore(source)
 
     def cache(self) -> Cache:
         """The content-addressed cache of remote pins."""
@@ -319,20 +330,36 @@ class ProvenanceRun:
         if now == ref.commit:
             return Check(**base, status=Status.PASS, actual=now,
                          message=f"{full} still at the recorded {short(now)}")
-        recorded = short(ref.commit)
-        if clone.is_ancestor(ref.commit, now):
-            n = clone.count_between(ref.commit, now)
-            ahead = f"{n} commit(s)" if n is not None else "commits"
-            text = f"{full} now at {short(now)}, {ahead} ahead of the recorded {recorded}"
-        elif clone.commit(ref.commit) is None:
-            text = f"{full} now at {short(now)}; the recorded {recorded} is not in this clone"
-        else:
-            text = (f"{full} now at {short(now)}, not a descendant of the recorded {recorded} "
-                    "(history rewritten or reset)")
+        try:
+            text = self._move(clone, full, ref.commit, now)
+        except CloneError as exc:
+            return Check(**base, status=Status.ERROR, actual=now, message=str(exc))
+        # Whether the move was a fast-forward is information: a fixed ref that moved
+        # has failed, a moving one passes, however (or whether) its history is known.
         if ref.moving:
             return Check(**base, status=Status.PASS, actual=now,
                          message=f"{text} (moving ref: information)")
         return Check(**base, status=Status.FAIL, actual=now, message=f"fixed ref moved: {text}")
+
+    @staticmethod
+    def _move(clone: Clone, full: str, recorded: str, now: str) -> str:
+        """What a moved ref did, in words: never "rewritten" where a shallow clone
+        only stops its history (then it says the move cannot be told, and how to
+        deepen the clone)."""
+        was = short(recorded)
+        where = f"{full} now at {short(now)}"
+        moved = clone.ancestry(recorded, now)
+        deepen = f" (the clone is shallow; {clone.unshallow_hint()})" if moved.shallow else ""
+        if moved.kind == "ahead":
+            n = f"at least {moved.ahead}" if moved.at_least else str(moved.ahead)
+            return f"{where}, {n} commit(s) ahead of the recorded {was}"
+        if moved.kind == "absent":
+            return f"{where}; the recorded {was} is not in this clone{deepen}"
+        if moved.kind == "cut":
+            return (f"{where}; whether it descends from the recorded {was} cannot be told: "
+                    f"{clone.path} is a shallow clone and its history stops before the answer "
+                    f"({clone.unshallow_hint()})")
+        return f"{where}, not a descendant of the recorded {was} (history rewritten or reset)"
 
     def content_check(self, spec: GitSourceSpec, rule: ContentRule) -> Check:
         """``contains`` / ``lacks``: a path or bytes in a commit's tree."""
