@@ -265,6 +265,27 @@ class WheelInventory(Inventory):
         return self._entries.get(path)
 
 
+def _split_as_given(location: str) -> tuple[str, str]:
+    """The directory a path's last component is in, resolved as the OS resolves it,
+    and that component: the name Python finds the package directory by.
+
+    Not ``os.path.abspath``, which drops ``foo/..`` as text: with ``foo`` a
+    symlink, the OS (and Python's import) goes to the link target's parent, so
+    ``site/foo/../vllm`` must be judged where the other checks read it. A
+    trailing ``/`` or ``/.`` names the same directory; a last component ``..``
+    names no entry of a parent, so the whole path is resolved.
+    """
+    path = location if os.path.isabs(location) else os.path.join(os.getcwd(), location)
+    while True:
+        stripped = path.rstrip("/") or "/"
+        if os.path.basename(stripped) != ".":
+            break
+        path = os.path.dirname(stripped)
+    if os.path.basename(stripped) in ("..", ""):
+        stripped = os.path.realpath(stripped)
+    return os.path.realpath(os.path.dirname(stripped)), os.path.basename(stripped)
+
+
 def inventory_for(source: Source, package: str) -> Inventory:
     """The inventory of the tree ``source`` reads, rooted where RECORD paths start.
 
@@ -282,11 +303,11 @@ def inventory_for(source: Source, package: str) -> Inventory:
     if isinstance(source, DirectorySource):
         if source.mount is None:
             return DirInventory(source.base)
-        given = os.path.abspath(source.location)
-        if os.path.basename(given) != package:
+        parent, name = _split_as_given(source.location)
+        if name != package:
             raise TargetError(
                 f"{source.location}: the package directory is not named '{package}'; "
                 "give the site-packages directory for RECORD verification"
             )
-        return DirInventory(os.path.dirname(given))
+        return DirInventory(parent)
     raise TargetError(f"{source.location}: RECORD verification needs a directory or a wheel")

@@ -58,3 +58,21 @@ def test_a_link_named_otherwise_is_not_the_package(tmp_path: Path) -> None:
     checks = run_on(root / "other")
     assert list(checks) == ["record"] and checks["record"].status is Status.ERROR
     assert "the package directory is not named 'pkg'" in checks["record"].message
+
+
+def test_dot_dot_after_a_link_is_resolved_as_the_os_does(tmp_path: Path) -> None:
+    """``site/foo/../pkg`` with ``foo`` a link to ``evil/dir``: the OS, Python's
+    import and the file checks all go to ``evil/pkg``; so must RECORD and the
+    tree digest (``abspath`` would drop ``foo/..`` as text and judge the clean
+    ``site/pkg``: a pass over files nobody imports)."""
+    root = install(tmp_path / "site")
+    evil = tmp_path / "evil"
+    (evil / "dir").mkdir(parents=True)
+    shutil.copytree(root / "pkg", evil / "pkg")
+    (evil / "pkg" / "__init__.py").write_text("import os\n", encoding="utf-8")
+    (root / "foo").symlink_to(evil / "dir")
+    checks = run_on(root / "foo" / ".." / "pkg")
+    assert checks["record"].status is Status.ERROR
+    assert "no *.dist-info for 'pkg'" in checks["record"].message
+    for given in (root / "pkg", Path(f"{root}/pkg/"), Path(f"{root}/pkg/."), root / "pkg" / "data" / ".."):
+        assert bad(run_on(given)) == {}, given
