@@ -5,7 +5,9 @@ formatter and map the verdict to an exit code (0 open, 1 closed, 2 nothing
 judged). ``main`` is the only place errors become messages: a user error is one
 line and exit 2; an unexpected exception is a bug, still one line and exit 2.
 Results that cannot be written to stdout are neither: a full disk is one line
-and exit 2, a reader that stopped reading (a closed pipe) is silent, exit 141.
+and exit 2; a reader that stopped reading (a closed pipe, ``| head``) is the
+reader's choice: the rest of the output is dropped silently and the exit code
+is the run's own, so the 0/1/2 contract holds whoever reads the output.
 """
 
 from __future__ import annotations
@@ -29,13 +31,6 @@ if TYPE_CHECKING:
     from pp1audit.runconfig import ProvenanceOptions
 
 _DEFAULT_MANIFEST = "(the shipped PP1 manifest)"
-
-EXIT_PIPE = 141
-"""The reader of stdout went away (EPIPE): 128 + SIGPIPE, the status a shell
-reports for ``cat`` or ``grep`` in the same place. Not 0 (the output was not
-delivered), not 1 (that says the gate is closed, whatever the verdict was), not
-2 (the input was fine and the run was judged)."""
-
 
 def _load_manifest(path: Path | None) -> Manifest:
     from pp1audit.manifest import load_manifest
@@ -69,7 +64,7 @@ def make_provenance_options(m: Manifest, repos: tuple[str, ...], config: Path | 
 
 
 class StdoutFailed(Exception):
-    """Writing to stdout failed: the run's results were not delivered.
+    """Writing to stdout failed (not a closed pipe): the run's results were lost.
 
     Deliberately no ``OSError``: click turns an EPIPE ``OSError`` raised in a
     command into a silent exit 1 (the code of a closed gate), and ``main``
@@ -81,37 +76,52 @@ class StdoutFailed(Exception):
         self.cause = cause
 
 
-@contextlib.contextmanager
-def _stdout_errors() -> Iterator[None]:
-    """Any ``OSError`` of the enclosed write raised again as ``StdoutFailed``."""
-    try:
-        yield
-    except OSError as exc:
-        raise StdoutFailed(exc) from exc
-
-
 class _GuardedStdout:
     """``sys.stdout`` for the length of a run, its write errors raised as ``StdoutFailed``.
 
     Every command's results, click's ``--help`` and ``--version`` too, pass
     through this one object: a full disk or a closed pipe is told from a bug
-    in one place, not at each ``write``. Everything else is the real stream's.
+    in one place, not at each ``write``. A closed pipe (EPIPE) is not an error
+    of the run: the reader took what it wanted (``| head -1``, ``| grep -q``),
+    so from then on output is dropped and the command finishes, its exit code
+    the verdict's as the contract says (0, 1 or 2, nothing else: not the
+    shell's 141, which would read as neither open nor closed). Everything
+    else is the real stream's.
     """
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self._closed = False
+
+    def _reader_gone(self, exc: OSError) -> bool:
+        if exc.errno != errno.EPIPE:
+            return False
+        self._closed = True
+        _discard(self._stream)
+        return True
 
     def write(self, text: str) -> int:
-        with _stdout_errors():
+        if self._closed:
+            return len(text)
+        try:
             return self._stream.write(text)
+        except OSError as exc:
+            if self._reader_gone(exc):
+                return len(text)
+            raise StdoutFailed(exc) from exc
 
     def writelines(self, lines: Iterable[str]) -> None:
-        with _stdout_errors():
-            self._stream.writelines(lines)
+        for line in lines:
+            self.write(line)
 
     def flush(self) -> None:
-        with _stdout_errors():
+        if self._closed:
+            return
+        try:
             self._stream.flush()
+        except OSError as exc:
+            if not self._reader_gone(exc):
+                raise StdoutFailed(exc) from exc
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -411,15 +421,10 @@ def _discard(stream: TextIO) -> None:
 
 
 def _stdout_failed(exc: OSError, stdout: TextIO) -> int:
-    """The exit code of a run whose results could not be written to stdout.
-
-    A closed pipe is the reader's choice (``| head``): said by the exit code
-    alone, as every Unix filter does. Any other failure (a full disk, an I/O
-    error) loses the results: one line, exit 2.
-    """
+    """The exit code of a run whose results could not be written to stdout
+    (a full disk, an I/O error; a closed pipe only when it escaped the guard,
+    and the verdict with it): the results are lost, one line, exit 2."""
     _discard(stdout)
-    if exc.errno == errno.EPIPE:
-        return EXIT_PIPE
     _say(f"error: cannot write to stdout: {exc.strerror or exc}")
     return EXIT_USAGE
 
