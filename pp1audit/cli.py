@@ -371,17 +371,23 @@ def _report_text(path: Path, data: bytes) -> str:
 def _diff_lines(path: Path, current: str, text: str) -> Iterator[str]:
     """The unified diff of ``current`` against ``text``, one escaped line each: the
     file checked may come from anyone (a pull request), and its lines must not
-    write on the terminal; a line ending that differs shows (``\\r``)."""
+    write on the terminal; a line ending that differs shows (``\\r``).
+
+    The ``---``/``+++`` headers name files (``printable``); the lines after them
+    are the document's own text, quoted, so its backslashes stay as written
+    (``printable_code``, as ``treediff`` shows a span diff): ``C:\\temp`` or
+    ``"\\n".join`` must not read doubled when both files hold them alike."""
     import difflib
 
-    from pp1audit.safetext import printable
+    from pp1audit.safetext import printable, printable_code
 
     diff = difflib.unified_diff(
         current.splitlines(keepends=True), text.splitlines(keepends=True),
         fromfile=str(path), tofile="generated",
     )
-    for line in diff:
-        yield printable(line.removesuffix("\n")) + "\n"
+    for n, line in enumerate(diff):
+        shown = printable if n < 2 else printable_code
+        yield shown(line.removesuffix("\n")) + "\n"
 
 
 @cli.command()
