@@ -57,7 +57,7 @@ from pathlib import Path
 
 from pp1audit.hashing import Digest, Progress, default_workers
 from pp1audit.inventory import FILE, Entry
-from pp1audit.safetext import printable_code
+from pp1audit.safetext import printable
 
 TAG = sys.implementation.cache_tag or "none"
 MAGIC = importlib.util.MAGIC_NUMBER
@@ -134,6 +134,8 @@ def would_load(data: bytes, source: Entry | None, source_data: bytes | None,
 
 
 def _constants(code: types.CodeType) -> set[str]:
+    """Names and constants of ``code`` and the code it nests, each constant as ``_literal``
+    writes it (raw: the message it goes into is escaped once, by the output)."""
     out: set[str] = set()
     stack = [code]
     while stack:
@@ -143,7 +145,7 @@ def _constants(code: types.CodeType) -> set[str]:
             if isinstance(k, types.CodeType):
                 stack.append(k)
             elif isinstance(k, (str, bytes, int, float, complex)) and not isinstance(k, bool):
-                out.add(repr(k))
+                out.add(_literal(k))
     return out
 
 
@@ -287,19 +289,64 @@ _SHOWN = 40
 fields of a tampered pyc still make a message of one readable line."""
 
 
+def _literal(value: object) -> str:
+    """``value`` written as a Python literal, RAW: its text between quotes, nothing escaped.
+
+    Messages stay raw in the core and every output escapes them once (``printable`` for
+    people, the JSON encoder for JSON), so a literal must not carry escapes of its own:
+    ``repr``'s ``'a\\nb'`` would read ``'a\\\\nb'`` on a terminal. Written raw, one
+    ``printable`` gives what ``repr`` shows (a newline ``\\n``, a backslash ``\\\\``,
+    ESC ``\\x1b``) and JSON carries the constant itself. Bytes are decoded so that each
+    byte from 0x80 up is the surrogate ``printable`` shows as that byte (``\\xff``)."""
+    if isinstance(value, str):
+        return _quoted(value)
+    if isinstance(value, bytes):
+        return "b" + _quoted(value.decode("ascii", "surrogateescape"))
+    if isinstance(value, tuple):
+        inner = ", ".join(_literal(x) for x in value)
+        return f"({inner}{',' if len(value) == 1 else ''})"
+    if isinstance(value, frozenset):
+        return f"frozenset({{{', '.join(sorted(_literal(x) for x in value))}}})" if value else "frozenset()"
+    return repr(value)
+
+
+def _quoted(text: str) -> str:
+    """``text`` between the quotes ``repr`` would choose (never escaped inside)."""
+    quote = '"' if "'" in text and '"' not in text else "'"
+    return quote + text + quote
+
+
+def _width(text: str) -> int:
+    """Characters ``text`` takes once an output has escaped it (``\\x1b`` is four)."""
+    return len(printable(text))
+
+
+def _fit(text: str, width: int) -> str:
+    """The longest start of raw ``text`` that takes at most ``width`` characters once
+    escaped, ``…`` marking a cut: the cut falls between characters, never inside an
+    escape, since escaping happens after it."""
+    if _width(text) <= width:
+        return text
+    used = 0
+    for i, ch in enumerate(text):
+        used += _width(ch)
+        if used > width - 1:
+            return text[:i] + "…"
+    return text
+
+
 def _shown(value: object) -> str:
-    """``repr(value)``, escaped for a terminal (``printable_code``: the backslashes of
-    the literal are its notation, not doubled), at most about ``_SHOWN`` characters.
+    """``value`` as a raw literal (``_literal``) taking at most about ``_SHOWN``
+    characters once escaped by the output.
 
     A cut string stays a whole literal with ``…`` after its closing quote, so the
     reader sees where it ends and no parenthesis of the message is left open."""
     if isinstance(value, str):
         cut = value[:_SHOWN]
-        while len(repr(cut)) > _SHOWN:  # escapes lengthen the repr
+        while _width(_literal(cut)) > _SHOWN:  # escapes lengthen what is shown
             cut = cut[:-1]
-        return printable_code(repr(cut) + ("…" if len(cut) < len(value) else ""))
-    text = repr(value)
-    return printable_code(text if len(text) <= _SHOWN else text[:_SHOWN - 1] + "…")
+        return _literal(cut) + ("…" if len(cut) < len(value) else "")
+    return _fit(_literal(value), _SHOWN)
 
 
 def _window(text: str, at: int) -> str:
@@ -308,7 +355,7 @@ def _window(text: str, at: int) -> str:
     The window starts a few characters before ``at``, but never so many that
     their escapes (``\x1b`` is four characters) push ``at`` itself out of it."""
     start = max(0, at - _SHOWN // 4)
-    while start < at and len(repr(text[start:at + 1])) > _SHOWN // 2:
+    while start < at and _width(_literal(text[start:at + 1])) > _SHOWN // 2:
         start += 1
     piece = text[start:start + _SHOWN // 2]
     shown = _shown(piece)  # itself cut (and marked) when escapes lengthen it
@@ -417,9 +464,9 @@ def _compare(source: bytes, pyc: bytes, optimize: int) -> tuple[str, str] | None
     fields = _field_differences(code, fresh)
     detail = ""
     if extra:
-        detail += "; only in the bytecode: " + ", ".join(x[:60] for x in extra[:4])
+        detail += "; only in the bytecode: " + ", ".join(_fit(x, 60) for x in extra[:4])
     if missing:
-        detail += "; only in the source: " + ", ".join(x[:60] for x in missing[:4])
+        detail += "; only in the source: " + ", ".join(_fit(x, 60) for x in missing[:4])
     if fields:
         detail += "; differs in " + ", ".join(fields)
     elif not extra and not missing:

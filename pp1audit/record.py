@@ -48,7 +48,6 @@ from dataclasses import dataclass
 
 from pp1audit.hashing import Digest
 from pp1audit.inventory import DIR, FILE, UNREADABLE, Entry, Inventory
-from pp1audit.safetext import printable
 
 UNHASHED_OK = ("RECORD", "RECORD.jws", "RECORD.p7s")
 """Files of the verified dist-info a RECORD cannot hash: itself and its signatures."""
@@ -123,8 +122,9 @@ def parse_record(data: bytes, where: str) -> list[RecordEntry]:
             if not path:
                 raise RecordError(f"{where}:{line}: empty path")
             if (bad := _CONTROL.search(path)) is not None:
-                raise RecordError(f"{where}:{line}: path '{printable(path)}' contains the control character "
-                                  f"{printable(bad.group())}: not a file name an installer writes")
+                # Raw: the output escapes the message once (``safetext.printable``).
+                raise RecordError(f"{where}:{line}: path '{path}' contains the control character "
+                                  f"{bad.group()}: not a file name an installer writes")
             algorithm = digest = None
             if hash_field:
                 algorithm, sep, value = hash_field.partition("=")

@@ -811,6 +811,7 @@ def test_a_long_differing_item_and_an_escaped_string_still_show_where_they_part(
     """Cut to the same first characters, a long name in a names tuple, or a string
     of escapes, looked identical on both sides of the message."""
     from pp1audit.bytecode import _field_differences, _where_they_part
+    from pp1audit.safetext import printable
 
     long_name = "load_configuration_from_environment_variables_v"
     a = compile(f"from p import {long_name}1\n", "m", "exec")
@@ -818,6 +819,6 @@ def test_a_long_differing_item_and_an_escaped_string_still_show_where_they_part(
     (message,) = _field_differences(a, b)
     assert message.startswith("<module>.co_names (item 1: from character 47: ")
     assert "ariables_v1' in the bytecode" in message and "ariables_v2' compiled" in message
-    escapes = _where_they_part("\x1b" * 100, "\x1b" * 99 + "a")
+    escapes = printable(_where_they_part("\x1b" * 100, "\x1b" * 99 + "a"))  # as an output shows it
     mine, fresh = escapes.split(" in the bytecode, ")
     assert mine.endswith("\\x1b'") and fresh.endswith("a' compiled")

@@ -58,9 +58,9 @@ def test_a_move_is_said_in_words(shift: int, words: str) -> None:
 
 
 def test_a_python_literal_in_a_bytecode_message_is_not_escaped_twice() -> None:
-    """The message quotes both sides as ``repr`` does: ``'a\\\\b'`` is a backslash,
-    ``'a\\nb'`` a newline; the core does not double what the literal already escaped."""
-    assert _where_they_part("a\\b", "a\nb") == "'a\\\\b' in the bytecode, 'a\\nb' compiled"
+    """Once escaped by the output, the message quotes both sides as ``repr`` does:
+    ``'a\\\\b'`` is a backslash, ``'a\\nb'`` a newline (the core keeps them raw)."""
+    assert printable(_where_they_part("a\\b", "a\nb")) == "'a\\\\b' in the bytecode, 'a\\nb' compiled"
 
 
 def _b64(data: bytes) -> str:
