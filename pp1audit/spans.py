@@ -98,7 +98,9 @@ def normalize(lines: list[str]) -> list[str]:
     and runs of spaces folded *outside string literals*; the *relative*
     indentation of a line that starts a statement stays, so a re-indented block
     still matches but a line moved into or out of a block (a change of meaning)
-    does not. Lines inside open brackets or inside a triple-quoted string are
+    does not. (A whole span moved into or out of a block keeps its normalised
+    text: ``reindented_by`` measures that shift, and a citation reports it.)
+    Lines inside open brackets or inside a triple-quoted string are
     continuations, whose indentation means nothing. String literals are kept
     verbatim (``"a  b"`` is not ``"a b"``), and brackets in strings and comments
     are not counted, so a ``(`` in a comment cannot switch off the indentation
@@ -121,7 +123,7 @@ def normalize(lines: list[str]) -> list[str]:
     return out
 
 
-def _fold_code(text: str, quote: str | None) -> tuple[str, int, str | None]:
+def _fold_code(text: str, quote: str | None, *, strict: bool = False) -> tuple[str, int, str | None]:
     """One line's text with whitespace runs outside strings folded to one space.
 
     Returns the folded text, the change in bracket depth (outside strings and
@@ -129,6 +131,9 @@ def _fold_code(text: str, quote: str | None) -> tuple[str, int, str | None]:
     ``quote`` is the one open at its start. A lexer just good enough for this:
     string prefixes need no care (they are letters before the quote), escapes
     skip a character, a single-quoted string ends at the line end at the latest.
+    Without ``strict``, a triple quote opened as the line's last characters
+    (``s = '''``) is not reported open: ``normalize`` has always read it so, and
+    digests written by it must not change; ``reindented_by`` passes ``strict``.
     """
     out: list[str] = []
     i, n, change = 0, len(text), 0
@@ -163,7 +168,47 @@ def _fold_code(text: str, quote: str | None) -> tuple[str, int, str | None]:
             change -= 1
         out.append(ch)
         i += 1
-    return "".join(out), change, None
+    return "".join(out), change, quote if strict and quote is not None and len(quote) == 3 else None
+
+
+def _width(line: str) -> int:
+    """Column of a line's first non-blank character, tabs to multiples of 8 (as Python)."""
+    return len(line[: len(line) - len(line.lstrip())].expandtabs(8))
+
+
+def _open_after(lines: list[str]) -> tuple[int, str | None]:
+    """Bracket depth and open triple quote after ``lines`` (``normalize``'s lexer)."""
+    depth, quote = 0, None
+    for line in lines:
+        _, change, quote = _fold_code(line.lstrip(), quote, strict=True)
+        depth = max(0, depth + change)
+    return depth, quote
+
+
+def reindented_by(old: list[str], new: list[str], before: list[str]) -> int:
+    """Columns by which the span ``new`` (its lines now; ``before``: the file's lines above
+    it) is indented more than ``old`` (the anchored lines) at its first statement.
+
+    ``normalize`` dedents a span as a whole, so a span moved into a new block (say,
+    under an added ``if False:``) keeps its normalised text: in Python, the leading
+    indentation of a line that starts a statement says which block it is in, and
+    only a change of it is caught here. Lines that do not start a statement (blank,
+    comments, inside brackets or a triple-quoted string, also one opened above the
+    span) are skipped: their indentation means nothing. 0 when the first statement
+    is where it was, when there is none, or when the texts do not pair line for line.
+    """
+    old_lines = [line for line in old if line.strip()]
+    new_lines = [line for line in new if line.strip()]
+    if len(old_lines) != len(new_lines):
+        return 0
+    depth, quote = _open_after(before)
+    for k, line in enumerate(new_lines):
+        stripped = line.lstrip()
+        if depth == 0 and quote is None and not stripped.startswith("#"):
+            return _width(line) - _width(old_lines[k])
+        _, change, quote = _fold_code(stripped, quote, strict=True)
+        depth = max(0, depth + change)
+    return 0
 
 
 def fold(lines: list[str]) -> list[str]:

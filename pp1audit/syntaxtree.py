@@ -10,7 +10,8 @@ cached by text."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+import operator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -79,35 +80,217 @@ def literal(node: SgNode) -> tuple[type, object] | None:
 
 @lru_cache(maxsize=1024)
 def constant_truth(text: str) -> bool | None:
-    """The truth value of a condition made of constants (``False``, ``0``, ``not 1``,
-    ``False and x``), or None when it depends on anything at run time."""
+    """The truth value of a condition made of constants, or None when it depends on
+    anything at run time or is too costly to work out.
+
+    ``False``, ``0``, ``not 1``, ``False and x`` (``x`` is never evaluated), but also
+    ``1 == 2``, ``0 * 1``, ``2 > 1 > 0``, ``"a" in ("a", "b")``, ``None is None``,
+    ``f"" or ()``: a test spelled as an expression of constants is as dead (or as
+    certain) as a literal one, and an edit that hides code under ``if 1 == 2:`` must
+    not count it. The expression is folded with Python's own operators on the
+    constants' values (never ``eval``), within bounds (``_Folder``), so a hostile
+    ``10**10**10`` is refused, not computed."""
     try:
-        tree = ast.parse("(" + text + ")", mode="eval")
+        tree = ast.parse("(\n" + text + "\n)", mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
+    return _Folder(len(text)).truth(tree.body)
 
-    def value(node: ast.expr) -> bool | None:
+
+class _Refuse(Exception):
+    """Folding stops: not made of constants, not certain, or too costly."""
+
+
+MAX_INT_BITS = 4096
+"""The largest integer a fold may produce: constants in real tests are small; a
+``10**10**10`` in a hostile file would take minutes and gigabytes."""
+
+MAX_WEIGHT = 4096
+"""The largest value (items, characters, 64-bit words) an operator may produce."""
+
+_SINGLETONS = (None, True, False, Ellipsis)
+"""Objects whose identity Python guarantees: ``is`` is certain only against these."""
+
+
+def _cmp(op: ast.cmpop, a: Any, b: Any) -> Any:
+    """One comparison with Python's semantics; ``is`` only where its answer is certain."""
+    if isinstance(op, (ast.Is, ast.IsNot)):
+        if not any(a is s or b is s for s in _SINGLETONS):
+            raise _Refuse  # `1 is 1`, `() is ()`: an implementation detail, not a constant
+        return (a is b) == isinstance(op, ast.Is)
+    if isinstance(op, (ast.In, ast.NotIn)):
+        return (a in b) == isinstance(op, ast.In)
+    return _COMPARE[type(op)](a, b)
+
+
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+    ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+}
+
+
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos,
+    ast.Invert: operator.invert,
+}
+_NUMBERS = (int, float, complex)  # bool is an int
+
+
+class _Folder:
+    """Folds one expression of constants to its value, with bounded work.
+
+    Each value is carried with its weight (``_weigh``); an operator whose result
+    would pass ``MAX_WEIGHT`` or ``MAX_INT_BITS`` is refused before it runs (``*``,
+    ``**``, ``<<``) or after (the others cannot blow up), and every comparison or
+    operator spends its operands' weight from a budget proportional to the text, so
+    that no text costs more than a small multiple of its own parsing. Only
+    builtin values ever occur (the constants' and what operators make of them), so
+    the operators run no user code."""
+
+    def __init__(self, size: int) -> None:
+        self.budget = 16 * MAX_WEIGHT + 64 * size
+
+    def truth(self, node: ast.expr) -> bool | None:
+        try:
+            return bool(self.fold(node)[0])
+        except _Refuse:
+            return None
+        except Exception:  # 1 / 0, 1 < "a", {[]}, too deep: not a constant test
+            return None
+
+    def spend(self, cost: int) -> None:
+        self.budget -= cost
+        if self.budget < 0:
+            raise _Refuse
+
+    def _weigh(self, value: Any) -> int:
+        """Size of a value in work units: what comparing or copying it costs."""
+        if isinstance(value, int):
+            return 1 + value.bit_length() // 64
+        if isinstance(value, (str, bytes)):
+            return 1 + len(value) // 8
+        if isinstance(value, (tuple, list, set, frozenset)):
+            self.spend(len(value))
+            return 1 + sum(self._weigh(v) for v in value)
+        if isinstance(value, dict):
+            self.spend(len(value))
+            return 1 + sum(self._weigh(k) + self._weigh(v) for k, v in value.items())
+        return 1
+
+    def _result(self, value: Any) -> tuple[Any, int]:
+        """An operator's result, refused when it is larger than any constant test needs."""
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+            raise _Refuse
+        weight = self._weigh(value)
+        if weight > MAX_WEIGHT:
+            raise _Refuse
+        return value, weight
+
+    def fold(self, node: ast.expr) -> tuple[Any, int]:
+        """(value, weight) of a constant expression; ``_Refuse`` for anything else."""
+        self.spend(1)
         if isinstance(node, ast.Constant):
-            return bool(node.value)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            inner = value(node.operand)
-            return None if inner is None else not inner
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            return bool(node.elts)
-        if isinstance(node, ast.Dict):
-            return bool(node.keys)
+            return node.value, self._weigh(node.value)
+        if isinstance(node, ast.JoinedStr):  # f"..." without fields is a string
+            parts = [v.value for v in node.values if isinstance(v, ast.Constant)]
+            if len(parts) != len(node.values) or not all(isinstance(v, str) for v in parts):
+                raise _Refuse  # a field: its value is known at run time only
+            text = "".join(str(v) for v in parts)
+            return text, self._weigh(text)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+            return self._display(node)
         if isinstance(node, ast.BoolOp):
-            values = [value(v) for v in node.values]
-            decisive = isinstance(node.op, ast.Or)  # `or` is decided by a True, `and` by a False
-            for v in values:
-                if v is decisive:
-                    return decisive
-                if v is None:
-                    return None
-            return not decisive
-        return None
+            return self._boolop(node)
+        if isinstance(node, ast.Compare):
+            return self._compare(node)
+        if isinstance(node, ast.UnaryOp):
+            value, weight = self.fold(node.operand)
+            self.spend(weight)
+            return self._result(_UNARY[type(node.op)](value))
+        if isinstance(node, ast.BinOp):
+            return self._binop(node)
+        if isinstance(node, ast.IfExp):
+            test = self.fold(node.test)[0]
+            return self.fold(node.body if test else node.orelse)
+        raise _Refuse  # names, calls, attributes, subscripts, walruses, ...
 
-    return value(tree.body)
+    def _display(self, node: ast.Tuple | ast.List | ast.Set | ast.Dict) -> tuple[Any, int]:
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                raise _Refuse  # {**x}
+            keys = [self.fold(k) for k in node.keys if k is not None]
+            values = [self.fold(v) for v in node.values]
+            weight = 1 + sum(w for _, w in keys) + sum(w for _, w in values)
+            self.spend(weight)
+            return {k: v for (k, _), (v, _) in zip(keys, values, strict=True)}, weight
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            raise _Refuse  # [*x]
+        items = [self.fold(e) for e in node.elts]
+        weight = 1 + sum(w for _, w in items)
+        self.spend(weight)
+        values = [v for v, _ in items]
+        kind: type = {ast.Tuple: tuple, ast.List: list, ast.Set: set}[type(node)]
+        return kind(values), weight
+
+    def _boolop(self, node: ast.BoolOp) -> tuple[Any, int]:
+        """``and``/``or`` with short-circuit: operands after the deciding one are never
+        evaluated (``False and x`` is False whatever ``x`` is); an unknown operand
+        before it leaves the whole unknown (``x and False``: ``x`` is tested twice)."""
+        is_or = isinstance(node.op, ast.Or)
+        result: tuple[Any, int] = (None, 1)
+        for operand in node.values:
+            result = self.fold(operand)
+            if bool(result[0]) == is_or:
+                return result
+        return result
+
+    def _compare(self, node: ast.Compare) -> tuple[Any, int]:
+        """``a < b < c``: pairwise, stopping at the first false one (as Python does)."""
+        left, lw = self.fold(node.left)
+        result: Any = True
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            right, rw = self.fold(comparator)
+            self.spend(lw + rw)
+            result = _cmp(op, left, right)
+            if not result:
+                break
+            left, lw = right, rw
+        return self._result(result)
+
+    def _binop(self, node: ast.BinOp) -> tuple[Any, int]:
+        (a, aw), (b, bw) = self.fold(node.left), self.fold(node.right)
+        op = type(node.op)
+        if op not in _BINARY:
+            raise _Refuse  # `@`
+        self.spend(aw + bw)
+        if op is ast.Mod and not isinstance(a, _NUMBERS):
+            raise _Refuse  # "%*d" % (10**9, 1): string formatting can make any size
+        self._check_growth(op, a, aw, b, bw)
+        return self._result(_BINARY[op](a, b))
+
+    @staticmethod
+    def _check_growth(op: type[ast.operator], a: Any, aw: int, b: Any, bw: int) -> None:
+        """Refuse, before computing it, a result that would be too large to compute."""
+        if op is ast.Mult:
+            if isinstance(a, int) and isinstance(b, int):
+                if a.bit_length() + b.bit_length() > MAX_INT_BITS:
+                    raise _Refuse
+            elif isinstance(b, int) and b > 0 and aw * b > MAX_WEIGHT:
+                raise _Refuse  # "a" * 10**12
+            elif isinstance(a, int) and a > 0 and bw * a > MAX_WEIGHT:
+                raise _Refuse
+        elif op is ast.Pow and isinstance(a, int) and isinstance(b, int) and b > 0 \
+                and abs(a) > 1 and (b > MAX_INT_BITS or (a.bit_length() - 1) * b > MAX_INT_BITS):
+            raise _Refuse  # 10 ** 10 ** 10 (a ** b has more than (bits(a) - 1) * b bits)
+        elif op is ast.LShift and isinstance(a, int) and isinstance(b, int) and a != 0 \
+                and b > 0 and a.bit_length() + b > MAX_INT_BITS:
+            raise _Refuse  # 1 << 10 ** 9
 
 
 # --- conditions and bindings ---------------------------------------------------------------

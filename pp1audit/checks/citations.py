@@ -4,7 +4,9 @@ Proof comes from the file's pinned digest (the whole file is unchanged, so are
 its lines) or from the citation's anchor. When the file changed, the anchor is
 looked for again (``spans.relocate``): found at the pinned lines is ``pass``,
 found elsewhere is ``drift`` with ``found_lines``, not found is ``fail``. A
-citation is never re-anchored silently.
+citation is never re-anchored silently. In a Python file a span whose text
+matches only with its leading indentation shifted is ``drift`` even in place:
+it now sits in another block (``spans.reindented_by``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pp1audit.checks import source_problem
 from pp1audit.errors import SourceError
 from pp1audit.manifest import Anchor, Citation
 from pp1audit.result import Check, Status
-from pp1audit.spans import Span, relocate, span_sha256
+from pp1audit.spans import Span, reindented_by, relocate, span_sha256
 from pp1audit.store import FileStore
 
 
@@ -28,6 +30,26 @@ def _anchor_holds(anchor: Anchor, current: list[str]) -> str | None:
     if want is not None and span_sha256(current) == want:
         return "normalized"
     return None
+
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+def _reindented(path: str, anchor: Anchor, found: list[str], before: list[str]) -> int:
+    """Columns a Python span's statements moved right (+) or left (-) against its anchor.
+
+    A whitespace-normalised match forgives indentation, but in Python a uniform
+    shift of a span's leading indentation moves it into another block (under an
+    added ``if False:``, out of a loop): the same text, another meaning. Other
+    files, and sha256-only anchors (no text to measure), give 0."""
+    if anchor.exact is None or not path.endswith(PYTHON_SUFFIXES):
+        return 0
+    return reindented_by(anchor.exact, found, before)
+
+
+def _reindent_words(shift: int) -> str:
+    return (f"re-indented by {shift:+d} column{'' if abs(shift) == 1 else 's'}: its enclosing "
+            "block changed; re-pin after review")
 
 
 def moved_by(shift: int) -> str:
@@ -88,6 +110,10 @@ def check_citation(
                      "its span again")
     how = _anchor_holds(anchor, current) if in_range else None
     if how is not None:
+        shift = _reindented(span.path, anchor, current, lines[: span.start - 1])
+        if shift:
+            return replace(base, status=Status.DRIFT, found_lines=pinned, excerpt=excerpt,
+                           message=f"{span} still holds the anchored text, {_reindent_words(shift)}")
         note = "" if how == "exact" else " (whitespace differs)"
         return replace(base, status=Status.PASS, found_lines=pinned, excerpt=excerpt,
                      message=f"{span} still holds the anchored text{note}")
@@ -103,7 +129,9 @@ def check_citation(
     moved = Span(span.path, match.start, match.end)
     notes = []
     if match.how == "normalized":
-        notes.append("whitespace differs")
+        shift = _reindented(span.path, anchor, lines[match.start - 1 : match.end],
+                            lines[: match.start - 1])
+        notes.append(_reindent_words(shift) if shift else "whitespace differs")
     if match.candidates > 1:
         notes.append(
             f"{match.candidates} equally good places; the nearest to the pinned lines chosen"
