@@ -25,8 +25,9 @@ would execute something other than the audited files:
   standard library directories of the interpreter this site-packages belongs
   to (``lib/pythonX.Y`` and ``lib-dynload``; for a venv, those of its base
   interpreter, from ``pyvenv.cfg``), the zipped standard library before them
-  (``lib/python311.zip``: only its central directory is read), and module files
-  beside the package (``vllm.py``, ``vllm.*.so``) in the target root itself.
+  (``lib/python311.zip``: only names in its central directory are looked at),
+  and module files beside the package (``vllm.py``, ``vllm.*.so``) in the
+  target root itself.
   A ``sitecustomize`` / ``usercustomize`` in those standard-library places runs
   at every start too; it is named in the summary, not failed, because Debian
   and Ubuntu ship one (``/usr/lib/python3.X/sitecustomize.py``).
@@ -34,11 +35,13 @@ would execute something other than the audited files:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.machinery
 import os
 import re
-import stat
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pp1audit.inventory import DIR, FILE, DirInventory, Inventory
@@ -51,12 +54,18 @@ from pp1audit.record import (
     read_record,
     read_small,
 )
-from pp1audit.zipindex import ZipError, ZipIndex
+from pp1audit.safeio import NotRegular, TooLarge, read_regular
+from pp1audit.zipindex import ZipError
 
-STDLIB_ZIP_MAX = 64 << 20
-"""Largest ``pythonXY.zip`` whose central directory is read (a zipped standard
-library is a few MB; the bound keeps a hostile file from costing seconds and
-gigabytes of memory). A larger one is named in a note, not read."""
+STDLIB_ZIP_MAX = 16 << 20
+"""Largest ``pythonXY.zip`` read (whole, for its central directory). A zipped
+standard library is a few MB. Measured on CPython 3.11.7: its whole standard
+library, test suite included (1,790 modules), zips to 7.2 MB as source and
+15.4 MiB as bytecode; without the tests, tkinter and idlelib (about what the
+Windows embeddable distribution ships) to 5.1 MB of bytecode. 16 MiB holds all
+of those; a larger file is named in a note, not read. At the cap a hostile zip
+(155,000 members) costs about 0.2 s; at the former 64 MiB one of 300,000
+members in 28 MB cost 1.6 s and 90 MB."""
 
 CUSTOMIZE = ("sitecustomize", "usercustomize")
 """Modules ``site`` imports at every interpreter start."""
@@ -275,38 +284,129 @@ def _zip_hit(zpath: str, names: set[str], package: str) -> ZipHit | None:
     return None
 
 
-def _zip_names(zpath: str, report: ShadowReport) -> set[str] | None:
-    """The member names of the stdlib zip (central directory only), or None.
+def _zip_names(zpath: str, report: ShadowReport, packages: tuple[str, ...]) -> set[str] | None:
+    """The member names of the stdlib zip ``_zip_hit`` needs for ``packages``, or None.
 
-    A missing zip is the usual case and says nothing; one that is not a regular
-    file, too large or unreadable is a note (what it holds is unknown).
+    Read through ``safeio``: the open never blocks (a FIFO swapped in after a
+    ``stat`` hung the run) and the type and size are checked on the open
+    descriptor. A final symlink is followed, as by zipimport, which imports from
+    what the link names: a linked zip holding a copy of the package is a copy
+    Python imports (a link to a FIFO or a device is still refused). Only names
+    of the forms ``_zip_hit`` looks for are decoded and kept, at most a few per
+    package (``_relevant``): a hostile zip of 300,000 members must not become a
+    set of 300,000 strings. A missing zip is the usual case and says nothing; one
+    that is not a regular file, too large or unreadable is a note (what it holds
+    is unknown).
     """
+    ahead = f"{zpath} (on sys.path ahead of the audited copy)"
     try:
-        st = os.stat(zpath)
+        data = read_regular(zpath, STDLIB_ZIP_MAX, follow=True)  # as zipimport opens it
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except NotRegular:
+        report.notes.append(f"{ahead} is not a regular file; not opened")
+        return None
+    except TooLarge as exc:
+        report.notes.append(f"{ahead} is {exc.size:,} bytes, over the {STDLIB_ZIP_MAX >> 20} MiB read "
+                            "for its member list; not looked into")
+        return None
     except OSError as exc:
-        report.notes.append(f"{zpath} (on sys.path ahead of the audited copy) cannot be examined: "
-                            f"{exc.strerror or exc}")
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        report.notes.append(f"{zpath} (on sys.path ahead of the audited copy) is not a regular file; "
-                            "not opened")
-        return None
-    if st.st_size > STDLIB_ZIP_MAX:
-        report.notes.append(f"{zpath} (on sys.path ahead of the audited copy) is {st.st_size:,} bytes, "
-                            f"over the {STDLIB_ZIP_MAX >> 20} MiB read for its member list; not looked into")
+        report.notes.append(f"{ahead} cannot be examined: {exc.strerror or exc}")
         return None
     try:
-        index = ZipIndex(zpath)
-    except (ZipError, OSError) as exc:
-        report.notes.append(f"{zpath} (on sys.path ahead of the audited copy) cannot be read ({exc}); "
-                            "whether it holds another copy is unknown")
+        start, end = _central_directory(data)
+        return _relevant(_names_starting(data, start, end, _prefixes(packages)), packages)
+    except ZipError as exc:
+        report.notes.append(f"{ahead} cannot be read ({exc}); whether it holds another copy is unknown")
         return None
+
+
+_ZIP_END = struct.Struct("<4s4H2LH")
+"""End of central directory record (22 bytes): its signature ... the directory's
+size (field 5), offset and the comment's length."""
+_ZIP64_LOCATOR_SIZE = 20
+_ZIP64_END = struct.Struct("<4sQ2H2L4Q")
+"""Zip64 end record (56 bytes): the directory's size is field 8."""
+_ENTRY = struct.Struct("<4s4xH18x3H")
+"""A central directory entry's signature, flags and name, extra and comment lengths;
+the name follows the entry's 46 fixed bytes."""
+_ENTRY_SIZE = 46
+
+
+def _central_directory(data: bytes) -> tuple[int, int]:
+    """Start and end of the central directory of zip ``data``; ``ZipError`` when none.
+
+    Found as ``zipfile`` and ``zipimport`` find it: the end record ending the file,
+    else the last one in the 64 KiB a comment may take; the directory ends where
+    that record (or the zip64 one before it) starts, whatever its offset field says
+    (a prefix before the archive shifts every offset)."""
+    at = len(data) - _ZIP_END.size
+    if at < 0 or not data.startswith(b"PK\x05\x06", at) or not data.endswith(b"\0\0"):
+        at = data.rfind(b"PK\x05\x06", max(0, len(data) - 0xFFFF - _ZIP_END.size))
+    if at < 0 or at + _ZIP_END.size > len(data):
+        raise ZipError("File is not a zip file")
+    size = _ZIP_END.unpack_from(data, at)[5]
+    end = at
+    locator = at - _ZIP64_LOCATOR_SIZE
+    if locator >= 0 and data.startswith(b"PK\x06\x07", locator):
+        end = locator - _ZIP64_END.size
+        if end < 0 or not data.startswith(b"PK\x06\x06", end):
+            raise ZipError("bad zip64 end of central directory")
+        size = _ZIP64_END.unpack_from(data, end)[8]
+    if size > end:
+        raise ZipError("bad size of the central directory")
+    return end - size, end
+
+
+def _prefixes(packages: tuple[str, ...]) -> tuple[bytes, ...]:
+    """``pkg/`` and ``pkg.`` as a member name's raw bytes may start: UTF-8 (the name
+    flagged so) or CP437 (not flagged), as zipimport decodes them."""
+    out = set()
+    for package in packages:
+        for head in (f"{package}/", f"{package}."):
+            out.add(head.encode("utf-8"))
+            with contextlib.suppress(UnicodeEncodeError):  # no unflagged name decodes to it
+                out.add(head.encode("cp437"))
+    return tuple(sorted(out))
+
+
+def _names_starting(data: bytes, start: int, end: int, prefixes: tuple[bytes, ...]) -> Iterator[str]:
+    """The decoded names of the directory's members whose raw name starts with one of
+    ``prefixes``; every other name is skipped undecoded, uncopied."""
+    pos = start
     try:
-        return set(index.names())
-    finally:
-        index.close()
+        while pos < end:
+            signature, flags, nlen, elen, clen = _ENTRY.unpack_from(data, pos)
+            if signature != b"PK\x01\x02":
+                raise ZipError("bad central directory entry")
+            name = pos + _ENTRY_SIZE
+            if data.startswith(prefixes, name, name + nlen):
+                raw = data[name : name + nlen]
+                yield raw.decode("utf-8" if flags & 0x800 else "cp437", errors="surrogateescape")
+            pos = name + nlen + elen + clen
+    except struct.error:
+        raise ZipError("truncated central directory entry") from None
+    if pos != end:
+        raise ZipError("the last central directory entry overruns the directory")
+
+
+def _relevant(names: Iterator[str], packages: tuple[str, ...]) -> set[str]:
+    """The names ``_zip_hit`` decides on, at most six per package: the four it tries,
+    one member below ``pkg/`` (any says "a directory"), and the first extension
+    module ``pkg.*`` in sorted order (the one it names)."""
+    wanted = set(packages)
+    exact = {f"{p}{tail}" for p in packages for tail in ("/__init__.pyc", "/__init__.py", ".pyc", ".py")}
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    kept: dict[tuple[str, str], str] = {}
+    for name in names:
+        if name in exact:
+            kept[name, ""] = name
+        elif (head := name.split("/", 1)[0]) != name:
+            if head in wanted:
+                kept.setdefault((head, "/"), name)
+        elif name.endswith(suffixes) and (head := name.split(".", 1)[0]) in wanted:
+            kept[head, "."] = min(kept.get((head, "."), name), name)
+    return set(kept.values())
 
 
 def check_stdlib(root: str, package: str, report: ShadowReport) -> None:
@@ -325,7 +425,7 @@ def check_stdlib(root: str, package: str, report: ShadowReport) -> None:
             if (found := _copy_in(d, hook)) is not None:
                 _customize_note(found, report)
     zpath = _stdlib_zip(stdlib)
-    names = _zip_names(zpath, report) if zpath else None
+    names = _zip_names(zpath, report, (package, *CUSTOMIZE)) if zpath else None
     if zpath is None or names is None:
         return
     report.looked_in.append(zpath)

@@ -1,4 +1,4 @@
-"""Text from the target is escaped once, by the output, never also where it is built.
+"""Text from the target is escaped once, by the output; the zipped stdlib read safely and cheaply.
 
 ``safetext.printable`` doubles backslashes (so a name holding ``\\n`` is told from one
 holding a newline), so a message escaped in the core and again by the output read
@@ -6,15 +6,23 @@ holding a newline), so a message escaped in the core and again by the output rea
 constant holding a newline; ``report --check`` doubled every backslash of the
 document in its diff. The core keeps messages raw; each output escapes them once
 (JSON by its encoder, carrying the raw text).
+
+The stdlib zip was ``stat``-ed then opened blocking (a FIFO swapped in between
+hung the run), and all its member names were decoded into a set when a few
+decide; its size cap was far above any real zipped standard library.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import json
 import marshal
+import os
+import threading
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 from test_record_units import install
 
@@ -125,3 +133,88 @@ def test_report_check_diff_keeps_the_documents_backslashes(tmp_path: Path) -> No
     assert lines[0] == f"--- {printable(str(saved))}" and "r\\\\eport.md" in lines[0]
     assert "-C:\\temp" in lines and '-sep = "\\n".join(parts)' in lines and "-x\\x1b[2J\\r" in lines
 
+
+
+# --- the zipped standard library (shadowing._zip_names) --------------------------
+
+def _venv_zip(tmp_path: Path) -> tuple[Path, Path]:
+    """An installed ``pkg`` in a venv, and where its base's ``pythonXY.zip`` goes."""
+    from test_shadowing_more import ZIPNAME, venv_with_base
+
+    root, base = venv_with_base(tmp_path)
+    return root, base / "lib" / ZIPNAME
+
+
+def _zip_names(zpath: Path, packages: tuple[str, ...] = ("pkg",)) -> tuple[set[str] | None, list[str]]:
+    from pp1audit.shadowing import ShadowReport, _zip_names
+
+    report = ShadowReport()
+    return _zip_names(str(zpath), report, packages), report.notes
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_swapped_in_after_the_stat_is_refused_not_waited_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The zip was ``os.stat``-ed, then opened blocking: a FIFO put in its place
+    between the two hung the run. Here ``os.stat`` sees the regular file it was."""
+    regular = tmp_path / "regular"
+    regular.write_bytes(b"")
+    real_stat = os.stat
+    _root, zpath = _venv_zip(tmp_path)
+    os.mkfifo(zpath)
+
+    def stat_before_the_swap(p: object, *a: object, **k: object) -> os.stat_result:
+        return real_stat(regular) if str(p) == str(zpath) else real_stat(p, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", stat_before_the_swap)  # the module shadowing calls it through
+    out: list[tuple[set[str] | None, list[str]]] = []
+    worker = threading.Thread(target=lambda: out.append(_zip_names(zpath)), daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():  # blocked in open(): give it a writer so the thread ends
+        os.close(os.open(zpath, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(30)
+        pytest.fail("opening the stdlib zip waited on a FIFO")
+    assert out == [(None, [f"{zpath} (on sys.path ahead of the audited copy) is not a regular file; "
+                           "not opened"])]
+
+
+def test_a_linked_zip_is_read_as_python_imports_it(tmp_path: Path) -> None:
+    from test_shadowing_more import write_zip
+
+    _root, zpath = _venv_zip(tmp_path)
+    elsewhere = write_zip(tmp_path / "elsewhere.zip", {"pkg.py": ""})
+    zpath.symlink_to(elsewhere)
+    assert _zip_names(zpath) == ({"pkg.py"}, [])
+
+
+def test_only_the_names_that_decide_are_kept(tmp_path: Path) -> None:
+    """A zip of thousands of members became a set of all their names; what
+    ``_zip_hit`` decides on is a handful per package, and decides the same."""
+    from test_shadowing_more import write_zip
+
+    from pp1audit.shadowing import _zip_hit
+
+    ext = importlib.machinery.EXTENSION_SUFFIXES[0]
+    members = {**{f"pkg/m{i:04}.py": "" for i in range(2000)}, **{f"other{i:04}.py": "" for i in range(2000)},
+               f"pkg{ext}": "", f"pkg.b{ext}": "", "pkg.py": "", "sitecustomize/x.txt": "", "pkgx.py": "",
+               "donn\u00e9es/__init__.py": ""}
+    _root, zpath = _venv_zip(tmp_path)
+    write_zip(zpath, members)
+    packages = ("pkg", "donn\u00e9es", "sitecustomize", "usercustomize")
+    names, notes = _zip_names(zpath, packages)
+    assert notes == [] and names == {"pkg.py", "pkg/m0000.py", min(f"pkg{ext}", f"pkg.b{ext}"),
+                                     "sitecustomize/x.txt", "donn\u00e9es/__init__.py"}
+    for package in packages:
+        assert _zip_hit(str(zpath), names, package) == _zip_hit(str(zpath), set(members), package)
+
+
+def test_a_zip_far_larger_than_a_standard_library_is_not_read(tmp_path: Path) -> None:
+    """All of CPython's standard library zips to 16 MiB at most (shadowing.STDLIB_ZIP_MAX)."""
+    _root, zpath = _venv_zip(tmp_path)
+    with zpath.open("wb") as f:
+        f.truncate(17 << 20)  # sparse: no 17 MiB written
+    names, notes = _zip_names(zpath)
+    assert names is None
+    assert notes == [f"{zpath} (on sys.path ahead of the audited copy) is {17 << 20:,} bytes, over the "
+                     "16 MiB read for its member list; not looked into"]
