@@ -3,9 +3,9 @@
 Results that cannot be written to stdout (a full disk) are one line and exit 2,
 never an "internal error"; a reader that went away (``| head``) is silent and
 the exit code is the run's own (the 0/1/2 contract, whoever reads the output);
-``report`` says its verdict on stderr whether the gate is open or closed; a report to ``--check`` that is no text is bad
-input, not a stale report; what the tree says (its version) never reaches the
-terminal raw.
+``report`` says its verdict on stderr whether the gate is open or closed; a
+report to ``--check`` that is no text is bad input, not a stale report; what
+the tree says (its version) never reaches the terminal raw.
 """
 
 from __future__ import annotations

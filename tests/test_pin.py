@@ -288,6 +288,28 @@ def test_whitespace_only_change_is_requoted_and_version_loss_is_unresolved(
     assert run_cli("check", str(root), "-m", str(out)).returncode == 1
 
 
+def test_a_span_moved_into_another_block_is_said_to_be_reindented(
+    make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    """``check`` calls a span re-indented under a new ``if False:`` drift (its block
+    changed): the review table must say that too, not "whitespace differs"."""
+    root = make_files({
+        "pkg/__init__.py": "",
+        "pkg/_version.py": "__version__ = '1.0'\n",
+        "pkg/a.py": "def f():\n    x = 1\n    return g(x)\n",
+    })
+    m = tmp_path / "m.yaml"
+    proc = run_cli("init", str(root), "-p", "pkg", "--cite", "ret=pkg/a.py:3-3", "-o", str(m))
+    assert proc.returncode == 0, proc.stderr
+    (root / "pkg" / "a.py").write_text("def f():\n    if False:\n        return g(x)\n")
+    assert run_cli("check", str(root), "-m", str(m)).returncode == 1
+    rc, review, _ = pin_json(root, m, "-o", str(tmp_path / "out.yaml"))
+    assert rc == 0
+    assert rows(review, "changed")["ret"]["detail"] == (
+        "same place; anchor text re-quoted (re-indented by +4 columns: its enclosing block "
+        "changed; re-pin after review)")
+
+
 def test_a_crlf_manifest_stays_crlf(vllm_wheel_030: Path, tmp_path: Path) -> None:
     m = tmp_path / "crlf.yaml"
     m.write_bytes(PROBE.read_bytes().replace(b"\n", b"\r\n"))

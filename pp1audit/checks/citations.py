@@ -47,7 +47,8 @@ def _reindented(path: str, anchor: Anchor, found: list[str], before: list[str]) 
     return reindented_by(anchor.exact, found, before)
 
 
-def _reindent_words(shift: int) -> str:
+def reindent_words(shift: int) -> str:
+    """How a re-indented span is said, by ``check`` and by ``pin``."""
     return (f"re-indented by {shift:+d} column{'' if abs(shift) == 1 else 's'}: its enclosing "
             "block changed; re-pin after review")
 
@@ -113,7 +114,7 @@ def check_citation(
         shift = _reindented(span.path, anchor, current, lines[: span.start - 1])
         if shift:
             return replace(base, status=Status.DRIFT, found_lines=pinned, excerpt=excerpt,
-                           message=f"{span} still holds the anchored text, {_reindent_words(shift)}")
+                           message=f"{span} still holds the anchored text, {reindent_words(shift)}")
         note = "" if how == "exact" else " (whitespace differs)"
         return replace(base, status=Status.PASS, found_lines=pinned, excerpt=excerpt,
                      message=f"{span} still holds the anchored text{note}")
@@ -131,7 +132,7 @@ def check_citation(
     if match.how == "normalized":
         shift = _reindented(span.path, anchor, lines[match.start - 1 : match.end],
                             lines[: match.start - 1])
-        notes.append(_reindent_words(shift) if shift else "whitespace differs")
+        notes.append(reindent_words(shift) if shift else "whitespace differs")
     if match.candidates > 1:
         notes.append(
             f"{match.candidates} equally good places; the nearest to the pinned lines chosen"
