@@ -229,7 +229,11 @@ def fetch(
                               total_timeout=total_timeout)
     m = _load_manifest(manifest)
     outcomes = fetch_manifest(m, options)
-    lines = [f"{'ok' if how == 'ok' else 'FAILED':6}  {pid}: {msg}" for pid, how, msg in outcomes]
+    from pp1audit.safetext import printable
+
+    # Messages quote what servers said (a reason phrase, a Location): escaped here, once.
+    lines = [printable(f"{'ok' if how == 'ok' else 'FAILED':6}  {pid}: {msg}")
+             for pid, how, msg in outcomes]
     hows = {how for _, how, _ in outcomes}
     lines.append(f"{sum(how == 'ok' for _, how, _ in outcomes)} of {len(outcomes)} pin(s) cached "
                  f"in {cache_dir_of(options)}")

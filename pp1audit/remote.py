@@ -53,7 +53,6 @@ from urllib.parse import SplitResult, urljoin, urlsplit
 from pp1audit.errors import MissingFile, Pp1Error, SourceError
 from pp1audit.paths import url_problem
 from pp1audit.safeio import NotRegular, TooLarge, read_regular
-from pp1audit.safetext import printable
 from pp1audit.sources import Source, kind_of_mode
 
 CHUNK = 64 * 1024
@@ -216,7 +215,7 @@ def _refusal(url: str) -> str | None:
         return None
     if scheme == "http":
         return "plain http refused (https only, except loopback addresses)"
-    return f"scheme '{printable(parts.scheme)}' refused (https only)"
+    return f"scheme '{parts.scheme}' refused (https only)"
 
 
 def _where(pinned: str, current: str) -> str:
@@ -304,7 +303,7 @@ def _network_reason(exc: BaseException) -> str:
         if isinstance(e, http.client.RemoteDisconnected):
             return "connection closed by the server before any response"
         if isinstance(e, http.client.BadStatusLine):
-            line = printable(str(e.args[0] if e.args else "").rstrip("\r\n"))
+            line = str(e.args[0] if e.args else "").rstrip("\r\n")
             return f"not an HTTP response (first line: {line[:80]})"
         if isinstance(e, http.client.HTTPException) and e.args:
             return _bad_response(str(e.args[0]))
@@ -334,7 +333,7 @@ def _bad_response(text: str) -> str:
     too_many = _TOO_MANY.fullmatch(text)
     if too_many:
         return f"bad HTTP response: more than {too_many[1]} header lines"
-    return f"bad HTTP response: {printable(text)[:200]}"
+    return f"bad HTTP response: {text[:200]}"
 
 
 def _undecodable(chain: list[BaseException]) -> str:
@@ -343,8 +342,8 @@ def _undecodable(chain: list[BaseException]) -> str:
 
     encoding = next((m[1] for e in chain if (m := _ENCODING.search(str(e)))), "")
     detail = next((_ZLIB.sub("", str(e)) for e in chain if isinstance(e, zlib.error)), "")
-    said = ": ".join(x for x in (f"Content-Encoding {printable(encoding)}" if encoding else "",
-                                 printable(detail)) if x)
+    said = ": ".join(x for x in (f"Content-Encoding {encoding}" if encoding else "",
+                                 detail) if x)
     return f"body could not be decoded ({said})" if said else "body could not be decoded"
 
 
@@ -606,11 +605,11 @@ def _redirect_target(pinned: str, current: str, location: str) -> str:
     try:
         nxt = urljoin(current, location)
     except ValueError as exc:
-        raise FetchError(f"{where}: redirect to {printable(location)}: "
+        raise FetchError(f"{where}: redirect to {location}: "
                          f"not a valid URL ({exc})") from None
     problem = url_problem(nxt)
     if problem is not None:
-        raise FetchError(f"{where}: redirect to {printable(location)}: {problem}")
+        raise FetchError(f"{where}: redirect to {location}: {problem}")
     return nxt
 
 
@@ -674,7 +673,7 @@ def _next_hop(response: Any, pinned: str, current: str) -> str | None:
     ``_Retryable`` for a 5xx; ``FetchError`` for any other answer."""
     where = _where(pinned, current)
     status = response.status_code
-    said = f"HTTP {status} {printable(response.reason or '')}".rstrip()
+    said = f"HTTP {status} {response.reason or ''}".rstrip()
     if status in REDIRECT_CODES:
         location = response.headers.get("Location")
         if not location:

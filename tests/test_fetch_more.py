@@ -55,6 +55,9 @@ def canned() -> dict[str, bytes]:
                     b"Content-Length: 0\r\n\r\n",
         "/to-plain-http": b"HTTP/1.1 302 Found\r\nLocation: http://example.invalid/x.py\r\n"
                           b"Content-Length: 0\r\n\r\n",
+        "/to-odd": b"HTTP/1.1 302 Found\r\nLocation: file:///C:\\evil\x1b[2J\r\n"
+                   b"Content-Length: 0\r\n\r\n",
+        "/odd-reason": b"HTTP/1.1 404 No\\pe\x1b[2J\r\nContent-Length: 0\r\n\r\n",
     }
 
 
@@ -236,6 +239,44 @@ def test_a_refused_redirect_names_the_pinned_url(
     with pytest.raises(FetchError) as info:
         download(raw.url + path, BODY_SHA, Cache(tmp_path / "cache"), FetchPolicy(attempts=1))
     assert str(info.value) == f"{raw.url}{path} redirected to {target}: {reason}"
+
+
+def test_what_a_server_says_is_escaped_once_in_every_output(
+    raw: Raw, tmp_path: Path, make_files: Callable[[dict[str, str]], Path]
+) -> None:
+    """A Location holding a backslash and an escape sequence: raw in the core and in
+    JSON, escaped once in ``fetch``'s lines and in ``check``'s text (escaped when the
+    message was made and again when shown, ``C:\\evil`` read as ``C:\\\\evil``)."""
+    m = pin_manifest(tmp_path, f"{raw.url}/to-odd")
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    shown = "redirected to file:///C:\\\\evil\\x1b[2J: scheme 'file' refused (https only)"
+    proc = run_cli("fetch", "-m", str(m), *cache, "--attempts", "1", timeout=60)
+    assert proc.returncode == 2
+    assert proc.stdout.splitlines()[0].endswith(shown), proc.stdout
+    assert "\x1b" not in proc.stdout
+    tree = make_files({"pkg/__init__.py": ""})
+    proc = run_cli("check", str(tree), "-m", str(m), *cache, "--fetch", "--format", "json",
+                   timeout=60)
+    message = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}["r1"]["message"]
+    assert message.endswith("redirected to file:///C:\\evil\x1b[2J: scheme 'file' refused (https only)")
+    proc = run_cli("check", str(tree), "-m", str(m), *cache, "--fetch", timeout=60)
+    assert shown in proc.stdout and "\x1b" not in proc.stdout, proc.stdout
+
+
+def test_a_reason_phrase_is_escaped_once(
+    raw: Raw, tmp_path: Path, make_files: Callable[[dict[str, str]], Path]
+) -> None:
+    m = pin_manifest(tmp_path, f"{raw.url}/odd-reason")
+    tree = make_files({"pkg/__init__.py": ""})
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    proc = run_cli("check", str(tree), "-m", str(m), *cache, "--fetch", "--format", "json",
+                   timeout=60)
+    message = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}["r1"]["message"]
+    assert message.endswith("HTTP 404 No\\pe\x1b[2J")  # raw in JSON
+    proc = run_cli("check", str(tree), "-m", str(m), *cache, "--fetch", timeout=60)
+    assert "HTTP 404 No\\\\pe\\x1b[2J" in proc.stdout, proc.stdout  # once in text
+    proc = run_cli("fetch", "-m", str(m), *cache, "--attempts", "1", timeout=60)
+    assert proc.stdout.splitlines()[0].endswith("HTTP 404 No\\\\pe\\x1b[2J"), proc.stdout
 
 
 # -- 2. one size cap for every command that reads the cache
