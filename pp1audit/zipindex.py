@@ -26,9 +26,11 @@ when it is opened: the audit must read every member pip would install.
 from __future__ import annotations
 
 import functools
+import io
 import os
 import posixpath
 import re
+import stat
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -106,6 +108,30 @@ def _zip64_extra(extra: bytes, size: int, csize: int, offset: int) -> tuple[int,
     return size, csize, offset
 
 
+def _open_regular(path: str) -> io.BufferedReader:
+    """The archive opened for reading, only if it is a regular file.
+
+    Callers check the path first, but a FIFO swapped in after that check would
+    hang a plain ``open`` (it waits for a writer) and a device would be read
+    forever: ``O_NONBLOCK`` makes the open return at once, and the type is
+    judged on the descriptor itself (``fstat``), so no race remains. A symlink
+    to a regular file is followed, as Python and pip follow it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ZipError(exc.strerror or str(exc)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise ZipError(exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ZipError("not a regular file; not opened")
+    return os.fdopen(fd, "rb")
+
+
 class ZipIndex:
     """The members of a zip archive by name; ``read`` returns verified bytes."""
 
@@ -120,10 +146,7 @@ class ZipIndex:
         ``purelib``/``platlib`` members it installs at the root. Known from the one
         search that clears aliases; only when True do the sources lay the members out
         (``sources.wheel_layout``). True too whenever names are looked at one by one."""
-        try:
-            self._fh = open(self.path, "rb")  # noqa: SIM115 - kept open for reads, closed by close()
-        except OSError as exc:
-            raise ZipError(exc.strerror or str(exc)) from None
+        self._fh = _open_regular(self.path)
         try:
             self.members = self._read_directory()
         except (OSError, struct.error) as exc:

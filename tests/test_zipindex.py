@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 import re
 import shutil
@@ -374,3 +375,30 @@ def test_a_directory_run_never_loads_the_inflater(tmp_path: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_a_fifo_in_place_of_the_archive_is_refused_without_waiting(tmp_path: Path) -> None:
+    """A wheel path swapped for a FIFO after the caller's check: a plain ``open``
+    would wait for a writer forever; the index refuses it on the descriptor."""
+    import threading
+
+    fifo = tmp_path / "pkg-1.0-py3-none-any.whl"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | None] = []
+
+    def build() -> None:
+        try:
+            ZipIndex(fifo)
+            outcome.append(None)
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+
+    t = threading.Thread(target=build, daemon=True)
+    t.start()
+    t.join(10)
+    if t.is_alive():  # the old behaviour: release the open before failing
+        with open(fifo, "wb"):
+            pass
+        t.join(10)
+        pytest.fail("ZipIndex blocked opening a FIFO")
+    assert isinstance(outcome[0], ZipError) and str(outcome[0]) == "not a regular file; not opened"
