@@ -1,7 +1,8 @@
 """What one parsed file says beyond its syntax, memoised per node: which scope
-owns a node, which code can never run, which binding of a name is in force
-after a body ran, which statements lie in exclusive branches, and every match
-of a pattern including its other assignment forms.
+owns a node, which code may not (or can never) run, which binding of a name is
+in force after a body ran (and what replaces it from outside a class body),
+what a decorator is, which statements lie in exclusive branches, and every
+match of a pattern including its other assignment forms.
 
 Separate from ``matcher`` because these facts belong to the file, not to a
 rule: ``ParsedFile`` builds one ``Facts`` per file and every invariant on that
@@ -10,9 +11,11 @@ file shares its caches. The semantics it implements are set out in the
 
 from __future__ import annotations
 
+import ast
 import re
+import symtable
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pp1audit.patterns import Hit, Pat, assign_parts, at, find, parse_pattern
 from pp1audit.syntaxtree import (
@@ -23,10 +26,13 @@ from pp1audit.syntaxtree import (
     bound_names,
     branches,
     constant_truth,
+    flatten_targets,
     key,
     line,
+    literal,
     named_items,
     short,
+    unparen,
     within,
 )
 
@@ -42,6 +48,24 @@ _COMPOUND = ("if_statement", "elif_clause", "else_clause", "try_statement", "exc
              "except_group_clause", "finally_clause", "with_statement", "for_statement",
              "while_statement", "block", "match_statement", "case_clause")
 """Statements whose blocks run in place (their bodies belong to the enclosing scope)."""
+_HANDLERS = ("except_clause", "except_group_clause")
+_WRITING: Any = {"rule": {"any": [
+    *({"kind": k} for k in ("assignment", "augmented_assignment", "for_statement",
+                            "for_in_clause", "as_pattern", "delete_statement",
+                            "type_alias_statement")),
+    {"kind": "call", "regex": "(set|del)attr"}]}}
+"""Nodes that may bind or delete an attribute (calls: only those naming setattr/delattr)."""
+_CODE_ATTRIBUTES = ("__code__", "__defaults__", "__kwdefaults__")
+"""What a function object runs with: writing them changes its behaviour in place."""
+_REPLACING = frozenset({
+    "typing.overload", "typing_extensions.overload", "contextlib.contextmanager",
+    "contextlib.asynccontextmanager", "functools.partial", "functools.partialmethod",
+    "functools.cached_property"})
+"""Imported decorators known to put something else in place of the function's body
+(``overload`` a stub that raises, ``contextmanager`` a factory that does not run it)."""
+
+Write = tuple["SgNode", "SgNode", str, "SgNode | None"]
+"""(the binding node, the object whose attribute it binds, the attribute, the value or None)."""
 
 
 class Facts:
@@ -52,9 +76,12 @@ class Facts:
 
     def __init__(self, root: SgNode) -> None:
         self.root = root
-        self._dead: dict[Key, str | None] = {}
-        self._ends: dict[Key, bool] = {}
-        self._exits: dict[Key, SgNode | None] = {}
+        self._dead: dict[tuple[Key, bool], str | None] = {}
+        self._ends: dict[tuple[Key, bool], bool] = {}
+        self._exits: dict[tuple[Key, bool], SgNode | None] = {}
+        self._writes: list[Write] | None = None
+        self._symbols: symtable.SymbolTable | None = None
+        self._module: ast.Module | None = None
         self._search: dict[tuple[object, ...], list[Hit]] = {}
         self._final: dict[tuple[Key, str], dict[Key, SgNode]] = {}
 
@@ -87,12 +114,20 @@ class Facts:
 
     # dead code
 
-    def dead(self, node: SgNode) -> str | None:
-        """Why ``node`` can never run (its block or branch is unreachable), or None."""
-        path: list[tuple[SgNode, Key, SgNode]] = []
+    def dead(self, node: SgNode, certain: bool = False) -> str | None:
+        """Why ``node`` may not run whenever its scope runs (its block or branch is
+        unreachable), or None.
+
+        Two readings, because a rule looks in two directions. What a rule *requires*
+        must certainly run, so by default code reached only when a context manager
+        suppresses an exception (after ``with …: return``) does not count. What a
+        rule *forbids* counts as soon as it can run, so with ``certain`` only code
+        that can never run is dead (after ``with suppress(E): raise X()`` the code
+        runs)."""
+        path: list[tuple[SgNode, tuple[Key, bool], SgNode]] = []
         n = node
         while True:  # up to the nearest node already judged (or the root)
-            k = key(n)
+            k = (key(n), certain)
             if k in self._dead:
                 verdict = self._dead[k]
                 break
@@ -104,20 +139,24 @@ class Facts:
             n = parent
         for child, k, parent in reversed(path):
             if verdict is None:
-                verdict = self._edge_dead(child, parent)
+                verdict = self._edge_dead(child, parent, certain)
             self._dead[k] = verdict
         return verdict
 
-    def _edge_dead(self, child: SgNode, parent: SgNode) -> str | None:
+    def _edge_dead(self, child: SgNode, parent: SgNode, certain: bool) -> str | None:
         kind = parent.kind()
         ck = key(child)
         if kind in ("block", "module"):
-            stop = self._exit(parent)
+            stop = self._exit(parent, certain)
             if stop is None or child.range().start.index < stop.range().end.index:
                 return None
-            what = _TERMINATORS.get(stop.kind())
-            return (f"after the `{what}` at line {line(stop)}" if what else
-                    f"after line {line(stop)}, whose every branch leaves the block")
+            return "after " + self._leaves(stop, certain)
+        if kind == "try_statement" and child.kind() == "else_clause":
+            body = parent.field("body")
+            if body is not None and self._exit(body, certain) is not None:
+                return (f"in the `else` of the `try` at line {line(parent)}, whose body "
+                        "always leaves it")
+            return None
         if kind == "if_statement":
             always: str | None = None  # an earlier test that is always true
             for clause, test, body in branches(parent):
@@ -159,36 +198,133 @@ class Facts:
                     return f"never evaluated in `{short(parent, 40)}` at line {line(parent)}"
         return None
 
-    def _exit(self, block: SgNode) -> SgNode | None:
+    def _leaves(self, stop: SgNode, certain: bool) -> str:
+        """How ``stop`` (a statement that never completes) leaves its block, for messages."""
+        what = _TERMINATORS.get(stop.kind())
+        if what:
+            return f"the `{what}` at line {line(stop)}"
+        if stop.kind() == "with_statement":
+            return (f"the `with` at line {line(stop)}, whose body always leaves the block (reached "
+                    "only if its context manager suppresses an exception)")
+        if stop.kind() in ("for_statement", "while_statement"):
+            word = "for" if stop.kind() == "for_statement" else "while"
+            alternative = stop.field("alternative")
+            orelse = _block_of(alternative) if alternative is not None else None
+            if orelse is not None and self._exit(orelse, certain) is not None:
+                return f"the `{word}` at line {line(stop)}, whose `else` always leaves the block"
+            cond = stop.field("condition") if word == "while" else None
+            if cond is not None and constant_truth(cond.text()) is True:
+                return f"the `while {short(cond, 40)}:` at line {line(stop)}, which never ends"
+            return (f"the `{word}` at line {line(stop)}, whose every pass leaves the function "
+                    "(what follows runs only if the loop never runs)")
+        if stop.kind() == "try_statement":
+            fin = _try_parts(stop)[3]
+            if fin is not None and self._exit(fin, certain) is not None:
+                return f"the `try` at line {line(stop)}, whose `finally` always leaves the block"
+            if not _try_parts(stop)[1]:
+                return f"the `try` at line {line(stop)}, whose body always leaves the block"
+            return (f"the `try` at line {line(stop)}, whose body (or `else`) and every `except` "
+                    "leave the block")
+        return f"line {line(stop)}, whose every branch leaves the block"
+
+    def _exit(self, block: SgNode, certain: bool = False) -> SgNode | None:
         """The block's first statement that never completes (all after it is dead), if any."""
-        k = key(block)
+        k = (key(block), certain)
         if k not in self._exits:
-            self._exits[k] = next((s for s in named_items(block.children()) if self.ends(s)),
-                                  None)
+            self._exits[k] = next((s for s in named_items(block.children())
+                                   if self.ends(s, certain)), None)
         return self._exits[k]
 
-    def ends(self, stmt: SgNode) -> bool:
-        """The statement never completes normally: return/raise/continue/break, or an if
-        chain whose every reachable branch (with an ``else`` or a constant-true test) ends."""
+    def ends(self, stmt: SgNode, certain: bool = False) -> bool:
+        """The statement never completes normally: return/raise/continue/break; an if
+        chain whose every reachable branch (with an ``else`` or a constant-true test)
+        ends; a ``try`` or a loop that ends (``_try_ends``, ``_loop_ends``); and, unless
+        ``certain``, a ``with`` whose body ends (its context manager could suppress an
+        exception)."""
         kind = stmt.kind()
-        if kind != "if_statement":
+        if kind not in ("if_statement", "try_statement", "with_statement", "for_statement",
+                        "while_statement"):
             return kind in _TERMINATORS
-        k = key(stmt)
+        if kind == "with_statement" and certain:
+            return False
+        k = (key(stmt), certain)
         hit = self._ends.get(k)
         if hit is None:
-            hit = self._ends[k] = self._if_ends(stmt)
+            if kind == "if_statement":
+                hit = self._if_ends(stmt, certain)
+            elif kind == "try_statement":
+                hit = self._try_ends(stmt, certain)
+            elif kind in ("for_statement", "while_statement"):
+                hit = self._loop_ends(stmt, certain)
+            else:
+                body = stmt.field("body")
+                hit = body is not None and self._exit(body, certain) is not None
+            self._ends[k] = hit
         return hit
 
-    def _if_ends(self, stmt: SgNode) -> bool:
+    def _if_ends(self, stmt: SgNode, certain: bool) -> bool:
         for _clause, test, body in branches(stmt):
             truth = True if test is None else constant_truth(test.text())
             if truth is False:
                 continue
-            if not any(self.ends(s) for s in named_items(body.children())):
+            if self._exit(body, certain) is None:
                 return False
             if truth is True:
                 return True
         return False
+
+    def _loop_ends(self, loop: SgNode, certain: bool) -> bool:
+        """A loop never completes when nothing ``break``s out of it and it cannot run out
+        (a ``while`` with a constant-true test) or its ``else`` never completes; unless
+        ``certain``, also when its every pass leaves the function (no ``continue``):
+        then it completes only if it never runs, and what follows may be skipped."""
+        body = loop.field("body")
+        if body is None or self._jumps(loop, "break_statement", certain):
+            return False
+        alternative = loop.field("alternative")
+        orelse = _block_of(alternative) if alternative is not None else None
+        if orelse is not None and self._exit(orelse, certain) is not None:
+            return True
+        cond = loop.field("condition") if loop.kind() == "while_statement" else None
+        if cond is not None and constant_truth(cond.text()) is True:
+            return True
+        return not certain and self._exit(body, certain) is not None and \
+            not self._jumps(loop, "continue_statement", certain)
+
+    def _jumps(self, loop: SgNode, kind: str, certain: bool) -> bool:
+        """Some ``break``/``continue`` of this loop (not of a nested loop or function) may run.
+
+        Reachability is judged inside the loop only (the loop's own fate is what is being
+        decided)."""
+        body = loop.field("body")
+        for jump in body.find_all(kind=kind) if body is not None else []:
+            if key(_loop_of(jump) or jump) != key(loop):
+                continue
+            child, live = jump, True
+            for parent in jump.ancestors():
+                if key(parent) == key(loop):
+                    break
+                if self._edge_dead(child, parent, certain) is not None:
+                    live = False
+                    break
+                child = parent
+            if live:
+                return True
+        return False
+
+    def _try_ends(self, stmt: SgNode, certain: bool) -> bool:
+        """A ``try`` never completes when its ``finally`` never does, or when neither its
+        body-then-``else`` path nor any ``except`` can complete: an exception no handler
+        catches leaves it too."""
+        body, handlers, orelse, fin = _try_parts(stmt)
+        if fin is not None and self._exit(fin, certain) is not None:
+            return True
+        if body is None or any(h is None for h in handlers):
+            return False
+        straight = self._exit(body, certain) is not None or (
+            orelse is not None and self._exit(orelse, certain) is not None)
+        return straight and all(self._exit(h, certain) is not None
+                                for h in handlers if h is not None)
 
     # final bindings
 
@@ -202,7 +338,7 @@ class Facts:
         if hit is None:
             body = scope if scope.kind() == "module" else scope.field("body")
             found = [s for s in self._statements(body) if self._binds(s, name)
-                     and self.dead(s) is None] if body is not None else []
+                     and self.dead(s, certain=True) is None] if body is not None else []
             hit = self._final[k] = {
                 key(s): s for i, s in enumerate(found)
                 if not any(self._overrides(later, s) for later in found[i + 1:])}
@@ -249,7 +385,14 @@ class Facts:
         Each part is the last binding of the name in the body above it; when
         branches leave several (``if …: def f … else: def f …``) all are returned.
         """
+        chain, missing = self.scope_chain(scope)
+        return (chain[-1] if chain else []), missing
+
+    def scope_chain(self, scope: str) -> tuple[list[list[SgNode]], str | None]:
+        """The definitions of each part of a dotted name (``resolve_scope``), outermost first:
+        decorators and replacements of the enclosing classes matter as much as the target's."""
         current = [self.root]
+        chain: list[list[SgNode]] = []
         parts = scope.split(".")
         for i, part in enumerate(parts):
             where = ".".join(parts[:i]) or "the module"
@@ -265,13 +408,283 @@ class Facts:
                     found.append(definition)
             if not found:
                 return [], f"no class or function '{part}' in {where}"
+            chain.append(found)
             current = found
-        return current, None
+        return chain, None
+
+    # attributes bound from outside a class body
+
+    def class_path(self, cls: SgNode) -> str | None:
+        """``Outer.Inner``: how module code names a class; None inside a function."""
+        names: list[str] = []
+        for node in (cls, *cls.ancestors()):
+            if node.kind() in ("function_definition", "lambda"):
+                return None
+            if node.kind() == "class_definition":
+                name = node.field("name")
+                if name is None:
+                    return None
+                names.append(name.text())
+        return ".".join(reversed(names))
+
+    def attribute_binding(self, cls: SgNode, name: str, instance: bool) -> SgNode | None:
+        """The first code that may run (``dead(certain=True)``: it is forbidden) and binds or
+        deletes attribute ``name`` of class ``cls`` outside the class body's own statements.
+
+        Python looks an attribute up when it is used, so ``Cls.name = f``,
+        ``setattr(Cls, "name", f)`` or ``del Cls.name`` anywhere in the file (a function
+        doing it may be called), and ``cls.name`` / ``type(self).name`` in the class's
+        methods, replace the definition in the body. With ``instance`` (a method: an
+        instance attribute shadows it) ``self.name = …`` in the class's methods counts too.
+        """
+        path = self.class_path(cls)
+        for where, obj, attr, _value in self.attribute_writes():
+            if attr == name and self._names_class(obj, where, cls, path, instance) and \
+                    self.dead(where, certain=True) is None:
+                return where
+        return None
+
+    def code_swap(self, name: str) -> SgNode | None:
+        """The first write (that may run) of ``__code__``, ``__defaults__`` or
+        ``__kwdefaults__`` on a function called ``name`` (``C.name.__code__ = …``,
+        ``self.name.__func__.__code__ = …``): the body searched is no longer what runs."""
+        for where, obj, attr, _value in self.attribute_writes():
+            if attr not in _CODE_ATTRIBUTES:
+                continue
+            obj = unparen(obj)
+            if obj.kind() == "attribute" and (a := obj.field("attribute")) is not None and \
+                    a.text() == "__func__" and (inner := obj.field("object")) is not None:
+                obj = unparen(inner)
+            named = obj.field("attribute") if obj.kind() == "attribute" else obj
+            if named is not None and named.text() == name and \
+                    self.dead(where, certain=True) is None:
+                return where
+        return None
+
+    def attached(self, classes: list[SgNode]) -> list[SgNode]:
+        """Code the file attaches to these classes from outside their bodies
+        (``Cls.reset = _reset``, ``setattr(Cls, "f", lambda self: …)``): the value, or the
+        module-level function definitions the value names. Such code runs as their methods."""
+        paths = {p for c in classes if (p := self.class_path(c)) is not None}
+        out: list[SgNode] = []
+        for where, obj, _attr, value in self.attribute_writes():
+            if value is None or "".join(unparen(obj).text().split()) not in paths or \
+                    self.dead(where, certain=True) is not None:
+                continue
+            value = unparen(value)
+            if value.kind() == "identifier":
+                for stmt in self.final(self.root, value.text()).values():
+                    out.append(stmt)
+            else:
+                out.append(value)
+        return out
+
+    def subclasses(self, cls: SgNode) -> list[SgNode]:
+        """``cls`` and every class of the file that names it (or one of these) among its bases:
+        writes through their ``self`` are writes to instances of ``cls``."""
+        family = [cls]
+        names = {n.text() for n in [cls.field("name")] if n is not None}
+        seen = {key(cls)}
+        classes = list(self.root.find_all(kind="class_definition"))
+        grew = True
+        while grew:
+            grew = False
+            for c in classes:
+                bases = c.field("superclasses")
+                if key(c) in seen or bases is None:
+                    continue
+                if any(n.text() in names for n in bases.find_all(kind="identifier")):
+                    family.append(c)
+                    seen.add(key(c))
+                    name = c.field("name")
+                    if name is not None:
+                        names.add(name.text())
+                    grew = True
+        return family
+
+    def attribute_writes(self) -> list[Write]:
+        """Every place the file binds or deletes an attribute by name (memoised)."""
+        if self._writes is None:
+            self._writes = [w for node in self.root.find_all(_WRITING) for w in _writes_of(node)]
+        return self._writes
+
+    def _names_class(self, obj: SgNode, where: SgNode, cls: SgNode, path: str | None,
+                     instance: bool) -> bool:
+        """``obj`` (the object of an attribute write at ``where``) is the class ``cls``: its
+        dotted name, or in its own methods ``cls``, ``type(self)``, ``self.__class__`` (and
+        with ``instance`` ``self`` or the method's first parameter)."""
+        obj = unparen(obj)
+        if path is not None and "".join(obj.text().split()) == path:
+            return True
+        nearest = next((a for a in where.ancestors() if a.kind() == "class_definition"), None)
+        if nearest is None or key(nearest) != key(cls):
+            return False
+        selves = {"self", *self._first_parameters(where, cls)}
+        if where.kind() == "type_alias_statement":  # `type(self).name = …` (_misread_type_call)
+            return obj.text() in selves | {"cls"}
+        if obj.kind() == "identifier":
+            return obj.text() == "cls" or (instance and obj.text() in selves)
+        if obj.kind() == "attribute":
+            inner, attr = obj.field("object"), obj.field("attribute")
+            return inner is not None and attr is not None and attr.text() == "__class__" and \
+                unparen(inner).text() in selves
+        if obj.kind() == "call":
+            fn, args = obj.field("function"), obj.field("arguments")
+            items = named_items(args.children()) if args is not None else []
+            return fn is not None and fn.text() == "type" and len(items) == 1 and \
+                items[0].text() in selves | {"cls"}
+        return False
+
+    def _first_parameters(self, node: SgNode, cls: SgNode) -> set[str]:
+        """The first parameter of the method of ``cls`` that holds ``node`` (how it names
+        its instance), if any."""
+        for anc in node.ancestors():
+            if anc.kind() != "function_definition":
+                continue
+            owner = self.owner(anc)
+            if owner is None or key(owner) != key(cls):
+                continue
+            params = anc.field("parameters")
+            first = named_items(params.children())[:1] if params is not None else []
+            if first and first[0].kind() == "identifier":
+                return {first[0].text()}
+            if first:
+                name = first[0].field("name") or next(
+                    (c for c in first[0].children() if c.kind() == "identifier"), None)
+                return {name.text()} if name is not None else set()
+        return set()
+
+    # decorators
+
+    @staticmethod
+    def decorators(definition: SgNode) -> list[SgNode]:
+        """The ``@…`` lines of a function or class definition, in order."""
+        parent = definition.parent()
+        if parent is None or parent.kind() != "decorated_definition":
+            return []
+        return [c for c in parent.children() if c.kind() == "decorator"]
+
+    def foreign_decorator(self, decorator: SgNode) -> str | None:
+        """Why a decorator is not plainly imported code (None when it is).
+
+        A decorator can return any function in place of the one written. One the
+        module imports (a dotted name, called with constant arguments at most) is
+        code in another file, read no more than any function the body calls; one the
+        file writes itself (a local name, a lambda, a name the module also assigns,
+        a class-body name), a builtin (``staticmethod``, ``property``) or a known
+        replacing one (``typing.overload``) is not accepted without ``decorators:``."""
+        expr = named_items(decorator.children())
+        try:
+            tree = ast.parse("(\n" + (expr[0].text() if expr else "") + "\n)", mode="eval").body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return "not a decorator the matcher can read"
+        if isinstance(tree, ast.Call):
+            if any(isinstance(a, ast.Starred) for a in tree.args) or \
+                    any(k.arg is None for k in tree.keywords):
+                return "its arguments are not constants"
+            for arg in [*tree.args, *(k.value for k in tree.keywords)]:
+                try:
+                    ast.literal_eval(arg)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    return "its arguments are not constants"
+            tree = tree.func
+        dotted: list[str] = []
+        while isinstance(tree, ast.Attribute):
+            dotted.insert(0, tree.attr)
+            tree = tree.value
+        if not isinstance(tree, ast.Name):
+            return "it is an expression, not an imported name"
+        return self._imported(tree.id, dotted, decorator)
+
+    def _imported(self, name: str, rest: list[str], decorator: SgNode) -> str | None:
+        """Why ``name`` (read where ``decorator`` is) is not a module-level import and nothing
+        else, or why what it imports is known to replace the function."""
+        table = self._table_of(decorator)
+        if table is None:
+            return "its scope could not be resolved"
+        if table.get_type() != "module":
+            try:
+                local = table.lookup(name)
+            except KeyError:
+                return "its scope could not be resolved"
+            if not local.is_global() or local.is_declared_global():
+                return f"`{name}` is bound in the enclosing {table.get_type()}, not imported"
+        try:
+            sym = self._symtable().lookup(name)
+        except KeyError:
+            return f"`{name}` is not imported by the module"
+        if not sym.is_imported():
+            return f"`{name}` is not imported by the module (a builtin or defined in this file)"
+        if sym.is_assigned() or sym.is_declared_global():
+            return f"`{name}` is imported, but also bound otherwise in this file"
+        sources = self._import_sources(name)
+        if sources is None:
+            return "the module has a `from … import *`, which may rebind it"
+        for source in sources:
+            full = ".".join([source, *rest])
+            if full in _REPLACING:
+                return f"`{full}` replaces the function it decorates"
+        return None
+
+    def _symtable(self) -> symtable.SymbolTable:
+        if self._symbols is None:
+            self._symbols = symtable.symtable(self.root.text(), "<module>", "exec")
+        return self._symbols
+
+    def _table_of(self, decorator: SgNode) -> symtable.SymbolTable | None:
+        """The symbol table of the scope a decorator is evaluated in (its definition's)."""
+        owners: list[SgNode] = []
+        node = self.owner(decorator)
+        while node is not None:
+            owners.insert(0, node)
+            node = self.owner(node)
+        table = self._symtable()
+        for owner in owners:
+            name = owner.field("name")
+            found = next((t for t in table.get_children() if name is not None
+                          and t.get_name() == name.text() and t.get_lineno() == line(owner)),
+                         None)
+            if found is None:
+                return None
+            table = found
+        return table
+
+    def _import_sources(self, name: str) -> list[str] | None:
+        """What the module-level imports binding ``name`` import (``functools.partial``),
+        or None when a star import could bind it too."""
+        if self._module is None:
+            self._module = ast.parse(self.root.text())
+        out: list[str] = []
+        stack: list[ast.stmt] = list(self._module.body)
+        while stack:
+            stmt = stack.pop()
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.asname == name:
+                        out.append(alias.name)
+                    elif alias.asname is None and alias.name.split(".")[0] == name:
+                        out.append(name)
+            elif isinstance(stmt, ast.ImportFrom):
+                module = "." * stmt.level + (stmt.module or "")
+                for alias in stmt.names:
+                    if alias.name == "*":
+                        return None
+                    if (alias.asname or alias.name) == name:
+                        out.append(f"{module}.{alias.name}")
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(stmt, field, ()):
+                    stack.extend(getattr(child, "body", []) if isinstance(
+                        child, (ast.ExceptHandler, ast.match_case)) else [child])
+        return out
 
     def rebinding(self, node: SgNode) -> tuple[str | None, list[SgNode]]:
         """For a match that is a class/module-level assignment or definition: why it is not
         the name's final binding (None if it is), and the other bindings that may be final
-        instead (branches that cannot be ordered)."""
+        instead (branches that cannot be ordered). A class member is also replaced by an
+        attribute bound on its class from outside the body (``attribute_binding``; for a
+        method, an instance attribute shadows it too)."""
         stmt = binding_statement(node)
         if stmt is None:
             return None, []
@@ -279,6 +692,14 @@ class Facts:
         if scope is not None and scope.kind() != "class_definition":
             return None, []  # a function's locals: data flow, not a definition
         scope = scope if scope is not None else self.root
+        if scope.kind() == "class_definition":
+            method = stmt.kind() in ("function_definition", "class_definition",
+                                     "decorated_definition")
+            for name in bound_names(stmt):
+                outside = self.attribute_binding(scope, name, instance=method)
+                if outside is not None:
+                    return (f"`{name}` is bound again on its class at line {line(outside)} "
+                            f"(`{short(outside, 50)}`), which replaces it"), []
         others: dict[Key, SgNode] = {}
         for name in bound_names(stmt):
             final = self.final(scope, name)
@@ -375,3 +796,133 @@ class Facts:
                          f'object.__setattr__({obj}, "{attr}", {value})'):
                 out += find(region, parse_pattern(call), bound)
         return out
+
+
+def _block_of(clause: SgNode) -> SgNode | None:
+    """The block of an except/else/finally clause (tree-sitter names only some of them)."""
+    body = clause.field("body")
+    return body if body is not None else next(
+        (c for c in clause.children() if c.kind() == "block"), None)
+
+
+def _try_parts(stmt: SgNode) -> tuple[SgNode | None, list[SgNode | None], SgNode | None,
+                                      SgNode | None]:
+    """(body, the block of each ``except``, the ``else`` block, the ``finally`` block)."""
+    handlers: list[SgNode | None] = []
+    orelse = fin = None
+    for clause in stmt.children():
+        kind = clause.kind()
+        if kind in _HANDLERS:
+            handlers.append(_block_of(clause))
+        elif kind == "else_clause":
+            orelse = _block_of(clause)
+        elif kind == "finally_clause":
+            fin = _block_of(clause)
+    return stmt.field("body"), handlers, orelse, fin
+
+
+def _writes_of(node: SgNode) -> Iterator[Write]:
+    """The attribute writes one node makes: assignment targets of every form, ``del``,
+    ``setattr``/``delattr`` (also ``object.__setattr__``), ``x.__dict__["a"]`` and
+    ``vars(x)["a"]``."""
+    kind = node.kind()
+    if kind == "call":
+        yield from _setattr_call(node)
+        return
+    if kind == "type_alias_statement":
+        yield from _misread_type_call(node)
+        return
+    if kind == "delete_statement":
+        items = [i for n in named_items(node.children()) for i in (
+            named_items(n.children()) if n.kind() == "expression_list" else [n])]
+        targets = [t for item in items for t, _ in flatten_targets(item)]
+        value = None
+    elif kind in ("assignment", "augmented_assignment"):
+        left, right = node.field("left"), node.field("right")
+        if left is None:
+            return
+        targets = [t for t, _ in flatten_targets(left)]
+        while right is not None and right.kind() == "assignment":
+            right = right.field("right")
+        value = right
+    else:  # for / comprehension / with … as targets
+        targets = [t for _, t, _ in assigned(node)]
+        value = None
+    for target in targets:
+        got = _attribute_of(target)
+        if got is not None:
+            yield node, got[0], got[1], value
+
+
+def _misread_type_call(node: SgNode) -> Iterator[Write]:
+    """``type(self).name = v``, which tree-sitter reads as a ``type`` alias statement
+    (``type (self).name = v``): the object written is the class of ``(self)``."""
+    parts = [c for c in node.children() if c.kind() == "type" and c.is_named()]
+    target = named_items(parts[0].children()) if parts else []
+    value = named_items(parts[1].children()) if len(parts) > 1 else []
+    if len(target) == 1 and target[0].kind() == "attribute":
+        obj, attr = target[0].field("object"), target[0].field("attribute")
+        if obj is not None and attr is not None and obj.kind() == "parenthesized_expression":
+            yield node, obj, attr.text(), value[0] if value else None
+
+
+def _attribute_of(target: SgNode) -> tuple[SgNode, str] | None:
+    """(object, attribute name) a target assigns: ``o.a``, ``o.__dict__["a"]``,
+    ``vars(o)["a"]``."""
+    target = unparen(target)
+    if target.kind() == "attribute":
+        obj, attr = target.field("object"), target.field("attribute")
+        return (obj, attr.text()) if obj is not None and attr is not None else None
+    if target.kind() != "subscript":
+        return None
+    holder, index = target.field("value"), target.field("subscript")
+    name = literal(index) if index is not None else None
+    if holder is None or name is None or name[0] is not str:
+        return None
+    if holder.kind() == "attribute":
+        obj, attr = holder.field("object"), holder.field("attribute")
+        if obj is not None and attr is not None and attr.text() == "__dict__":
+            return obj, str(name[1])
+    if holder.kind() == "call":
+        fn, args = holder.field("function"), holder.field("arguments")
+        items = named_items(args.children()) if args is not None else []
+        if fn is not None and fn.text() == "vars" and len(items) == 1:
+            return items[0], str(name[1])
+    return None
+
+
+def _setattr_call(call: SgNode) -> Iterator[Write]:
+    """``setattr(o, "a", v)``, ``delattr(o, "a")``, ``object.__setattr__(o, "a", v)`` and
+    ``o.__setattr__("a", v)`` as writes of ``o.a``."""
+    fn, args = call.field("function"), call.field("arguments")
+    if fn is None or args is None:
+        return
+    items = named_items(args.children())
+    if fn.kind() == "identifier" and fn.text() in ("setattr", "delattr"):
+        obj_items = items
+    elif fn.kind() == "attribute" and (attr := fn.field("attribute")) is not None and \
+            attr.text() in ("__setattr__", "__delattr__"):
+        holder = fn.field("object")
+        if holder is None:
+            return
+        obj_items = items if holder.text() in ("object", "type") else [holder, *items]
+    else:
+        return
+    if len(obj_items) < 2:
+        return
+    name = literal(obj_items[1])
+    if name is not None and name[0] is str:
+        yield call, obj_items[0], str(name[1]), obj_items[2] if len(obj_items) > 2 else None
+
+
+def _loop_of(jump: SgNode) -> SgNode | None:
+    """The loop a ``break``/``continue`` leaves: the nearest whose body (not its ``else``)
+    holds it, within the same function."""
+    child = jump
+    for anc in jump.ancestors():
+        if anc.kind() in _SCOPE_KINDS:
+            return None
+        if anc.kind() in ("for_statement", "while_statement") and child.kind() != "else_clause":
+            return anc
+        child = anc
+    return None

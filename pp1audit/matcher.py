@@ -14,9 +14,23 @@ cannot hold on code that never runs or is not where the rule says:
   a field or module constant matched by the pattern must not be re-bound later
   in its class/module. When branches leave several possible final bindings
   (``if TYPE_CHECKING: … else: …``), the rule must hold for each.
+* **What runs.** A class attribute bound from outside the class body
+  (``Cls.meth = f``, ``setattr(Cls, "meth", f)``, ``del Cls.meth`` anywhere in the
+  file; ``cls.meth`` / ``type(self).meth`` and, for a method, ``self.meth`` in the
+  class's methods), a swapped ``__code__`` or a ``__getattribute__`` on the class
+  replaces the ``in:`` definition (and a matched class member); so may a
+  decorator: only those the invariant's ``decorators:`` lists, or without it
+  those the module imports (called with constants at most), are accepted.
 * **Dead code.** A match under a constant-false test (``if False:``, ``while 0:``,
-  after an ``elif True:``), or after an unconditional ``return`` / ``raise`` /
-  ``continue`` / ``break`` in its block, is not code: it is not a match.
+  after an ``elif True:``), or after a statement that never completes in its
+  block (``return`` / ``raise`` / ``continue`` / ``break``, an ``if`` whose every
+  arm leaves, a ``try`` whose body-or-``else`` and every handler leave or whose
+  ``finally`` leaves, ``while True:`` without ``break``) is not code. Two
+  readings: what a rule requires must *certainly* run, so it also excludes code
+  after ``with …:`` whose body leaves (a context manager may suppress an
+  exception, but need not) and after a loop whose every pass leaves; what a rule
+  forbids (``not``, the matches ``every`` quantifies over) counts when it *may*
+  run. Each ``not`` turns the direction round.
 * **Values, not spellings.** String and number literals in a pattern match by
   value (``'greedy'`` is ``"greedy"``), redundant parentheses around a captured
   node do not matter, and a ``guarded_by`` equality may be written either way
@@ -26,7 +40,8 @@ cannot hold on code that never runs or is not where the rule says:
   ``every`` and ``not`` (which must see every assignment) it also matches tuple
   targets, augmented assignments, ``for`` / ``with … as`` targets, ``:=`` and
   ``setattr(obj, "name", V)``; ``every`` on ``self.<attr>`` looks in every
-  method of the class.
+  method of the class, of its subclasses in the same file, and in code the file
+  attaches to them (``Cls.reset = _reset``).
 
 Data flow is out of reach of a syntactic matcher: a value overwritten between
 two matched statements is not noticed (the README says so).
@@ -48,6 +63,7 @@ them and is the API the checks import.
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -56,9 +72,9 @@ from typing import TYPE_CHECKING
 from pp1audit.errors import SourceError
 from pp1audit.filefacts import Facts
 from pp1audit.patterns import Hit, assign_parts, at, find, guard_forms, is_, parse_pattern
-from pp1audit.rules import Constraint, Invariant, Rule
+from pp1audit.rules import Constraint, Invariant, Rule, decorator_key
 from pp1audit.store import FileStore
-from pp1audit.syntaxtree import binding_statement, conjuncts, key, line, short, within
+from pp1audit.syntaxtree import Key, binding_statement, conjuncts, key, line, short, within
 
 if TYPE_CHECKING:  # pragma: no cover
     from ast_grep_py import SgNode
@@ -131,11 +147,27 @@ def _said(rule: Rule, bindings: dict[str, SgNode]) -> str:
 
 @dataclass
 class _Eval:
-    """Evaluation of rules inside one scope node (a def, a class or the module)."""
+    """Evaluation of rules inside one scope node (a def, a class or the module).
+
+    ``forbid`` says which way the rule being evaluated looks: what a rule requires
+    (the main pattern, ``has``, ``follows``, ``contains``) must certainly run, so
+    code that may be skipped (after ``with …: return``) does not satisfy it; what it
+    forbids (``not``, the matches ``every`` quantifies over) counts as soon as it
+    may run. Each ``not`` turns the direction round.
+    """
 
     facts: Facts
     scope: SgNode
     notes: list[str] = field(default_factory=list)
+    forbid: bool = False
+
+    def flipped(self) -> _Eval:
+        """The evaluator for what a ``not`` holds: the other direction, its own notes."""
+        return _Eval(self.facts, self.scope, [], not self.forbid)
+
+    def dead(self, node: SgNode) -> str | None:
+        """Why ``node`` does not count in this direction (``Facts.dead``)."""
+        return self.facts.dead(node, certain=self.forbid)
 
     def constraint(self, nodes: list[SgNode], c: Constraint, b: dict[str, SgNode]) -> bool:
         ok = True
@@ -150,18 +182,18 @@ class _Eval:
         if c.any_:
             ok = ok and any(self.constraint(nodes, alt, b) for alt in c.any_)
         if c.not_ is not None:
-            ok = ok and not self.constraint(nodes, c.not_, b)
+            ok = ok and not self.flipped().constraint(nodes, c.not_, b)
         return ok
 
     def contains(self, node: SgNode, text: str, b: dict[str, SgNode]) -> bool:
-        return is_(node, text, b) or any(self.facts.dead(h.node) is None
+        return is_(node, text, b) or any(self.dead(h.node) is None
                                          for h in find(node, parse_pattern(text), b))
 
     def find(self, region: SgNode, rule: Rule, outer: dict[str, SgNode],
              every_form: bool = False) -> list[Hit]:
         """Live nodes of ``region`` that satisfy ``rule`` completely (region itself included)."""
         return [h for h in self.facts.search(region, rule.pattern.text, outer, every_form)
-                if self.facts.dead(h.node) is None and self.check(h, rule, outer) is None]
+                if self.dead(h.node) is None and self.check(h, rule, outer) is None]
 
     def check(self, hit: Hit, rule: Rule, outer: dict[str, SgNode]) -> str | None:
         """Why ``hit`` (already matching the pattern) does not satisfy ``rule``; None if it does."""
@@ -209,7 +241,8 @@ class _Eval:
             where = _span_text(_lines(found[-1 if earlier else 0].node))
             self.notes.append(f"{'after' if earlier else 'before'} `{said}` at {where}")
         if rule.not_ is not None:
-            bad = self.find(self.facts.function_of(node, self.scope), rule.not_, b, every_form=True)
+            bad = self.flipped().find(self.facts.function_of(node, self.scope), rule.not_, b,
+                                      every_form=True)
             if bad:
                 return (f"`{_said(rule.not_, b)}` is present at "
                         f"{_span_text(_lines(bad[0].node))} (must be absent)")
@@ -234,7 +267,7 @@ class _Eval:
             elif (fork := self.facts.exclusive(node, h.node)) is not None:
                 fault = f"in another arm of `{short(fork, 30)}` at line {line(fork)} than it"
             else:
-                fault = self.facts.dead(h.node)
+                fault = self.dead(h.node)
                 fault = f"unreachable, {fault}" if fault else self.check(h, rule, b)
             if fault is None:
                 out.append(h)
@@ -344,10 +377,15 @@ class Engine:
 def _evaluate_in(inv: Invariant, parsed: ParsedFile) -> Outcome:
     facts = parsed.facts
     where = f"in {inv.scope}" if inv.scope else f"in {inv.file}"
+    scope_notes: list[str] = []
     if inv.scope:
-        scopes, missing = facts.resolve_scope(inv.scope)
+        chain, missing = facts.scope_chain(inv.scope)
         if missing is not None:
             return Outcome(VIOLATED, f"{inv.scope} is not defined in {inv.file}: {missing}")
+        why, scope_notes = _kept(inv, inv.scope, facts, chain)
+        if why is not None:
+            return Outcome(VIOLATED, why)
+        scopes = chain[-1]
     else:
         scopes = [parsed.root]
     found: list[Hit] = []
@@ -364,7 +402,7 @@ def _evaluate_in(inv: Invariant, parsed: ParsedFile) -> Outcome:
             first_notes = notes
         found += good
     lines = _lines(found[0].node)
-    notes = [*first_notes]
+    notes = [*first_notes, *scope_notes]
     if inv.every is not None:
         notes.append(f"every `{inv.every.pattern.short}` satisfies its relations")
     if len(scopes) > 1:
@@ -379,6 +417,74 @@ def _evaluate_in(inv: Invariant, parsed: ParsedFile) -> Outcome:
         spans=spans,
         excerpts=tuple("\n".join(parsed.lines[a - 1 : b]) for a, b in spans),
     )
+
+
+def _kept(inv: Invariant, scope: str, facts: Facts,
+          chain: list[list[SgNode]]) -> tuple[str | None, list[str]]:
+    """Why the definitions ``in:`` resolved to are not what Python runs (or None), and notes.
+
+    Python runs what the name holds when it is called (``_replaced``), and a
+    decorator can return any function in place of the one written (``_decorated``).
+    """
+    parts = scope.split(".")
+    seen: list[str] = []
+    for i, definitions in enumerate(chain):
+        name = ".".join(parts[: i + 1])
+        why = _replaced(facts, name, chain[i - 1] if i else [])
+        for definition in definitions:
+            why = why or _decorated(inv, facts, name, definition, seen)
+        if why is not None:
+            return why, []
+    if not seen:
+        return None, []
+    how = "allowed by `decorators:`" if inv.decorators is not None else "imported code, not read"
+    return None, [f"decorated with {', '.join(seen)} ({how})"]
+
+
+def _replaced(facts: Facts, name: str, holders: list[SgNode]) -> str | None:
+    """Why the definition ``name`` (held by the classes ``holders``) is not what runs: its
+    code swapped in place (``f.__code__ = …``); an attribute bound on its class from
+    outside the body (``Cls.meth = f``, ``setattr``, ``del``, ``self.meth = …`` in its
+    methods); or a ``__getattribute__`` on its class, which decides every lookup."""
+    attr = name.rpartition(".")[2]
+    swap = facts.code_swap(attr)
+    if swap is not None:
+        return (f"{name} is changed in place at line {line(swap)} (`{short(swap, 60)}`): "
+                "the code searched is not what runs")
+    for cls in holders:
+        if cls.kind() != "class_definition":
+            continue
+        outside = facts.attribute_binding(cls, attr, instance=True)
+        if outside is not None:
+            return (f"{name} is replaced at line {line(outside)} (`{short(outside, 60)}`): "
+                    "Python runs what that binds, not the definition searched")
+        lookup = [*facts.final(cls, "__getattribute__").values(),
+                  facts.attribute_binding(cls, "__getattribute__", instance=False)]
+        hook = next((n for n in lookup if n is not None), None)
+        if hook is not None:
+            return (f"{name}: its class defines `__getattribute__` at line {line(hook)}, "
+                    f"which decides what `{attr}` is when it is looked up")
+    return None
+
+
+def _decorated(inv: Invariant, facts: Facts, name: str, definition: SgNode,
+               seen: list[str]) -> str | None:
+    """Why a decorator of ``definition`` may put another function in its place (None: each
+    is accepted, and added to ``seen``). With ``decorators:`` only those listed are
+    accepted; without it, only imported ones (``Facts.foreign_decorator``)."""
+    allowed = None if inv.decorators is None else {decorator_key(t) for t in inv.decorators}
+    for deco in facts.decorators(definition):
+        text = " ".join(deco.text().split())
+        at = f"{name} is decorated with `{short(deco, 60)}` at line {line(deco)}"
+        if allowed is not None:
+            if decorator_key(text) not in allowed:
+                return (f"{at}, which its `decorators:` does not allow (a decorator can "
+                        "replace the function searched)")
+        elif (problem := facts.foreign_decorator(deco)) is not None:
+            return (f"{at}: {problem}; a decorator can replace the function searched (if this "
+                    f"one is harmless, allow it: `decorators: [{json.dumps(text)}]`)")
+        seen.append(f"`{short(deco, 60)}`")
+    return None
 
 
 def _evaluate_scope(inv: Invariant, facts: Facts, scope: SgNode,
@@ -432,37 +538,67 @@ def _evaluate_scope(inv: Invariant, facts: Facts, scope: SgNode,
     return None, [h for h, _, _ in good], good[0][1].notes
 
 
-def _every_region(facts: Facts, scope: SgNode, rule: Rule) -> tuple[SgNode, SgNode | None]:
-    """Where ``every`` looks, and whose ``self`` it means (None: any): the scope, or for
-    ``self.<attr>`` in a method the whole class, since any of its methods can assign it."""
+def _every_regions(facts: Facts, scope: SgNode,
+                   rule: Rule) -> tuple[list[SgNode], set[Key] | None, list[SgNode]]:
+    """Where ``every`` looks: (the regions, whose ``self`` they mean (None: any), code attached
+    to those classes from outside, where any ``self`` counts).
+
+    The scope itself; for ``self.<attr>`` in a method, its whole class, since any of
+    its methods can assign it, and the file's subclasses of it (their ``self`` is an
+    instance of it too), and functions the file attaches to any of them
+    (``Cls.reset = _reset``)."""
     parts = assign_parts(rule.pattern.text)
-    if parts is not None and parts[0].startswith("self.") and \
-            scope.kind() == "function_definition":
+    if parts is None or not parts[0].startswith("self."):
+        return [scope], None, []
+    cls: SgNode | None = scope
+    if scope.kind() == "function_definition":
         cls = facts.owner(scope)
-        if cls is not None and cls.kind() == "class_definition":
-            return cls, cls
-    return scope, None
+    if cls is None or cls.kind() != "class_definition":
+        return [scope], None, []
+    family = facts.subclasses(cls)
+    keys = {key(c) for c in family} if scope.kind() == "function_definition" else None
+    return family, keys, facts.attached(family)
 
 
 def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
-    """Why some match of ``rule`` breaks its relations, or None (at least one must exist)."""
-    region, cls = _every_region(facts, scope, rule)
+    """Why some match of ``rule`` breaks its relations, or None (at least one must exist).
+
+    The matches are what the rule forbids unless their relations hold: one that may
+    run counts (``dead(certain=True)``), and its relations must certainly hold."""
+    regions, family, attached = _every_regions(facts, scope, rule)
     seen = 0
-    for hit in facts.search(region, rule.pattern.text, {}, every_form=True):
-        if facts.dead(hit.node) is not None:
-            continue  # never runs
-        if cls is not None:
-            nearest = next((a for a in hit.node.ancestors() if a.kind() == "class_definition"), None)
-            if nearest is None or key(nearest) != key(cls):
+    done: set[Key] = set()
+    for region, any_self in [*((r, False) for r in regions), *((r, True) for r in attached)]:
+        for hit in facts.search(region, rule.pattern.text, {}, every_form=True):
+            if key(hit.node) in done or facts.dead(hit.node, certain=True) is not None:
+                continue  # already judged, or never runs
+            nearest = next((a for a in hit.node.ancestors() if a.kind() == "class_definition"),
+                           None)
+            if family is not None and not any_self and (
+                    nearest is None or key(nearest) not in family):
                 continue  # another class's `self`
-        ev = _Eval(facts, region)
-        if ev.check_where(hit, rule, {}) is not None:
-            continue  # not one of the nodes the rule speaks about
-        seen += 1
-        why = ev.check_relations(hit, rule, {})
-        if why is not None:
-            return f"every: `{rule.pattern.short}` at {_span_text(_lines(hit.node))}: {why}"
+            done.add(key(hit.node))
+            if _Eval(facts, region, forbid=True).check_where(hit, rule, {}) is not None:
+                continue  # not one of the nodes the rule speaks about
+            seen += 1
+            why = _Eval(facts, region).check_relations(hit, rule, {})
+            if why is not None:
+                home = _home(region, nearest, any_self, regions)
+                return (f"every: `{rule.pattern.short}` at {_span_text(_lines(hit.node))}"
+                        f"{home}: {why}")
     if seen == 0:
         return (f"every: `{rule.pattern.short}` not found {where} "
                 "(an 'every' rule needs at least one match)")
     return None
+
+
+def _home(region: SgNode, nearest: SgNode | None, attached: bool, regions: list[SgNode]) -> str:
+    """Where an ``every`` match outside the scope's own class is, for its message."""
+    base = regions[0].field("name")
+    if attached:
+        return f" (in code attached to class {base.text() if base else '?'} at line {line(region)})"
+    if len(regions) > 1 and nearest is not None and key(nearest) != key(regions[0]):
+        name = nearest.field("name")
+        return (f" (in class {name.text() if name else '?'}, a subclass of "
+                f"{base.text() if base else '?'} in this file)")
+    return ""

@@ -27,6 +27,8 @@ Record shape (one invariant)::
     not: <rule>                                 # nothing in the same function matches
     every: <rule>                               # every match of its pattern in scope
                                                 #   satisfies its relations (and >= 1 exists)
+    decorators: ["@torch.inference_mode()"]     # decorators allowed on the `in:` definitions
+                                                #   (absent: imported ones only; [] : none)
     claim: "..."                                # prose for the report
 
 where ``<rule>`` is a pattern string or a mapping with ``pattern`` and any of
@@ -148,6 +150,10 @@ class Invariant:
     title: str | None
     source: str | None = None
     """A named git source or remote pin ``file`` lives in; None: the target."""
+    decorators: tuple[str, ...] | None = None
+    """Decorators allowed on the definitions ``in:`` names (and the classes holding them),
+    compared as syntax trees; None: only decorators the module imports (a decorator can
+    return any function in place of the one searched)."""
 
     @property
     def where_text(self) -> str:
@@ -290,6 +296,29 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
     )
 
 
+def decorator_key(text: str) -> str | None:
+    """A decorator as a syntax tree (``@f(x=1)``, ``f( x = 1 )`` and ``f(x=1)`` are one), or
+    None when it is not an expression."""
+    body = text.strip().removeprefix("@")
+    try:
+        return ast.dump(ast.parse("(\n" + body + "\n)", mode="eval").body)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+def _decorators(raw: Any) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):  # the schema says so too; kept for direct callers
+        raise RuleError(("decorators",), "'decorators' is a list of decorators, e.g. "
+                        '["@torch.inference_mode()"]')
+    for i, text in enumerate(raw):
+        if not isinstance(text, str) or decorator_key(text) is None:
+            raise RuleError(("decorators", i), f"'{text}' is not a decorator (Python code such "
+                            "as @torch.inference_mode())")
+    return tuple(raw)
+
+
 def parse_invariant(iid: str, raw: dict[str, Any]) -> Invariant:
     """Build one invariant from its (schema-valid) record; ``RuleError`` on a bad rule."""
     problem = path_problem(raw["file"])
@@ -301,10 +330,15 @@ def parse_invariant(iid: str, raw: dict[str, Any]) -> Invariant:
     if scope is not None and not SCOPE_RE.match(scope):
         raise RuleError(("in",), f"'{scope}' is not a dotted name of classes/functions "
                         "(write e.g. GPUModelRunner.sample)")
+    decorators = _decorators(raw.get("decorators"))
+    if decorators is not None and scope is None:
+        raise RuleError(("decorators",), "'decorators' are those allowed on the `in:` "
+                        "definition: this invariant has no 'in'", key=True)
     rule = parse_rule(raw, ())
     every = parse_rule(raw["every"], ("every",)) if "every" in raw else None
     return Invariant(
         id=iid, file=raw["file"], scope=scope, rule=rule, every=every,
         claim=raw.get("claim"), title=raw.get("title"),
         source=raw["source"] if raw.get("source", "target") != "target" else None,
+        decorators=decorators,
     )

@@ -149,6 +149,15 @@ INVARIANT: dict[str, Any] = {
         },
         "every": {**_RELATION_VALUE, "description": "Every match of this rule's pattern in the "
                   "scope satisfies its relations (and there is at least one)."},
+        "decorators": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "x-message": "a list of decorators, e.g. [\"@torch.inference_mode()\"]",
+            "description": "The decorators allowed on the 'in' definitions and the classes "
+            "holding them (compared as code; [] allows none). Absent: only decorators the "
+            "module imports, called with constants at most: a decorator can return any "
+            "function in place of the one searched.",
+        },
         "claim": {"type": "string", "description": "What the audit says this shows."},
         "title": {"type": "string"},
     },

@@ -1,0 +1,494 @@
+"""Edits that keep the cited code but take it out of what Python runs must fail.
+
+A user test (the "claims" report) found three ways past the invariants:
+
+* **The definition Python keeps is replaced after the class body**: ``Cls.meth = f``,
+  ``setattr(Cls, "meth", f)``, ``del Cls.meth`` at module level, ``self.meth = …``
+  in a method (an instance attribute shadows the method), or a decorator on the
+  ``in:`` definition (it can return any function).
+* **Unconditional exits other than return/raise/if**: code after ``with …: return``
+  or after a ``try`` whose body and every handler leave. A context manager may
+  suppress an exception, so the direction matters: what a rule requires must
+  certainly run, what it forbids counts as soon as it may run.
+* **``every`` missed a subclass in the same file** (and code attached to the class
+  from outside its body).
+
+Each is reproduced on the REAL vLLM 0.31.0 tree with the shipped PP1 rules, next
+to a harmless edit of the same kind that must keep passing; language corners are
+checked on small hand-made files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_invariants_rules import MakeFiles, manifest_text, one
+from test_invariants_semantics import (
+    CONFIG,
+    GREEDY,
+    GUARDED,
+    MASK_FIRST,
+    PASSES,
+    REJECTION,
+    RESAMPLE,
+    RUNNER,
+    SPECULATOR,
+    VERIFY,
+    Edit,
+    FileEdit,
+    judge,
+    once,
+    pp1,  # noqa: F401  (a fixture)
+)
+
+from pp1audit.checks.invariants import check_invariant
+from pp1audit.errors import ManifestError
+from pp1audit.manifest import Manifest, parse
+from pp1audit.matcher import Engine
+from pp1audit.result import Check, Status
+from pp1audit.sources import open_target
+from pp1audit.store import FileStore
+
+LOGGER = "logger = init_logger(__name__)\n"  # model_runner.py and speculator.py, module level
+SAMPLE_DEF = "    def sample(\n        self,\n        hidden_states: torch.Tensor,\n"
+ASSERT_SPEC = "            assert self.speculator is not None\n"
+INIT_ALLOC = "        self.draft_watermarker: DraftWatermarker | None = None\n"
+ALL_RUNNER = [PASSES, MASK_FIRST]
+
+
+def at_end(text: str) -> Edit:
+    """Append module-level code at the end of the file."""
+    return lambda old: old + "\n\n" + text
+
+
+def judge_as(manifest: Manifest, target: Path, iid: str, **changes: object) -> Check:
+    """Judge a shipped invariant with some of its keys changed (e.g. ``decorators``)."""
+    inv = dataclasses.replace(manifest.invariants[iid], **changes)
+    with open_target(target, "vllm") as source:
+        return check_invariant(inv, Engine(FileStore(source)))
+
+
+# --- A. the definition Python keeps ----------------------------------------------------
+
+REPLACED = [
+    pytest.param(RUNNER, at_end("def _bad(self, *a):\n    return None\n\n\n"
+                                "GPUModelRunner.sample = _bad\n"), ALL_RUNNER,
+                 "GPUModelRunner.sample is replaced at line 2417 (`GPUModelRunner.sample = _bad`)",
+                 id="module-level-assignment"),
+    pytest.param(RUNNER, at_end('setattr(GPUModelRunner, "sample", lambda self, *a: None)\n'),
+                 ALL_RUNNER, "GPUModelRunner.sample is replaced at line 2413 (`setattr(",
+                 id="module-level-setattr"),
+    pytest.param(RUNNER, at_end("del GPUModelRunner.sample\n"), ALL_RUNNER,
+                 "replaced at line 2413 (`del GPUModelRunner.sample`)", id="module-level-del"),
+    pytest.param(RUNNER, at_end("def _patch():\n    GPUModelRunner.sample, _x = None, 1\n"),
+                 ALL_RUNNER, "replaced at line 2414 (`GPUModelRunner.sample, _x = None, 1`)",
+                 id="tuple-target-in-a-function"),
+    pytest.param(SPECULATOR, at_end("_orig_init = DraftModelSpeculator.__init__\n\n\n"
+                                    "def _init(self, *a, **k):\n    _orig_init(self, *a, **k)\n"
+                                    "    self.draft_logits = torch.zeros(1)\n\n\n"
+                                    "DraftModelSpeculator.__init__ = _init\n"), [GUARDED],
+                 "DraftModelSpeculator.__init__ is replaced at line 549", id="init-wrapped"),
+    pytest.param(RUNNER, once("        self.rejection_sampler: RejectionSampler | None = None\n",
+                              "        self.rejection_sampler: RejectionSampler | None = None; "
+                              "self.sample = lambda *a: None\n"), ALL_RUNNER,
+                 "replaced at line 325 (`self.sample = lambda *a: None`)",
+                 id="instance-attribute-shadows"),
+    pytest.param(RUNNER, once(ASSERT_SPEC, ASSERT_SPEC + '            setattr(self, "sample", '
+                              "None)\n"), ALL_RUNNER, 'replaced at line 1605 (`setattr(self, "sample"',
+                 id="instance-setattr-in-the-method-itself"),
+    pytest.param(RUNNER, once(ASSERT_SPEC, ASSERT_SPEC + "            type(self).sample = None\n"),
+                 ALL_RUNNER, "replaced at line 1605 (`type(self).sample = None`)",
+                 id="type-of-self"),
+    pytest.param(RUNNER, at_end("def _bad(self, *a):\n    return None\n\n\n"
+                                "GPUModelRunner.sample.__code__ = _bad.__code__\n"), ALL_RUNNER,
+                 "GPUModelRunner.sample is changed in place at line 2417", id="code-swapped"),
+    pytest.param(RUNNER, once(SAMPLE_DEF, "    def __getattribute__(self, n):\n        return "
+                              "object.__getattribute__(self, n)\n\n" + SAMPLE_DEF), ALL_RUNNER,
+                 "its class defines `__getattribute__` at line 1556", id="getattribute-hook"),
+    pytest.param(CONFIG, at_end('SpeculativeConfig.draft_sample_method = "probabilistic"\n'),
+                 [GREEDY], "`draft_sample_method` is bound again on its class at line",
+                 id="field-rebound-from-outside"),
+]
+
+
+@pytest.mark.parametrize(("path", "mutate", "iids", "words"), REPLACED)
+def test_a_definition_replaced_after_the_class_body_fails(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit, path: str, mutate: Edit,  # noqa: F811
+    iids: list[str], words: str,
+) -> None:
+    edit(tree_copy / path, mutate)
+    for iid in iids:
+        check = judge(pp1, tree_copy, iid)
+        assert check.status is Status.FAIL, (iid, check.message)
+        assert words in check.message, check.message
+
+
+HARMLESS_ATTRIBUTES = [
+    pytest.param(RUNNER, at_end("GPUModelRunner.sample_count = 0\n"), PASSES, id="another-name"),
+    pytest.param(RUNNER, at_end("_r = object()\n_r.sample = None\n"), PASSES,
+                 id="another-object"),
+    pytest.param(RUNNER, once(ASSERT_SPEC, ASSERT_SPEC + "            self.sampled = None\n"),
+                 PASSES, id="another-instance-attribute"),
+    pytest.param(RUNNER, at_end("if False:\n    GPUModelRunner.sample = None\n"), PASSES,
+                 id="dead-replacement"),
+    pytest.param(SPECULATOR, once(INIT_ALLOC, INIT_ALLOC + "        self.draft_logits_spec_cache "
+                                  "= None\n"), GUARDED, id="similar-name"),
+]
+
+
+@pytest.mark.parametrize(("path", "mutate", "iid"), HARMLESS_ATTRIBUTES)
+def test_a_harmless_attribute_write_passes(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit, path: str, mutate: Edit,  # noqa: F811
+    iid: str,
+) -> None:
+    edit(tree_copy / path, mutate)
+    check = judge(pp1, tree_copy, iid)
+    assert check.status is Status.PASS, check.message
+
+
+def test_a_matched_method_replaced_from_outside_fails(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit,  # noqa: F811
+) -> None:
+    edit(tree_copy / REJECTION, at_end("RejectionSampler._verify = RejectionSampler._verify_in_"
+                                       "chunks\n"))
+    method = judge(pp1, tree_copy, "verify-method")  # in: RejectionSampler, pattern: def _verify
+    assert method.status is Status.FAIL
+    assert "`_verify` is bound again on its class at line" in method.message, method.message
+    scoped = judge(pp1, tree_copy, VERIFY)  # in: RejectionSampler._verify
+    assert scoped.status is Status.FAIL and "RejectionSampler._verify is replaced" in scoped.message
+
+
+def test_a_local_decorator_fails_and_says_how_to_allow_it(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit,  # noqa: F811
+) -> None:
+    edit(tree_copy / RUNNER, lambda t: once(LOGGER, LOGGER.rstrip() + "; _drop_draft = lambda f: "
+                                            "(lambda self, *a: None)\n")(
+        once(SAMPLE_DEF, "    @_drop_draft\n" + SAMPLE_DEF)(t)))
+    for iid in ALL_RUNNER:
+        check = judge(pp1, tree_copy, iid)
+        assert check.status is Status.FAIL, check.message
+        assert ("GPUModelRunner.sample is decorated with `@_drop_draft` at line 1556: "
+                "`_drop_draft` is not imported by the module") in check.message
+        assert 'allow it: `decorators: ["@_drop_draft"]`' in check.message
+    # An auditor who read it may allow it; then it is accepted, and said.
+    allowed = judge_as(pp1, tree_copy, PASSES, decorators=("@_drop_draft",))
+    assert allowed.status is Status.PASS, allowed.message
+    assert "decorated with `@_drop_draft` (allowed by `decorators:`)" in allowed.message
+
+
+@pytest.mark.parametrize(("imports", "decorator", "words"), [
+    ("from typing import overload", "@overload", "`typing.overload` replaces the function"),
+    ("import contextlib as _cl", "@_cl.contextmanager",
+     "`contextlib.contextmanager` replaces the function"),
+    ("", "@staticmethod", "`staticmethod` is not imported by the module"),
+    ("import functools", "@functools.lru_cache(maxsize=_n)", "its arguments are not constants"),
+    ("", "@(lambda f: f)", "an expression, not an imported name"),
+    ("from torch import no_grad\nno_grad = None", "@no_grad()", "also bound otherwise"),
+])
+def test_a_decorator_that_may_replace_the_method_fails(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit, imports: str, decorator: str,  # noqa: F811
+    words: str,
+) -> None:
+    edit(tree_copy / RUNNER, lambda t: once(LOGGER, LOGGER + imports + "\n")(
+        once(SAMPLE_DEF, f"    {decorator}\n" + SAMPLE_DEF)(t)))
+    check = judge(pp1, tree_copy, PASSES)
+    assert check.status is Status.FAIL, check.message
+    assert words in check.message, check.message
+
+
+def test_an_imported_decorator_passes_and_is_reported(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit,  # noqa: F811
+) -> None:
+    edit(tree_copy / RUNNER, once(SAMPLE_DEF, "    @torch.inference_mode()\n" + SAMPLE_DEF))
+    check = judge(pp1, tree_copy, PASSES)
+    assert check.status is Status.PASS, check.message
+    assert "decorated with `@torch.inference_mode()` (imported code, not read)" in check.message
+    # `decorators:` is an allow-list: what it does not name fails, even imported.
+    strict = judge_as(pp1, tree_copy, PASSES, decorators=())
+    assert strict.status is Status.FAIL
+    assert "`@torch.inference_mode()` at line 1556, which its `decorators:` does not allow" \
+        in strict.message
+    spelled = judge_as(pp1, tree_copy, PASSES, decorators=("torch.inference_mode( )",))
+    assert spelled.status is Status.PASS, spelled.message  # compared as code, not text
+
+
+def test_the_real_decorated_scopes_pass_and_name_their_decorators(
+    pp1: Manifest, vllm_tree: Path,  # noqa: F811
+) -> None:
+    greedy = judge(pp1, vllm_tree, GREEDY)
+    assert greedy.status is Status.PASS and "decorated with `@config`" in greedy.message
+    resample = judge(pp1, vllm_tree, RESAMPLE)
+    assert resample.status is Status.PASS and "`@triton.jit(" in resample.message
+    exact = '@triton.jit(do_not_specialize=["watermark_key_0", "watermark_key_1"])'
+    listed = judge_as(pp1, vllm_tree, RESAMPLE, decorators=(exact,))
+    assert listed.status is Status.PASS, listed.message
+    other = judge_as(pp1, vllm_tree, RESAMPLE, decorators=("@triton.jit",))
+    assert other.status is Status.FAIL and "does not allow" in other.message
+
+
+def test_a_class_decorator_on_the_scope_path_is_judged_too(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit,  # noqa: F811
+) -> None:
+    edit(tree_copy / RUNNER, once("\nclass GPUModelRunner(", "\n@_wrap\nclass GPUModelRunner("))
+    check = judge(pp1, tree_copy, PASSES)
+    assert check.status is Status.FAIL
+    assert "GPUModelRunner is decorated with `@_wrap`" in check.message
+
+
+def test_decorators_key_is_checked_when_the_manifest_loads() -> None:
+    ok = parse(manifest_text("r: {file: pkg/mod.py, in: f, pattern: g(), "
+                             'decorators: ["@torch.inference_mode()", "functools.cache"]}\n'),
+               "m.yaml")
+    assert ok.invariants["r"].decorators == ("@torch.inference_mode()", "functools.cache")
+    for record, words in [
+        ('{file: pkg/mod.py, pattern: g(), decorators: ["@x"]}', "this invariant has no 'in'"),
+        ('{file: pkg/mod.py, in: f, pattern: g(), decorators: ["@x("]}', "'@x(' is not a decorator"),
+        ("{file: pkg/mod.py, in: f, pattern: g(), decorators: '@x'}", "decorators"),
+    ]:
+        with pytest.raises(ManifestError) as info:
+            parse(manifest_text(f"r: {record}\n"), "m.yaml")
+        assert words in str(info.value), str(info.value)
+
+
+# --- B. exits through with / try / loops ----------------------------------------------
+
+RETURN_NONE = "return self.rejection_sampler(logits, input_batch, None), None, None"
+EXITS = [
+    pytest.param(f"            with torch.no_grad(): {RETURN_NONE}\n",
+                 "unreachable, after the `with` at line 1605, whose body always leaves the block "
+                 "(reached only if its context manager suppresses an exception)", id="with-return"),
+    pytest.param(f"            try: {RETURN_NONE}\n            except Exception: return None\n",
+                 "after the `try` at line 1605, whose body (or `else`) and every `except` leave",
+                 id="try-return-except-return"),
+    pytest.param(f"            try:\n                pass\n            finally:\n                "
+                 f"{RETURN_NONE}\n", "whose `finally` always leaves the block", id="finally-return"),
+    pytest.param(f"            for _ in [0]:\n                {RETURN_NONE}\n",
+                 "after the `for` at line 1605, whose every pass leaves the function",
+                 id="for-return"),
+    pytest.param(f"            while True:\n                {RETURN_NONE}\n",
+                 "after the `while True:` at line 1605, which never ends", id="while-true-return"),
+]
+
+
+@pytest.mark.parametrize(("inserted", "words"), EXITS)
+def test_code_after_an_exit_through_with_try_or_a_loop_does_not_count(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit, inserted: str, words: str,  # noqa: F811
+) -> None:
+    edit(tree_copy / RUNNER, once(ASSERT_SPEC, ASSERT_SPEC + inserted))
+    check = judge(pp1, tree_copy, PASSES)
+    assert check.status is Status.FAIL, check.message
+    assert "(logits, input_batch, None)" in check.message  # the live call is the one judged
+    assert words in check.message, check.message
+
+
+@pytest.mark.parametrize("inserted", [
+    "            try:\n                pass\n            except Exception:\n                return None\n",
+    "            with torch.no_grad():\n                pass\n",
+    "            for _ in []:\n                if _:\n                    break\n"
+    "                return None\n",
+    "            while True:\n                break\n",
+    "            try:\n                return None\n            except Exception:\n"
+    "                pass\n",
+], ids=["handler-returns-only", "with-falls-through", "loop-may-break", "while-breaks",
+        "handler-falls-through"])
+def test_an_exit_that_may_fall_through_keeps_the_code_after_it(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit, inserted: str,  # noqa: F811
+) -> None:
+    edit(tree_copy / RUNNER, once(ASSERT_SPEC, ASSERT_SPEC + inserted))
+    check = judge(pp1, tree_copy, PASSES)
+    assert check.status is Status.PASS, check.message
+
+
+def test_a_mask_after_a_with_return_does_not_precede(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit,  # noqa: F811
+) -> None:
+    mask = "            self.structured_outputs_worker.apply_grammar_bitmask(\n"
+    edit(tree_copy / RUNNER, once(mask, "            with torch.no_grad():\n                "
+                                  "pass\n" + mask))  # harmless first: still precedes
+    assert judge(pp1, tree_copy, MASK_FIRST).status is Status.PASS
+    edit(tree_copy / RUNNER, once("                pass\n" + mask,
+                                  "                return None  # type: ignore\n" + mask))
+    check = judge(pp1, tree_copy, MASK_FIRST)
+    assert check.status is Status.FAIL
+    assert "does not precede it" in check.message and "after the `with`" in check.message
+
+
+REQUIRED = "file: pkg/mod.py\nin: f\npattern: g(1)\n"
+FORBIDDEN = "file: pkg/mod.py\nin: f\npattern: start()\nnot: forbidden()\n"
+EVERY = ("file: pkg/mod.py\nin: S.__init__\npattern: self.x = None\n"
+         "every: {pattern: self.x = $V, where: {V: {not: {is: None}}}, guarded_by: $C.on}\n")
+
+
+def body(code: str) -> str:
+    return "from contextlib import nullcontext, suppress\n\n\ndef f():\n" + textwrap.indent(
+        textwrap.dedent(code), "    ")
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    ("with nullcontext():\n    return 0\ng(1)\n", "after the `with` at line 5"),
+    ("try:\n    return h()\nexcept E:\n    return 1\ng(1)\n", "after the `try` at line 5"),
+    ("try:\n    h()\nexcept E:\n    raise\nelse:\n    return 2\ng(1)\n", "after the `try`"),
+    ("try:\n    return 0\nfinally:\n    pass\ng(1)\n", "whose body always leaves the block"),
+    ("try:\n    h()\nexcept E:\n    pass\nfinally:\n    return 1\ng(1)\n", "`finally` always"),
+    ("try:\n    return h()\nexcept E:\n    pass\nelse:\n    g(1)\n", "in the `else` of the `try`"),
+    ("try:\n    with nullcontext():\n        return 0\nexcept E:\n    return 1\ng(1)\n",
+     "after the `try`"),
+    ("while 1:\n    h()\ng(1)\n", "which never ends"),
+    ("while True:\n    return 1\n    break\ng(1)\n", "which never ends"),  # the break is dead
+    ("for x in y:\n    pass\nelse:\n    return 0\ng(1)\n", "whose `else` always leaves"),
+])
+def test_a_required_match_must_certainly_run(make_files: MakeFiles, code: str,
+                                             words: str) -> None:
+    c = one(make_files, REQUIRED, body(code))
+    assert c.status is Status.FAIL and "unreachable" in c.message and words in c.message, c.message
+
+
+@pytest.mark.parametrize("code", [
+    "try:\n    return h()\nexcept E:\n    pass\ng(1)\n",
+    "try:\n    h()\nexcept E:\n    return 1\ng(1)\n",
+    "with suppress(E):\n    h()\ng(1)\n",
+    "for x in y:\n    continue\ng(1)\n",
+    "for x in y:\n    if x:\n        break\n    return 1\ng(1)\n",
+    "while True:\n    for z in x:\n        break\n    else:\n        break\ng(1)\n",
+])
+def test_code_after_an_exit_that_may_complete_is_live(make_files: MakeFiles, code: str) -> None:
+    c = one(make_files, REQUIRED, body(code))
+    assert c.status is Status.PASS, c.message
+
+
+@pytest.mark.parametrize(("code", "found"), [
+    # A context manager may swallow the raise: the forbidden call may run.
+    ("start()\nwith suppress(Exception):\n    raise X()\nforbidden()\n", True),
+    ("start()\nwith nullcontext():\n    return 0\nforbidden()\n", True),
+    # Every arm of the try leaves: the call can never run.
+    ("start()\ntry:\n    return 0\nexcept E:\n    return 1\nforbidden()\n", False),
+    ("start()\nwhile True:\n    return 0\nforbidden()\n", False),
+    # A loop that may not run at all: the call after it may run.
+    ("start()\nfor x in y:\n    return 0\nforbidden()\n", True),
+])
+def test_a_forbidden_match_counts_when_it_may_run(make_files: MakeFiles, code: str,
+                                                  found: bool) -> None:
+    c = one(make_files, FORBIDDEN, body(code))
+    assert c.status is (Status.FAIL if found else Status.PASS), c.message
+    if found:
+        assert "`forbidden()` is present" in c.message
+
+
+def test_every_finds_a_write_after_a_suppressed_raise(make_files: MakeFiles) -> None:
+    code = textwrap.dedent("""\
+        from contextlib import suppress
+
+        class S:
+            def __init__(self, cfg):
+                self.x = None
+                if cfg.on:
+                    self.x = make()
+                with suppress(Exception):
+                    raise ValueError()
+                self.x = make()
+    """)
+    c = one(make_files, EVERY, code)
+    assert c.status is Status.FAIL and "every: `self.x = $V` at line 10" in c.message, c.message
+    dead = code.replace("with suppress(Exception):", "try:").replace(
+        "raise ValueError()", "raise ValueError()\n        except ValueError:\n            "
+        "return")
+    assert one(make_files, EVERY, dead).status is Status.PASS
+
+
+def test_each_not_turns_the_direction_round(make_files: MakeFiles) -> None:
+    # "no forbidden() unless ok() runs too": inside the second `not`, ok() is required
+    # again, so an ok() that may be skipped does not excuse forbidden().
+    rule = ("file: pkg/mod.py\nin: f\npattern: start()\n"
+            "not: {pattern: forbidden(), not: ok()}\n")
+    assert one(make_files, rule, body("start()\nforbidden()\nok()\n")).status is Status.PASS
+    skipped = body("start()\nforbidden()\nwith nullcontext():\n    return 0\nok()\n")
+    assert one(make_files, rule, skipped).status is Status.FAIL
+    # A `where` constraint's `not` is forbidden: what may run counts there.
+    where = ("file: pkg/mod.py\nin: f\npattern: \"if c: $$$BODY\"\n"
+             "where: {BODY: {not: {contains: bad()}}}\n")
+    hidden = body("if c:\n    with suppress(E):\n        raise X()\n    bad()\n")
+    c = one(make_files, where, hidden)
+    assert c.status is Status.FAIL and "does not satisfy: not (contains `bad()`)" in c.message, \
+        c.message
+    gone = body("if c:\n    with suppress(E):\n        raise X()\n    if False:\n        bad()\n")
+    assert one(make_files, where, gone).status is Status.PASS
+
+
+# --- C. every: subclasses and attached code in the same file --------------------------
+
+SUBCLASS = """
+
+class _Sub(DraftModelSpeculator):
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.draft_logits = {value}
+"""
+
+
+def test_every_sees_a_subclass_in_the_same_file(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit,  # noqa: F811
+) -> None:
+    edit(tree_copy / SPECULATOR, at_end(SUBCLASS.format(value="torch.zeros(1)")))
+    check = judge(pp1, tree_copy, GUARDED)
+    assert check.status is Status.FAIL, check.message
+    assert ("every: `self.draft_logits = $VALUE` at line 546 (in class _Sub, a subclass of "
+            "DraftModelSpeculator in this file): it is not inside an `if") in check.message
+
+
+@pytest.mark.parametrize("value", ["None", 'None\n        if self.speculative_config.'
+                                   'draft_sample_method == "probabilistic":\n            '
+                                   "self.draft_logits = torch.zeros(1)"])
+def test_a_subclass_that_keeps_the_claim_passes(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit, value: str,  # noqa: F811
+) -> None:
+    edit(tree_copy / SPECULATOR, at_end(SUBCLASS.format(value=value)))
+    check = judge(pp1, tree_copy, GUARDED)
+    assert check.status is Status.PASS, check.message
+
+
+def test_every_sees_a_grandchild_and_code_attached_to_the_class(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit, make_files: MakeFiles,  # noqa: F811
+) -> None:
+    edit(tree_copy / SPECULATOR, at_end("def _reset(self):\n    self.draft_logits = "
+                                        "torch.zeros(1)\n\n\nDraftModelSpeculator.reset = _reset\n"))
+    check = judge(pp1, tree_copy, GUARDED)
+    assert check.status is Status.FAIL, check.message
+    assert "(in code attached to class DraftModelSpeculator at line 541)" in check.message
+    code = textwrap.dedent("""\
+        class S:
+            def __init__(self, cfg):
+                self.x = None
+                if cfg.on:
+                    self.x = make()
+
+        class Mid(S):
+            pass
+
+        class Leaf(Mid):
+            def grow(self):
+                self.x = make()
+
+        class Other:
+            def grow(self):
+                self.x = make()  # another class's self: not S's
+    """)
+    c = one(make_files, EVERY, code)
+    assert c.status is Status.FAIL and "line 12 (in class Leaf, a subclass of S" in c.message
+    unrelated = re.sub(r"class Leaf\(Mid\):\n    def grow\(self\):\n        self.x = make\(\)\n",
+                       "", code)
+    assert one(make_files, EVERY, unrelated).status is Status.PASS
+    lam = code.replace("class Leaf(Mid):", "S.grow = lambda self: setattr(self, 'x', make())\n\n"
+                       "class Leaf(Other):")
+    c = one(make_files, EVERY, lam)
+    assert c.status is Status.FAIL and "in code attached to class S" in c.message, c.message
+
+
+def test_the_shipped_rules_still_pass_on_the_real_tree(pp1: Manifest, vllm_tree: Path) -> None:  # noqa: F811
+    for iid, inv in pp1.invariants.items():
+        if inv.source is None:
+            check = judge(pp1, vllm_tree, iid)
+            assert check.status is Status.PASS, (iid, check.message)
