@@ -230,6 +230,21 @@ def test_the_real_decorated_scopes_pass_and_name_their_decorators(
     assert other.status is Status.FAIL and "does not allow" in other.message
 
 
+def test_the_shipped_manifest_allows_only_the_real_decorators(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit,  # noqa: F811
+) -> None:
+    """PP1 lists the decorators its scopes carry in 0.31.0 (``decorators:``): another
+    decorator the module imports, which the default would let through, fails."""
+    assert pp1.invariants[GREEDY].decorators == ("@config",)
+    edit(tree_copy / CONFIG, once("\n@config\nclass SpeculativeConfig:",
+                                  "\n@replace\nclass SpeculativeConfig:"))
+    check = judge(pp1, tree_copy, GREEDY)
+    assert check.status is Status.FAIL
+    assert "which its `decorators:` does not allow" in check.message, check.message
+    default = judge_as(pp1, tree_copy, GREEDY, decorators=None)
+    assert default.status is Status.PASS, default.message  # imported: the default's blind spot
+
+
 def test_a_class_decorator_on_the_scope_path_is_judged_too(
     pp1: Manifest, tree_copy: Path, edit: FileEdit,  # noqa: F811
 ) -> None:
