@@ -91,18 +91,40 @@ class TreeItem:
 
 def parse_tree(data: bytes) -> list[TreeItem]:
     """The entries of a tree object (``<octal mode> <name>\\0<20-byte id>`` each);
-    ``ValueError`` when the bytes are not a tree."""
+    ``ValueError`` when the bytes are not a tree, or not one git writes.
+
+    A tree's bytes hashing to its id proves only that they were not altered,
+    not that they are well formed: a tree made with ``hash-object --literally``
+    may name one path twice (``git show`` then reads the first entry, a
+    checkout writes the last), or hold a name with a ``/`` (which a path
+    lookup would take for a directory). Readers here that walk a tree and
+    readers that flatten it would then disagree, and two checks of one run
+    could see two different files. So, as ``git fsck`` does, such a tree is
+    refused: an empty name, ``.``, ``..``, ``.git`` (in any case), a ``/`` or
+    a NUL in a name, a name given twice, or entries out of git's order (by
+    name bytes, a directory sorting as if its name ended in ``/``).
+    """
     items: list[TreeItem] = []
     at = 0
+    previous: bytes | None = None
     while at < len(data):
         space = data.index(b" ", at)
         nul = data.index(b"\0", space)
         raw = data[nul + 1 : nul + 21]
         if len(raw) != 20:
             raise ValueError("truncated tree entry")
-        name = data[space + 1 : nul].decode("utf-8", "surrogateescape")
-        items.append(TreeItem(name, int(data[at:space], 8), raw.hex()))
+        name_bytes = data[space + 1 : nul]
+        mode = int(data[at:space], 8)
+        if name_bytes in (b"", b".", b"..") or name_bytes.lower() == b".git" or b"/" in name_bytes:
+            raise ValueError(f"entry named {name_bytes!r}, which git never writes")
+        order = name_bytes + (b"/" if mode == 0o40000 else b"")
+        if previous is not None and order <= previous:
+            raise ValueError(f"entry {name_bytes!r} given twice or out of git's order")
+        previous = order
+        items.append(TreeItem(name_bytes.decode("utf-8", "surrogateescape"), mode, raw.hex()))
         at = nul + 21
+    if len({item.name for item in items}) != len(items):  # a file and a directory of one name
+        raise ValueError("a name given twice")
     return items
 
 
@@ -162,7 +184,8 @@ class Clone:
         # Never let a partial clone fetch a missing object: reading stays offline.
         # Replace refs would make git answer an id with another object's bytes.
         self.repo.git.update_environment(GIT_NO_LAZY_FETCH="1", GIT_TERMINAL_PROMPT="0",
-                                         GIT_NO_REPLACE_OBJECTS="1")
+                                         GIT_NO_REPLACE_OBJECTS="1",
+                                         GIT_GRAFT_FILE=os.devnull)
         self._check_git_accepts_it()
         self._check_sha1()
 
@@ -255,8 +278,8 @@ class Clone:
             data = self.read_object(sha, "tree")
             try:
                 hit = parse_tree(data)
-            except ValueError:
-                raise ObjectMismatch(self._mismatch("tree", sha, "is not a valid tree")) from None
+            except ValueError as exc:
+                raise ObjectMismatch(self._mismatch("tree", sha, f"is not a valid tree ({exc})")) from None
             self._trees[sha] = hit
         return hit
 

@@ -453,3 +453,68 @@ def test_a_sha256_repository_is_refused(tree: Path, tmp_path: Path, pristine: La
     assert proc.stderr == (f"pp1audit: error: {root}: --repo lane: a SHA-256 repository "
                            "(extensions.objectFormat=sha256); manifests pin SHA-1 commit ids, "
                            "so it cannot be read\n")
+
+
+# -- trees git never writes: refused, so no two checks read two different files
+
+
+def _commit_tree(repo: Path, entries: list[tuple[str, bytes, str]], message: str) -> str:
+    """A commit of a root tree written as given (``hash-object --literally``: git's own
+    writers refuse these trees), ``entries`` as (octal mode, name, hex id)."""
+    def write(kind: str, data: bytes, literally: bool = True) -> str:
+        args = ["git", "-C", str(repo), "hash-object", "-t", kind, "-w", "--stdin"]
+        return subprocess.run(args + (["--literally"] if literally else []), input=data,
+                              check=True, capture_output=True).stdout.decode().strip()
+
+    body = b"".join(mode.encode() + b" " + name + b"\0" + bytes.fromhex(sha)
+                    for mode, name, sha in entries)
+    root = write("tree", body)
+    commit = (f"tree {root}\nauthor A <a@example.invalid> 1790000000 +0000\n"
+              f"committer A <a@example.invalid> 1790000000 +0000\n\n{message}\n").encode()
+    return write("commit", commit, literally=False)
+
+
+@pytest.mark.parametrize("shape", ["duplicate", "slash", "dot-git"])
+def test_a_tree_git_never_writes_is_an_error_not_a_verdict(
+    lane: Lane, tree: Path, tmp_path: Path, shape: str
+) -> None:
+    """One path named twice (``git show`` reads the first, a checkout writes the
+    last), a name with a ``/`` (a flattened lookup takes it for a path), ``.git``:
+    the tree hashes to its id, yet checks reading it disagreed with each other."""
+    greedy, sampled = blob_of(lane.path, lane.base), blob_of(lane.path, lane.third)
+    pkg = {
+        "duplicate": [("100644", b"mod.py", sampled), ("100644", b"mod.py", greedy)],
+        "slash": [("100644", b"mod.py", greedy), ("100644", b"sub/x.py", sampled)],
+        "dot-git": [("100644", b".GIT", sampled), ("100644", b"mod.py", greedy)],
+    }[shape]
+    repo = lane.path
+    sub = _commit_tree(repo, pkg, "sub")
+    sub_tree = git.Repo(repo).commit(sub).tree.hexsha
+    forged = _commit_tree(repo, [("40000", b"pkg", sub_tree)], shape)
+    rc, checks = check(tree, manifest(forged), tmp_path, "--repo", f"lane={repo}")
+    assert rc == 1
+    for cid in ("lane-fixed", "lane-greedy"):
+        assert checks[cid]["status"] == "error", checks[cid]
+        assert "is not a valid tree" in checks[cid]["message"], checks[cid]["message"]
+
+
+def test_a_graft_does_not_change_what_a_moved_ref_is_said_to_be(
+    lane: Lane, tree: Path, tmp_path: Path
+) -> None:
+    """``info/grafts`` rewrites parents for ``merge-base`` and ``rev-list``: a tag
+    moved off the recorded history must not be called a fast-forward."""
+    repo = git.Repo(lane.path)
+    repo.git.checkout("-q", "-b", "side", lane.base)
+    (lane.path / "side.txt").write_text("side\n")
+    repo.index.add(["side.txt"])
+    side = repo.index.commit("side").hexsha
+    repo.git.tag("-f", "release", side)  # recorded at `second`; now on a side branch
+    refs = f"    refs:\n      release: {{commit: {lane.second}}}\n"
+    text = manifest(lane.base, refs)
+    _, before = check(tree, text, tmp_path, "--repo", f"lane={lane.path}")
+    (lane.path / ".git" / "info").mkdir(exist_ok=True)
+    (lane.path / ".git" / "info" / "grafts").write_text(f"{side} {lane.second}\n")
+    _, after = check(tree, text, tmp_path, "--repo", f"lane={lane.path}")
+    moved = [c for c in after.values() if c["kind"] == "git" and "release" in c["message"]]
+    assert moved and all("not a descendant" in c["message"] for c in moved), moved
+    assert {k: c["message"] for k, c in after.items()} == {k: c["message"] for k, c in before.items()}
