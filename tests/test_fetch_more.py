@@ -9,6 +9,7 @@ answers no well-behaved server library would send.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import socket
@@ -123,12 +124,19 @@ def raw() -> Iterator[Raw]:
                 return
             threading.Thread(target=_handle, args=(conn, server, table), daemon=True).start()
 
-    threading.Thread(target=serve, daemon=True).start()
+    serving = threading.Thread(target=serve, daemon=True)
+    serving.start()
     try:
         yield server
     finally:
+        # close() alone does not wake a thread blocked in accept() on Linux: the
+        # thread and the listening port would outlive the test. shutdown() does.
         server.stop.set()
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
         listener.close()
+        serving.join(5)
+        assert not serving.is_alive(), "the test server did not stop"
 
 
 def files_under(root: Path) -> list[Path]:
