@@ -85,26 +85,34 @@ class _GuardedStdout:
     of the run: the reader took what it wanted (``| head -1``, ``| grep -q``),
     so from then on output is dropped and the command finishes, its exit code
     the verdict's as the contract says (0, 1 or 2, nothing else: not the
-    shell's 141, which would read as neither open nor closed). Everything
-    else is the real stream's.
+    shell's 141, which would read as neither open nor closed). A stdout
+    closed before the start (``>&-``: ``sys.stdout`` is None) fails the first
+    write like a full disk: results were asked for and cannot be delivered.
+    Everything else is the real stream's.
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO | None) -> None:
         self._stream = stream
         self._closed = False
+
+    def _open(self) -> TextIO:
+        if self._stream is None:
+            raise StdoutFailed(OSError(errno.EBADF, "stdout is closed"))
+        return self._stream
 
     def _reader_gone(self, exc: OSError) -> bool:
         if exc.errno != errno.EPIPE:
             return False
         self._closed = True
-        _discard(self._stream)
+        _discard(self._open())
         return True
 
     def write(self, text: str) -> int:
         if self._closed:
             return len(text)
+        stream = self._open()
         try:
-            return self._stream.write(text)
+            return stream.write(text)
         except OSError as exc:
             if self._reader_gone(exc):
                 return len(text)
@@ -115,7 +123,7 @@ class _GuardedStdout:
             self.write(line)
 
     def flush(self) -> None:
-        if self._closed:
+        if self._closed or self._stream is None:
             return
         try:
             self._stream.flush()
@@ -123,8 +131,11 @@ class _GuardedStdout:
             if not self._reader_gone(exc):
                 raise StdoutFailed(exc) from exc
 
+    def isatty(self) -> bool:
+        return self._stream is not None and self._stream.isatty()
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+        return getattr(self._open(), name)
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -405,6 +416,44 @@ def schema() -> int:
     return EXIT_OPEN
 
 
+class _QuietStderr:
+    """``sys.stderr`` for the length of a run, which never fails the run.
+
+    Diagnostics that cannot be delivered (stderr closed: ``2>&-``, or a
+    reader gone) have nowhere else to go; letting the write raise turned a
+    usage error into exit 1 (the error escaped its handler) and a verdict into
+    an "internal error". So they are dropped, and the exit code stays the
+    run's. A stderr closed before the start (``sys.stderr`` None) is a sink.
+    """
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if self._stream is not None:
+            try:
+                self._stream.write(text)
+            except (OSError, ValueError):  # ValueError: the stream was closed
+                self._stream = None
+        return len(text)
+
+    def flush(self) -> None:
+        if self._stream is not None:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self._stream = None
+
+    def isatty(self) -> bool:
+        try:
+            return self._stream is not None and self._stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _say(message: str) -> None:
     """An error on stderr in one line, whatever it quotes (a YAML reader's or
     git's message may hold newlines; a file name may hold anything)."""
@@ -413,12 +462,14 @@ def _say(message: str) -> None:
     click.echo("pp1audit: " + printable(message), err=True)
 
 
-def _discard(stream: TextIO) -> None:
+def _discard(stream: TextIO | None) -> None:
     """Point ``stream``'s file at /dev/null once writing to it has failed: what
     is still buffered is flushed at exit, would fail again, and Python would
     print "Exception ignored" and a traceback (the remedy the ``signal`` docs
     give for SIGPIPE). A stream without a file (a test's capture) has nothing
     to flush at exit."""
+    if stream is None:
+        return
     try:
         fd = stream.fileno()
     except (OSError, ValueError):
@@ -471,8 +522,9 @@ def main(argv: list[str] | None = None) -> None:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     no_args = getattr(click.exceptions, "NoArgsIsHelpError", ())
-    stdout = sys.stdout
+    stdout, stderr = sys.stdout, sys.stderr
     sys.stdout = cast(TextIO, _GuardedStdout(stdout))
+    sys.stderr = cast(TextIO, _QuietStderr(stderr))
     try:
         with _quiet_gc():
             code = cli.main(args=argv, prog_name="pp1audit", standalone_mode=False)
@@ -506,5 +558,5 @@ def main(argv: list[str] | None = None) -> None:
         _say(f"internal error: {type(exc).__name__}: {exc}")
         code = EXIT_USAGE
     finally:
-        sys.stdout = stdout
+        sys.stdout, sys.stderr = stdout, stderr
     sys.exit(code if isinstance(code, int) else EXIT_OPEN)

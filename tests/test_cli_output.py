@@ -197,3 +197,37 @@ def test_init_says_the_version_escaped(tmp_path: Path, make_files: Callable[...,
     assert "\x1b" not in proc.stderr
     assert proc.stderr == (f"pp1audit: wrote {out}: 1 citations, 1 files, "
                            "version 1.0\\x1b[31m\\n\n")
+
+
+def run_with_closed(fds: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m pp1audit ARGS`` started with ``fds`` (``>&-``, ``2>&-``) closed, as a
+    shell line would start it; what stays open is captured."""
+    line = " ".join(f"'{a}'" for a in (sys.executable, "-m", "pp1audit", *args)) + " " + fds
+    return subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"})
+
+
+def test_a_closed_stderr_never_changes_the_exit_code(audited: tuple[Path, Path],
+                                                      tmp_path: Path) -> None:
+    """``2>&-``: the one-line error has nowhere to go, and a usage error is still 2
+    (it was 1, the closed gate's code: the message's own write failed in its handler)."""
+    tree, manifest = audited
+    assert run_with_closed("2>&-", "check", str(tree), "-m", str(tmp_path / "none.yaml")).returncode == 2
+    proc = run_with_closed("2>&-", "check", str(tree), "-m", str(manifest))
+    assert proc.returncode == 0 and "PASS (gate open)" in proc.stdout
+    (tree / "pkg" / "a.py").write_text("def f():\n    return 2\n\nx = 2\n", encoding="utf-8")
+    assert run_with_closed("2>&-", "report", str(tree), "-m", str(manifest)).returncode == 1
+
+
+def test_a_stdout_closed_from_the_start_is_one_line_not_a_bug(audited: tuple[Path, Path],
+                                                               tmp_path: Path) -> None:
+    """``>&-``: results asked for cannot be delivered (exit 2, said on stderr, as for a
+    full disk); written to ``-o FILE`` they can, and the run is judged as usual."""
+    tree, manifest = audited
+    for args in (["check", str(tree), "-m", str(manifest)], ["schema"]):
+        proc = run_with_closed(">&-", *args)
+        assert proc.returncode == 2
+        assert proc.stderr == "pp1audit: error: cannot write to stdout: stdout is closed\n"
+    out = tmp_path / "result.txt"
+    proc = run_with_closed(">&- 2>&-", "check", str(tree), "-m", str(manifest), "-o", str(out))
+    assert proc.returncode == 0 and "PASS (gate open)" in out.read_text()
