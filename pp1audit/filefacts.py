@@ -74,8 +74,14 @@ class Facts:
     Everything is memoised per node: every rule on the file shares the work.
     """
 
-    def __init__(self, root: SgNode) -> None:
+    def __init__(self, root: SgNode, source: str | None = None) -> None:
+        """``source`` is the text ``root`` was parsed from. The root node's own text starts
+        at the first token (leading blank lines dropped), so the stdlib tables built from
+        it would number lines differently from the tree; without ``source`` the dropped
+        lines are put back as empty ones."""
         self.root = root
+        self.source = source if source is not None else \
+            "\n" * root.range().start.line + root.text()
         self._dead: dict[tuple[Key, bool], str | None] = {}
         self._ends: dict[tuple[Key, bool], bool] = {}
         self._exits: dict[tuple[Key, bool], SgNode | None] = {}
@@ -628,7 +634,7 @@ class Facts:
 
     def _symtable(self) -> symtable.SymbolTable:
         if self._symbols is None:
-            self._symbols = symtable.symtable(self.root.text(), "<module>", "exec")
+            self._symbols = symtable.symtable(self.source, "<module>", "exec")
         return self._symbols
 
     def _table_of(self, decorator: SgNode) -> symtable.SymbolTable | None:
@@ -653,7 +659,7 @@ class Facts:
         """What the module-level imports binding ``name`` import (``functools.partial``),
         or None when a star import could bind it too."""
         if self._module is None:
-            self._module = ast.parse(self.root.text())
+            self._module = ast.parse(self.source)
         out: list[str] = []
         stack: list[ast.stmt] = list(self._module.body)
         while stack:

@@ -128,7 +128,7 @@ class ParsedFile:
     facts: Facts = field(init=False)
 
     def __post_init__(self) -> None:
-        self.facts = Facts(self.root)
+        self.facts = Facts(self.root, "\n".join(self.lines))
 
 
 def _substitute(text: str, bindings: dict[str, SgNode]) -> str:

@@ -45,12 +45,13 @@ from test_invariants_semantics import (
     pp1,  # noqa: F401  (a fixture)
 )
 
+from pp1audit.audit import audit
 from pp1audit.checks.invariants import check_invariant
 from pp1audit.errors import ManifestError
 from pp1audit.manifest import Manifest, parse
 from pp1audit.matcher import Engine
 from pp1audit.result import Check, Status
-from pp1audit.sources import open_target
+from pp1audit.sources import DirectorySource, open_target
 from pp1audit.store import FileStore
 
 LOGGER = "logger = init_logger(__name__)\n"  # model_runner.py and speculator.py, module level
@@ -507,3 +508,33 @@ def test_the_shipped_rules_still_pass_on_the_real_tree(pp1: Manifest, vllm_tree:
         if inv.source is None:
             check = judge(pp1, vllm_tree, iid)
             assert check.status is Status.PASS, (iid, check.message)
+
+
+# --- D. review of 0af74b8: false alarms and further replacements ------------------------
+
+SAMPLER = "file: pkg/mod.py\nin: Runner.sample\npattern: self.rejection_sampler($$$ARGS)\n"
+DECORATED = ("import torch\n\n\nclass Runner:\n    @torch.inference_mode()\n"
+             "    def sample(self):\n        self.rejection_sampler(1)\n")
+
+
+def one_bytes(make_files: MakeFiles, invariant: str, data: bytes) -> Check:
+    """``one`` on a file given as bytes (a BOM, CRLF line ends)."""
+    root = make_files({"pkg/__init__.py": "", "pkg/mod.py": data})
+    m = parse(manifest_text("r:\n" + textwrap.indent(invariant, "  ")), "m.yaml")
+    return {c.id: c for c in audit(m, DirectorySource(root)).checks}["r"]
+
+
+@pytest.mark.parametrize("data", [
+    b"\n" + DECORATED.encode(),
+    b"\n\n  \n\t\n" + DECORATED.encode(),
+    b"# a comment\n\n" + DECORATED.encode(),
+    b"\xef\xbb\xbf\n" + DECORATED.encode(),
+    ("\n" + DECORATED).replace("\n", "\r\n").encode(),
+], ids=["blank-line", "blank-lines-and-spaces", "comment", "bom", "crlf"])
+def test_a_file_not_starting_with_code_still_resolves_its_decorators(
+        make_files: MakeFiles, data: bytes) -> None:
+    """The stdlib symbol table is numbered from the file's first line, the tree's root
+    text from its first token: they must agree, or every decorator is "unresolved"."""
+    c = one_bytes(make_files, SAMPLER, data)
+    assert c.status is Status.PASS, c.message
+    assert "decorated with `@torch.inference_mode()` (imported code, not read)" in c.message
