@@ -219,10 +219,12 @@ class Facts:
             if orelse is not None and self._exit(orelse, certain) is not None:
                 return f"the `{word}` at line {line(stop)}, whose `else` always leaves the block"
             cond = stop.field("condition") if word == "while" else None
-            if cond is not None and constant_truth(cond.text()) is True:
+            if cond is not None and _endless(stop):
                 return f"the `while {short(cond, 40)}:` at line {line(stop)}, which never ends"
+            over = stop.field("right")
+            runs = f" (`{short(over, 30)}` is not empty)" if over is not None else ""
             return (f"the `{word}` at line {line(stop)}, whose every pass leaves the function "
-                    "(what follows runs only if the loop never runs)")
+                    f"and which certainly runs{runs}")
         if stop.kind() == "try_statement":
             fin = _try_parts(stop)[3]
             if fin is not None and self._exit(fin, certain) is not None:
@@ -281,9 +283,11 @@ class Facts:
 
     def _loop_ends(self, loop: SgNode, certain: bool) -> bool:
         """A loop never completes when nothing ``break``s out of it and it cannot run out
-        (a ``while`` with a constant-true test) or its ``else`` never completes; unless
-        ``certain``, also when its every pass leaves the function (no ``continue``):
-        then it completes only if it never runs, and what follows may be skipped."""
+        (a ``while`` with a constant-true test) or its ``else`` never completes; or when it
+        certainly runs (``_runs``) and its pass leaves the function (no ``continue``).
+
+        A loop that may run zero times (``while x:``, ``for i in xs:``) completes then,
+        exactly like ``if x: return``: what follows it is code, in both directions."""
         body = loop.field("body")
         if body is None or self._jumps(loop, "break_statement", certain):
             return False
@@ -291,10 +295,9 @@ class Facts:
         orelse = _block_of(alternative) if alternative is not None else None
         if orelse is not None and self._exit(orelse, certain) is not None:
             return True
-        cond = loop.field("condition") if loop.kind() == "while_statement" else None
-        if cond is not None and constant_truth(cond.text()) is True:
+        if _endless(loop):
             return True
-        return not certain and self._exit(body, certain) is not None and \
+        return _runs(loop) and self._exit(body, certain) is not None and \
             not self._jumps(loop, "continue_statement", certain)
 
     def _jumps(self, loop: SgNode, kind: str, certain: bool) -> bool:
@@ -919,6 +922,22 @@ def _setattr_call(call: SgNode) -> Iterator[Write]:
     name = literal(obj_items[1])
     if name is not None and name[0] is str:
         yield call, obj_items[0], str(name[1]), obj_items[2] if len(obj_items) > 2 else None
+
+
+def _endless(loop: SgNode) -> bool:
+    """A ``while`` whose test is constant and true: only a ``break`` (or an exit) ends it."""
+    cond = loop.field("condition") if loop.kind() == "while_statement" else None
+    return cond is not None and constant_truth(cond.text()) is True
+
+
+def _runs(loop: SgNode) -> bool:
+    """The loop's body certainly runs at least once: a ``while`` with a constant-true test,
+    or a ``for`` over a constant that is not empty (``for _ in [0]:``; folding cannot
+    tell anything else, such as a name, is not empty)."""
+    if loop.kind() == "while_statement":
+        return _endless(loop)
+    over = loop.field("right")
+    return over is not None and constant_truth(over.text()) is True
 
 
 def _loop_of(jump: SgNode) -> SgNode | None:

@@ -25,10 +25,12 @@ cannot hold on code that never runs or is not where the rule says:
   after an ``elif True:``), or after a statement that never completes in its
   block (``return`` / ``raise`` / ``continue`` / ``break``, an ``if`` whose every
   arm leaves, a ``try`` whose body-or-``else`` and every handler leave or whose
-  ``finally`` leaves, ``while True:`` without ``break``) is not code. Two
+  ``finally`` leaves, ``while True:`` without ``break``, a loop that certainly
+  runs, ``for _ in [0]:``, and whose pass leaves; not ``while x: return``, which
+  may run zero times like ``if x: return``) is not code. Two
   readings: what a rule requires must *certainly* run, so it also excludes code
   after ``with …:`` whose body leaves (a context manager may suppress an
-  exception, but need not) and after a loop whose every pass leaves; what a rule
+  exception, but need not); what a rule
   forbids (``not``, the matches ``every`` quantifies over) counts when it *may*
   run. Each ``not`` turns the direction round.
 * **Values, not spellings.** String and number literals in a pattern match by

@@ -538,3 +538,37 @@ def test_a_file_not_starting_with_code_still_resolves_its_decorators(
     c = one_bytes(make_files, SAMPLER, data)
     assert c.status is Status.PASS, c.message
     assert "decorated with `@torch.inference_mode()` (imported code, not read)" in c.message
+
+
+@pytest.mark.parametrize("code", [
+    "while x:\n    return 0\ng(1)\n",
+    "for item in xs:\n    return item\ng(1)\n",
+    "for item in xs:\n    raise E()\ng(1)\n",
+    "while h():\n    with nullcontext():\n        return 0\ng(1)\n",
+    "for item in []:\n    return item\ng(1)\n",
+])
+def test_code_after_a_loop_that_may_not_run_counts(make_files: MakeFiles, code: str) -> None:
+    """``while x: return`` may run zero times, exactly like ``if x: return``: what
+    follows is code that runs whenever the loop does not."""
+    c = one(make_files, REQUIRED, body(code))
+    assert c.status is Status.PASS, c.message
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    ("for _ in (1, 2):\n    return 0\ng(1)\n",
+     "whose every pass leaves the function and which certainly runs (`(1, 2)` is not empty)"),
+    ("for _ in 'ab':\n    raise E()\ng(1)\n", "which certainly runs"),
+    ("while 1 == 1:\n    return 0\ng(1)\n", "which never ends"),
+])
+def test_code_after_a_loop_that_certainly_runs_and_leaves_does_not_count(
+        make_files: MakeFiles, code: str, words: str) -> None:
+    c = one(make_files, REQUIRED, body(code))
+    assert c.status is Status.FAIL and "unreachable" in c.message and words in c.message, c.message
+
+
+def test_a_forbidden_match_after_a_loop_counts_unless_the_loop_certainly_leaves(
+        make_files: MakeFiles) -> None:
+    may = one(make_files, FORBIDDEN, body("start()\nwhile x:\n    return 0\nforbidden()\n"))
+    assert may.status is Status.FAIL and "`forbidden()` is present" in may.message, may.message
+    never = one(make_files, FORBIDDEN, body("start()\nfor _ in [0]:\n    return 0\nforbidden()\n"))
+    assert never.status is Status.PASS, never.message
