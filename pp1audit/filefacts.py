@@ -489,10 +489,11 @@ class Facts:
         return out
 
     def subclasses(self, cls: SgNode) -> list[SgNode]:
-        """``cls`` and every class of the file that names it (or one of these) among its bases:
-        writes through their ``self`` are writes to instances of ``cls``."""
+        """``cls`` and every class of the file that names it (or one of these) among its bases
+        (``base_names``): writes through their ``self`` are writes to instances of ``cls``."""
         family = [cls]
-        names = {n.text() for n in [cls.field("name")] if n is not None}
+        names = {n.text() for n in [cls.field("name")] if n is not None} | {
+            p for p in [self.class_path(cls)] if p is not None}
         seen = {key(cls)}
         classes = list(self.root.find_all(kind="class_definition"))
         grew = True
@@ -502,14 +503,45 @@ class Facts:
                 bases = c.field("superclasses")
                 if key(c) in seen or bases is None:
                     continue
-                if any(n.text() in names for n in bases.find_all(kind="identifier")):
+                if any(b in names for b in base_names(c)):
                     family.append(c)
                     seen.add(key(c))
-                    name = c.field("name")
-                    if name is not None:
-                        names.add(name.text())
+                    name, path = c.field("name"), self.class_path(c)
+                    names |= {n for n in (name.text() if name else None, path) if n}
                     grew = True
         return family
+
+    def bases(self, cls: SgNode) -> list[SgNode]:
+        """The classes of this file ``cls`` derives from, nearest first, transitively: what
+        they define runs for ``cls`` too (``__getattribute__``, ``__init_subclass__``).
+
+        A base name is read where the class statement runs: its enclosing body, then the
+        module (a class of another module is not in this file)."""
+        out: list[SgNode] = []
+        seen = {key(cls)}
+        todo = [cls]
+        while todo:
+            current = todo.pop(0)
+            owner = self.owner(current)
+            scopes = [s for s in (owner, self.root) if s is not None]
+            for name in base_names(current):
+                found = next((f for s in scopes if (f := self._classes_named(s, name))), [])
+                for base in found:
+                    if key(base) not in seen:
+                        seen.add(key(base))
+                        out.append(base)
+                        todo.append(base)
+        return out
+
+    def _classes_named(self, scope: SgNode, dotted: str) -> list[SgNode]:
+        """The class definitions ``dotted`` (``Base``, ``Outer.Base``) may be bound to after
+        ``scope``'s body ran."""
+        found = [scope]
+        for part in dotted.split("."):
+            found = [d for s in found for stmt in self.final(s, part).values()
+                     if (d := stmt.field("definition") if stmt.kind() == "decorated_definition"
+                         else stmt) is not None and d.kind() == "class_definition"]
+        return found
 
     def attribute_writes(self) -> list[Write]:
         """Every place the file binds or deletes an attribute by name (memoised)."""
@@ -520,11 +552,15 @@ class Facts:
     def _names_class(self, obj: SgNode, where: SgNode, cls: SgNode, path: str | None,
                      instance: bool) -> bool:
         """``obj`` (the object of an attribute write at ``where``) is the class ``cls``: its
-        dotted name, or in its own methods ``cls``, ``type(self)``, ``self.__class__`` (and
-        with ``instance`` ``self`` or the method's first parameter)."""
+        dotted name, ``locals()`` / ``vars()`` run in its own body (the namespace the class
+        is made from), or in its own methods ``cls``, ``type(self)``, ``self.__class__``
+        (and with ``instance`` ``self`` or the method's first parameter)."""
         obj = unparen(obj)
         if path is not None and "".join(obj.text().split()) == path:
             return True
+        if _namespace_call(obj):
+            owner = self.owner(where)
+            return owner is not None and key(owner) == key(cls)
         nearest = next((a for a in where.ancestors() if a.kind() == "class_definition"), None)
         if nearest is None or key(nearest) != key(cls):
             return False
@@ -540,7 +576,7 @@ class Facts:
         if obj.kind() == "call":
             fn, args = obj.field("function"), obj.field("arguments")
             items = named_items(args.children()) if args is not None else []
-            return fn is not None and fn.text() == "type" and len(items) == 1 and \
+            return _builtin(fn) == "type" and len(items) == 1 and \
                 items[0].text() in selves | {"cls"}
         return False
 
@@ -631,6 +667,8 @@ class Facts:
             return "the module has a `from … import *`, which may rebind it"
         for source in sources:
             full = ".".join([source, *rest])
+            if full.split(".")[0] == "builtins":
+                return f"`{full}` is a builtin (as `{full.split('.', 1)[-1]}`), not imported code"
             if full in _REPLACING:
                 return f"`{full}` replaces the function it decorates"
         return None
@@ -802,7 +840,9 @@ class Facts:
         obj, dot, attr = target.rpartition(".")
         if dot and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", attr):
             for call in (f'setattr({obj}, "{attr}", {value})',
-                         f'object.__setattr__({obj}, "{attr}", {value})'):
+                         f'object.__setattr__({obj}, "{attr}", {value})',
+                         f'builtins.setattr({obj}, "{attr}", {value})',
+                         f'__builtins__.setattr({obj}, "{attr}", {value})'):
                 out += find(region, parse_pattern(call), bound)
         return out
 
@@ -877,7 +917,8 @@ def _misread_type_call(node: SgNode) -> Iterator[Write]:
 
 def _attribute_of(target: SgNode) -> tuple[SgNode, str] | None:
     """(object, attribute name) a target assigns: ``o.a``, ``o.__dict__["a"]``,
-    ``vars(o)["a"]``."""
+    ``vars(o)["a"]``; ``locals()["a"]`` / ``vars()["a"]`` with the call as the object (in a
+    class body it is the class's namespace)."""
     target = unparen(target)
     if target.kind() == "attribute":
         obj, attr = target.field("object"), target.field("attribute")
@@ -885,43 +926,46 @@ def _attribute_of(target: SgNode) -> tuple[SgNode, str] | None:
     if target.kind() != "subscript":
         return None
     holder, index = target.field("value"), target.field("subscript")
-    name = literal(index) if index is not None else None
-    if holder is None or name is None or name[0] is not str:
+    name = constant_name(index) if index is not None else None
+    if holder is None or name is None:
         return None
     if holder.kind() == "attribute":
         obj, attr = holder.field("object"), holder.field("attribute")
         if obj is not None and attr is not None and attr.text() == "__dict__":
-            return obj, str(name[1])
+            return obj, name
     if holder.kind() == "call":
         fn, args = holder.field("function"), holder.field("arguments")
         items = named_items(args.children()) if args is not None else []
-        if fn is not None and fn.text() == "vars" and len(items) == 1:
-            return items[0], str(name[1])
+        if _builtin(fn) == "vars" and len(items) == 1:
+            return items[0], name
+        if _builtin(fn) in ("vars", "locals") and not items:
+            return holder, name  # the namespace being run: a class body's (_names_class)
     return None
 
 
 def _setattr_call(call: SgNode) -> Iterator[Write]:
     """``setattr(o, "a", v)``, ``delattr(o, "a")``, ``object.__setattr__(o, "a", v)`` and
-    ``o.__setattr__("a", v)`` as writes of ``o.a``."""
+    ``o.__setattr__("a", v)`` as writes of ``o.a`` (also ``builtins.setattr``, and a name
+    spelled as a constant expression, ``"sam" + "ple"``)."""
     fn, args = call.field("function"), call.field("arguments")
     if fn is None or args is None:
         return
     items = named_items(args.children())
-    if fn.kind() == "identifier" and fn.text() in ("setattr", "delattr"):
+    if _builtin(fn) in ("setattr", "delattr"):
         obj_items = items
     elif fn.kind() == "attribute" and (attr := fn.field("attribute")) is not None and \
             attr.text() in ("__setattr__", "__delattr__"):
         holder = fn.field("object")
         if holder is None:
             return
-        obj_items = items if holder.text() in ("object", "type") else [holder, *items]
+        obj_items = items if _builtin(holder) in ("object", "type") else [holder, *items]
     else:
         return
     if len(obj_items) < 2:
         return
-    name = literal(obj_items[1])
-    if name is not None and name[0] is str:
-        yield call, obj_items[0], str(name[1]), obj_items[2] if len(obj_items) > 2 else None
+    name = constant_name(obj_items[1])
+    if name is not None:
+        yield call, obj_items[0], name, obj_items[2] if len(obj_items) > 2 else None
 
 
 def _endless(loop: SgNode) -> bool:
@@ -938,6 +982,80 @@ def _runs(loop: SgNode) -> bool:
         return _endless(loop)
     over = loop.field("right")
     return over is not None and constant_truth(over.text()) is True
+
+
+def base_names(cls: SgNode) -> list[str]:
+    """The bases a class statement names as ``Name``, ``Outer.Name`` or ``Name[...]``
+    (a generic alias of that class), without spaces; keyword arguments (``metaclass=``)
+    and anything computed are not bases by name."""
+    bases = cls.field("superclasses")
+    out: list[str] = []
+    for item in named_items(bases.children()) if bases is not None else []:
+        item = unparen(item)
+        if item.kind() == "subscript" and (value := item.field("value")) is not None:
+            item = unparen(value)
+        if item.kind() in ("identifier", "attribute"):
+            text = "".join(item.text().split())
+            if all(part.isidentifier() for part in text.split(".")):
+                out.append(text)
+    return out
+
+
+def _builtin(node: SgNode | None) -> str | None:
+    """The builtin ``X`` a name denotes, spelled ``X``, ``builtins.X`` or
+    ``__builtins__.X`` (else None). A local shadowing it is not looked for: a write read
+    where there is none errs on the safe side."""
+    if node is None:
+        return None
+    text = "".join(unparen(node).text().split())
+    for prefix in ("builtins.", "__builtins__."):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    return text if text.isidentifier() else None
+
+
+def _namespace_call(node: SgNode) -> bool:
+    """``locals()`` or ``vars()``: the namespace of the code that runs it."""
+    node = unparen(node)
+    if node.kind() != "call":
+        return False
+    args = node.field("arguments")
+    return _builtin(node.field("function")) in ("locals", "vars") and \
+        not (args is not None and named_items(args.children()))
+
+
+_MAX_NAME_TEXT = 1000
+"""Longest expression folded into an attribute name: real names are short."""
+
+
+def constant_name(node: SgNode) -> str | None:
+    """The string a constant expression spells (``"a"``, ``"sam" "ple"``, ``"sam" + "ple"``,
+    ``f"sample"`` without fields), else None: an attribute named that way is named."""
+    got = literal(node)
+    if got is not None:
+        return str(got[1]) if got[0] is str else None
+    if len(node.text()) > _MAX_NAME_TEXT:
+        return None
+    try:
+        tree = ast.parse("(\n" + node.text() + "\n)", mode="eval").body
+        return _string_of(tree)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+def _string_of(tree: ast.expr) -> str | None:
+    """A string made of literals, field-less f-strings and ``+`` between them, else None."""
+    if isinstance(tree, ast.Constant):
+        return tree.value if isinstance(tree.value, str) else None
+    if isinstance(tree, ast.JoinedStr):
+        parts = [v.value for v in tree.values
+                 if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+        return "".join(parts) if len(parts) == len(tree.values) else None
+    if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Add):
+        left, right = _string_of(tree.left), _string_of(tree.right)
+        return left + right if left is not None and right is not None else None
+    return None
 
 
 def _loop_of(jump: SgNode) -> SgNode | None:

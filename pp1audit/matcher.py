@@ -447,7 +447,9 @@ def _replaced(facts: Facts, name: str, holders: list[SgNode]) -> str | None:
     """Why the definition ``name`` (held by the classes ``holders``) is not what runs: its
     code swapped in place (``f.__code__ = …``); an attribute bound on its class from
     outside the body (``Cls.meth = f``, ``setattr``, ``del``, ``self.meth = …`` in its
-    methods); or a ``__getattribute__`` on its class, which decides every lookup."""
+    methods); or a ``__getattribute__`` on its class, which decides every lookup, or on a
+    base class in the file, or a base's ``__init_subclass__``, which may rebind it when
+    the class is created."""
     attr = name.rpartition(".")[2]
     swap = facts.code_swap(attr)
     if swap is not None:
@@ -460,13 +462,32 @@ def _replaced(facts: Facts, name: str, holders: list[SgNode]) -> str | None:
         if outside is not None:
             return (f"{name} is replaced at line {line(outside)} (`{short(outside, 60)}`): "
                     "Python runs what that binds, not the definition searched")
-        lookup = [*facts.final(cls, "__getattribute__").values(),
-                  facts.attribute_binding(cls, "__getattribute__", instance=False)]
-        hook = next((n for n in lookup if n is not None), None)
+        hook = _hook(facts, cls, "__getattribute__")
         if hook is not None:
             return (f"{name}: its class defines `__getattribute__` at line {line(hook)}, "
                     f"which decides what `{attr}` is when it is looked up")
+        for base in facts.bases(cls):
+            for method, does in _BASE_HOOKS:
+                hook = _hook(facts, base, method)
+                if hook is not None:
+                    title = base.field("name")
+                    return (f"{name}: its base class {title.text() if title else '?'} (line "
+                            f"{line(base)}) defines `{method}` at line {line(hook)}, {does}")
     return None
+
+
+_BASE_HOOKS = (("__getattribute__", "which decides what every attribute is when it is "
+                "looked up"),
+               ("__init_subclass__", "which runs when the subclass is created and may "
+                "replace its methods"))
+"""What a base class may define that changes its subclasses' methods."""
+
+
+def _hook(facts: Facts, cls: SgNode, method: str) -> SgNode | None:
+    """Where ``cls`` gets ``method`` (its body's binding in force, or one from outside)."""
+    lookup = [*facts.final(cls, method).values(),
+              facts.attribute_binding(cls, method, instance=False)]
+    return next((n for n in lookup if n is not None), None)
 
 
 def _decorated(inv: Invariant, facts: Facts, name: str, definition: SgNode,

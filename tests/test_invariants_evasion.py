@@ -572,3 +572,88 @@ def test_a_forbidden_match_after_a_loop_counts_unless_the_loop_certainly_leaves(
     assert may.status is Status.FAIL and "`forbidden()` is present" in may.message, may.message
     never = one(make_files, FORBIDDEN, body("start()\nfor _ in [0]:\n    return 0\nforbidden()\n"))
     assert never.status is Status.PASS, never.message
+
+
+RUNNER_CLASS = "class Runner:\n    def sample(self):\n        self.rejection_sampler(1)\n"
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    (f"import builtins\n\n{RUNNER_CLASS}builtins.setattr(Runner, 'sample', None)\n",
+     "Runner.sample is replaced at line 6 (`builtins.setattr("),
+    (f"{RUNNER_CLASS}__builtins__.setattr(Runner, 'sample', None)\n",
+     "replaced at line 4 (`__builtins__.setattr("),
+    (f"import builtins\n\n{RUNNER_CLASS}builtins.object.__setattr__(Runner, 'sample', None)\n",
+     "replaced at line 6 (`builtins.object.__setattr__("),
+    (f"{RUNNER_CLASS}setattr(Runner, 'sam' + 'ple', None)\n",
+     "replaced at line 4 (`setattr(Runner, 'sam' + 'ple', None)`)"),
+    (f"{RUNNER_CLASS}setattr(Runner, f'sample', None)\n", "replaced at line 4"),
+    (f"{RUNNER_CLASS}delattr(Runner, ('sa' 'm') + f'ple')\n", "replaced at line 4"),
+    (f"{RUNNER_CLASS}vars(Runner)['sam' + 'ple'] = None\n", "replaced at line 4"),
+    (f"{RUNNER_CLASS}    locals()['sample'] = None\n",
+     "replaced at line 4 (`locals()['sample'] = None`)"),
+    (f"{RUNNER_CLASS}    vars()['sample'] = lambda self: None\n", "replaced at line 4"),
+    (f"{RUNNER_CLASS}    del builtins.locals()['sample']\n", "replaced at line 4"),
+], ids=["builtins-setattr", "__builtins__-setattr", "builtins-object-setattr", "concatenated",
+        "f-string", "delattr-folded", "vars-of-class-folded", "locals-in-class-body",
+        "vars-in-class-body", "del-locals"])
+def test_a_replacement_spelled_through_builtins_or_a_folded_name_fails(
+        make_files: MakeFiles, code: str, words: str) -> None:
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.FAIL and words in c.message, c.message
+
+
+@pytest.mark.parametrize("code", [
+    f"{RUNNER_CLASS}setattr(Runner, 'sam' + 'ples', None)\n",
+    f"{RUNNER_CLASS}setattr(Runner, f'{{x}}sample', None)\n",
+    f"{RUNNER_CLASS}    locals()['other'] = None\n",
+    "class Runner:\n    def sample(self):\n        self.rejection_sampler(1)\n"
+    "        locals()['sample'] = None\n",  # a function's locals: not the class
+    f"{RUNNER_CLASS}builtins.getattr(Runner, 'sample')\n",
+])
+def test_a_similar_write_that_replaces_nothing_passes(make_files: MakeFiles, code: str) -> None:
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.PASS, c.message
+
+
+@pytest.mark.parametrize(("imports", "decorator", "words"), [
+    ("import builtins", "@builtins.staticmethod",
+     "`builtins.staticmethod` is a builtin (as `staticmethod`), not imported code"),
+    ("import builtins as b", "@b.property", "`builtins.property` is a builtin"),
+    ("from builtins import classmethod as cm", "@cm", "`builtins.classmethod` is a builtin"),
+    ("", "@__builtins__.staticmethod", "`__builtins__` is not imported by the module"),
+])
+def test_a_builtin_decorator_spelled_through_builtins_fails(
+        make_files: MakeFiles, imports: str, decorator: str, words: str) -> None:
+    code = (f"{imports}\n\n\nclass Runner:\n    {decorator}\n    def sample(self):\n"
+            "        self.rejection_sampler(1)\n")
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.FAIL and words in c.message, c.message
+
+
+@pytest.mark.parametrize(("bases", "words"), [
+    ("class Base:\n    def __init_subclass__(cls):\n        cls.sample = None\n\n\n"
+     "class Runner(Base):\n",
+     "Runner.sample: its base class Base (line 1) defines `__init_subclass__` at line 2, "
+     "which runs when the subclass is created"),
+    ("class Base:\n    def __getattribute__(self, n):\n        return None\n\n\n"
+     "class Mid(Base):\n    pass\n\n\nclass Runner(Mid[int], metaclass=Meta):\n",
+     "its base class Base (line 1) defines `__getattribute__` at line 2"),
+    ("class Outer:\n    class Base:\n        __init_subclass__ = classmethod(lambda c: None)\n\n\n"
+     "class Runner(Outer.Base):\n", "its base class Base (line 2) defines `__init_subclass__`"),
+    ("class Base:\n    pass\n\n\nBase.__init_subclass__ = classmethod(lambda c: None)\n\n\n"
+     "class Runner(Base):\n", "defines `__init_subclass__` at line 5"),
+])
+def test_a_base_class_in_the_file_with_a_hook_fails(make_files: MakeFiles, bases: str,
+                                                    words: str) -> None:
+    code = bases + "    def sample(self):\n        self.rejection_sampler(1)\n"
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.FAIL and words in c.message, c.message
+
+
+def test_a_hook_on_an_unrelated_or_another_modules_class_passes(make_files: MakeFiles) -> None:
+    code = ("import other\n\n\nclass Base:\n    def __init_subclass__(cls):\n        pass\n\n\n"
+            "class Plain:\n    pass\n\n\n"
+            "class Runner(other.Base, Plain):\n    def sample(self):\n"
+            "        self.rejection_sampler(1)\n")
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.PASS, c.message
