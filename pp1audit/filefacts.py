@@ -209,6 +209,9 @@ class Facts:
         what = _TERMINATORS.get(stop.kind())
         if what:
             return f"the `{what}` at line {line(stop)}"
+        if stop.kind() == "assert_statement":
+            return (f"the `{short(stop, 40)}` at line {line(stop)}, which always raises "
+                    "(unless Python runs with -O)")
         if stop.kind() == "with_statement":
             return (f"the `with` at line {line(stop)}, whose body always leaves the block (reached "
                     "only if its context manager suppresses an exception)")
@@ -248,8 +251,11 @@ class Facts:
         chain whose every reachable branch (with an ``else`` or a constant-true test)
         ends; a ``try`` or a loop that ends (``_try_ends``, ``_loop_ends``); and, unless
         ``certain``, a ``with`` whose body ends (its context manager could suppress an
-        exception)."""
+        exception) and an ``assert`` of a constant-false test (``python -O`` strips it,
+        so what follows may still run: only for what a rule requires is it an exit)."""
         kind = stmt.kind()
+        if kind == "assert_statement":
+            return not certain and _failing_assert(stmt)
         if kind not in ("if_statement", "try_statement", "with_statement", "for_statement",
                         "while_statement"):
             return kind in _TERMINATORS
@@ -966,6 +972,12 @@ def _setattr_call(call: SgNode) -> Iterator[Write]:
     name = constant_name(obj_items[1])
     if name is not None:
         yield call, obj_items[0], name, obj_items[2] if len(obj_items) > 2 else None
+
+
+def _failing_assert(stmt: SgNode) -> bool:
+    """``assert False`` / ``assert 0, "…"``: a test that is constant and false."""
+    parts = named_items(stmt.children())
+    return bool(parts) and constant_truth(parts[0].text()) is False
 
 
 def _endless(loop: SgNode) -> bool:

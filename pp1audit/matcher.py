@@ -30,7 +30,8 @@ cannot hold on code that never runs or is not where the rule says:
   may run zero times like ``if x: return``) is not code. Two
   readings: what a rule requires must *certainly* run, so it also excludes code
   after ``with …:`` whose body leaves (a context manager may suppress an
-  exception, but need not); what a rule
+  exception, but need not) and after ``assert False`` (``python -O`` strips
+  it); what a rule
   forbids (``not``, the matches ``every`` quantifies over) counts when it *may*
   run. Each ``not`` turns the direction round.
 * **Values, not spellings.** String and number literals in a pattern match by

@@ -657,3 +657,24 @@ def test_a_hook_on_an_unrelated_or_another_modules_class_passes(make_files: Make
             "        self.rejection_sampler(1)\n")
     c = one(make_files, SAMPLER, code)
     assert c.status is Status.PASS, c.message
+
+
+@pytest.mark.parametrize("code", [
+    "assert False\ng(1)\n",
+    "assert 0, 'never here'\ng(1)\n",
+    "if x:\n    return 0\nelse:\n    assert 1 == 2\ng(1)\n",
+])
+def test_a_required_match_after_a_failing_assert_does_not_count(make_files: MakeFiles,
+                                                                code: str) -> None:
+    c = one(make_files, REQUIRED, body(code))
+    assert c.status is Status.FAIL and "unreachable" in c.message, c.message
+    assert "which always raises (unless Python runs with -O)" in c.message or \
+        "every branch leaves" in c.message, c.message
+
+
+def test_a_forbidden_match_after_a_failing_assert_counts(make_files: MakeFiles) -> None:
+    """``python -O`` strips asserts: what follows ``assert False`` may run."""
+    c = one(make_files, FORBIDDEN, body("start()\nassert False\nforbidden()\n"))
+    assert c.status is Status.FAIL and "`forbidden()` is present" in c.message, c.message
+    live = one(make_files, REQUIRED, body("assert x\ng(1)\n"))
+    assert live.status is Status.PASS, live.message
