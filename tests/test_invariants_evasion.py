@@ -678,3 +678,38 @@ def test_a_forbidden_match_after_a_failing_assert_counts(make_files: MakeFiles) 
     assert c.status is Status.FAIL and "`forbidden()` is present" in c.message, c.message
     live = one(make_files, REQUIRED, body("assert x\ng(1)\n"))
     assert live.status is Status.PASS, live.message
+
+
+EVERY_BASE = """\
+import other
+
+
+class S:
+    def __init__(self, cfg):
+        self.x = None
+        if cfg.on:
+            self.x = make()
+
+
+class Sub({bases}):
+    def grow(self):
+        self.x = make()
+"""
+
+
+@pytest.mark.parametrize(("bases", "subclass"), [
+    ("S", True),
+    ("S[int]", True),  # a generic alias of S: still S
+    ("(S)", True),
+    ("other.S", False),  # another module's S is not this class
+    ("object, metaclass=S", False),  # a keyword argument is not a base
+    ("Base[S]", False),  # S as a type argument only
+])
+def test_every_counts_only_a_base_that_is_the_class(make_files: MakeFiles, bases: str,
+                                                    subclass: bool) -> None:
+    c = one(make_files, EVERY, EVERY_BASE.format(bases=bases))
+    if subclass:
+        assert c.status is Status.FAIL and "(in class Sub, a subclass of S" in c.message, \
+            c.message
+    else:
+        assert c.status is Status.PASS, c.message
