@@ -78,18 +78,46 @@ def literal(node: SgNode) -> tuple[type, object] | None:
     return (type(value), value)
 
 
-@lru_cache(maxsize=1024)
+CACHED_TEXT = 1024
+"""Tests up to this many characters are cached (``_cached_truth``); longer ones are
+rare and cost no more than a small multiple of their own parsing each time."""
+
+
 def constant_truth(text: str) -> bool | None:
-    """The truth value of a condition made of constants, or None when it depends on
-    anything at run time or is too costly to work out.
+    """Whether a test is certainly true or certainly false whenever it is tested, or
+    None when that depends on anything at run time or is too costly to work out.
 
     ``False``, ``0``, ``not 1``, ``False and x`` (``x`` is never evaluated), but also
     ``1 == 2``, ``0 * 1``, ``2 > 1 > 0``, ``"a" in ("a", "b")``, ``None is None``,
     ``f"" or ()``: a test spelled as an expression of constants is as dead (or as
     certain) as a literal one, and an edit that hides code under ``if 1 == 2:`` must
     not count it. The expression is folded with Python's own operators on the
-    constants' values (never ``eval``), within bounds (``_Folder``), so a hostile
-    ``10**10**10`` is refused, not computed."""
+    constants' values (never ``eval``), within bounds (``_Folder``): a hostile
+    ``10**10**10`` is never computed, but still known to be a non-zero int.
+
+    Unknown operands (names, calls, ...) leave the test unknown unless Python's
+    semantics decide it whatever they are (``_Folder.truth``): ``x and False``,
+    ``x in ()``, ``not (x or True)``, ``__debug__ and False`` are false. An exception
+    raised while testing (by ``x``'s ``__bool__``, ``__hash__``, a ``1 / 0``) runs
+    neither the body nor anything after the statement, so it never makes a dead
+    body live. The answer is for a test as ``if``/``elif``/``while``/``assert`` and
+    the test of ``a if t else b`` evaluate it: CPython compiles its ``and``/``or``/
+    ``not`` to jumps, asking each operand's truth once, so a ``__bool__`` that
+    changes its answer on a second call cannot run ``if x and False:``'s body."""
+    if len(text) > CACHED_TEXT:
+        return _fold_text(text)
+    return _cached_truth(text)
+
+
+@lru_cache(maxsize=1 << 15)
+def _cached_truth(text: str) -> bool | None:
+    """Cached by text: a rule with ``not``/``every`` reads a file in both directions,
+    and one file's tests (20,000 in a hostile 5 MB file) must all fit, at most
+    32 Mi characters held."""
+    return _fold_text(text)
+
+
+def _fold_text(text: str) -> bool | None:
     try:
         tree = ast.parse("(\n" + text + "\n)", mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -101,19 +129,49 @@ class _Refuse(Exception):
     """Folding stops: not made of constants, not certain, or too costly."""
 
 
+class _Exhausted(_Refuse):
+    """The budget is spent: the whole test is unknown, not just the operand at hand."""
+
+
+class _Big:
+    """A non-zero int too large to compute (``10**10**10``, ``1 << 10**9``): only its
+    truth is known. It never reaches a comparison, a container or an operator other
+    than those in ``_Folder._big_binop`` (its identity would make ``==`` true)."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return True
+
+
+BIG = _Big()
+
 MAX_INT_BITS = 4096
-"""The largest integer a fold may produce: constants in real tests are small; a
-``10**10**10`` in a hostile file would take minutes and gigabytes."""
+"""The largest integer a fold computes: constants in real tests are small; a
+``10**10**10`` in a hostile file would take minutes and gigabytes (it is ``BIG``)."""
 
 MAX_WEIGHT = 4096
 """The largest value (items, characters, 64-bit words) an operator may produce."""
 
+BUDGET_FLOOR = 128
+BUDGET_PER_CHAR = 4
+"""Work units a test may spend: a few per character of its text, plus a small floor
+for short tests such as ``2 ** 4000 > 2 ** 3999``. A unit is about one Python-level
+step (a node visited, an item weighed), so folding any test costs at most about
+three times parsing it (measured on hostile forms such as ``not (1,)*60``), and a
+5 MB file of costly tests is folded in about 1.5 times its tests' parsing."""
+
 _SINGLETONS = (None, True, False, Ellipsis)
 """Objects whose identity Python guarantees: ``is`` is certain only against these."""
+
+_EMPTIES = (tuple, list, dict, set, frozenset)
+"""Containers that hold nothing when empty (``"" in ""`` is true: not strings)."""
 
 
 def _cmp(op: ast.cmpop, a: Any, b: Any) -> Any:
     """One comparison with Python's semantics; ``is`` only where its answer is certain."""
+    if a is BIG or b is BIG:
+        raise _Refuse  # its value is unknown
     if isinstance(op, (ast.Is, ast.IsNot)):
         if not any(a is s or b is s for s in _SINGLETONS):
             raise _Refuse  # `1 is 1`, `() is ()`: an implementation detail, not a constant
@@ -140,39 +198,129 @@ _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.Invert: operator.invert,
 }
 _NUMBERS = (int, float, complex)  # bool is an int
+_SEQUENCES = (str, bytes, tuple, list)  # what `*` repeats
+
+
+def _is_int(value: Any) -> bool:
+    return value is BIG or isinstance(value, int)
 
 
 class _Folder:
-    """Folds one expression of constants to its value, with bounded work.
+    """Folds one expression to its truth, with bounded work.
 
-    Each value is carried with its weight (``_weigh``); an operator whose result
-    would pass ``MAX_WEIGHT`` or ``MAX_INT_BITS`` is refused before it runs (``*``,
-    ``**``, ``<<``) or after (the others cannot blow up), and every comparison or
-    operator spends its operands' weight from a budget proportional to the text, so
-    that no text costs more than a small multiple of its own parsing. Only
-    builtin values ever occur (the constants' and what operators make of them), so
-    the operators run no user code."""
+    Constants are folded to their values (``fold``), each carried with its weight
+    (``_weigh``); an operator whose result would pass ``MAX_WEIGHT`` is refused
+    before it runs (``*``) or after (the others cannot blow up), an int past
+    ``MAX_INT_BITS`` is ``BIG``, and every value made, comparison or operator spends
+    its weight from a budget proportional to the text (``BUDGET_PER_CHAR``), so that
+    no text costs more than a small multiple of its own parsing. Only builtin values
+    ever occur (the constants' and what operators make of them), so the operators
+    run no user code."""
 
     def __init__(self, size: int) -> None:
-        self.budget = 16 * MAX_WEIGHT + 64 * size
+        self.budget = BUDGET_FLOOR + BUDGET_PER_CHAR * size
 
     def truth(self, node: ast.expr) -> bool | None:
+        """The test's truth, three-valued (None: unknown), by these rules:
+
+        - constants fold to their value (``fold``); a name, call, attribute, ... is
+          unknown, and so is ``__debug__`` (``python -O`` turns it off);
+        - ``a and b and …`` is false when any operand is certainly false (operands
+          before it are true, or false and end the test), true when all are
+          certainly true; ``or`` the same way round; ``not`` inverts;
+        - a comparison chain is false when any link is certainly false (the chain
+          stops at a false link), true when all are certainly true; ``x in e`` with
+          ``e`` an empty tuple, list, dict or set is false whatever ``x`` is (only
+          the container's own ``__contains__`` runs), ``x not in e`` true;
+        - ``a if t else b`` is the chosen branch's truth, or both branches' when
+          they agree;
+        - a product with a zero int is 0 when the other operand is a known int
+          however large (``0 * 10**10**10``); a power of a non-zero int base
+          (positive exponent) and a shift of a non-zero int are non-zero ints,
+          never computed. ``x * 0`` stays unknown: ``float("inf") * 0`` is a true
+          NaN and a class's ``__mul__`` returns anything."""
         try:
-            return bool(self.fold(node)[0])
-        except _Refuse:
-            return None
-        except Exception:  # 1 / 0, 1 < "a", {[]}, too deep: not a constant test
+            return self._truth(node)
+        except Exception:  # budget spent, too deep: unknown
             return None
 
     def spend(self, cost: int) -> None:
         self.budget -= cost
         if self.budget < 0:
-            raise _Refuse
+            raise _Exhausted
+
+    def _truth(self, node: ast.expr) -> bool | None:
+        self.spend(1)
+        if isinstance(node, ast.BoolOp):
+            return self._boolop_truth(node)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self._truth(node.operand)
+            return None if inner is None else not inner
+        if isinstance(node, ast.Compare):
+            return self._compare_truth(node)
+        if isinstance(node, ast.IfExp):
+            test = self._truth(node.test)
+            if test is not None:
+                return self._truth(node.body if test else node.orelse)
+            body, orelse = self._truth(node.body), self._truth(node.orelse)
+            return body if body == orelse else None
+        found = self._value(node)
+        return None if found is None else bool(found[0])
+
+    def _value(self, node: ast.expr) -> tuple[Any, int] | None:
+        """(value, weight) of a constant operand, None when unknown (not a constant,
+        or it raises: ``1 / 0``). Spending the whole budget ends the test."""
+        try:
+            return self.fold(node)
+        except (_Exhausted, RecursionError, MemoryError):
+            raise
+        except Exception:  # _Refuse, 1 / 0, 1 < "a", {[]}
+            return None
+
+    def _boolop_truth(self, node: ast.BoolOp) -> bool | None:
+        is_or = isinstance(node.op, ast.Or)
+        unknown = False
+        for operand in node.values:
+            truth = self._truth(operand)
+            if truth is is_or:  # `or` is decided by a true operand, `and` by a false one
+                return is_or
+            unknown = unknown or truth is None
+        return None if unknown else not is_or
+
+    def _compare_truth(self, node: ast.Compare) -> bool | None:
+        """Link by link, as Python evaluates a chain: the first certainly false link
+        decides; an unknown one leaves the chain unknown unless a later link is false.
+        Each operand is folded once, and none after the deciding link."""
+        left = self._value(node.left)
+        unknown = False
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            right = self._value(comparator)
+            link = self._link(op, left, right)
+            if link is False:
+                return False
+            unknown = unknown or link is None
+            left = right
+        return None if unknown else True
+
+    def _link(self, op: ast.cmpop, left: tuple[Any, int] | None,
+              right: tuple[Any, int] | None) -> bool | None:
+        if left is not None and right is not None:
+            self.spend(left[1] + right[1])
+            try:
+                return bool(_cmp(op, left[0], right[0]))
+            except _Exhausted:
+                raise
+            except Exception:
+                return None
+        if isinstance(op, (ast.In, ast.NotIn)) and right is not None and \
+                type(right[0]) in _EMPTIES and not right[0]:
+            return isinstance(op, ast.NotIn)  # nothing is in an empty container
+        return None
 
     def _weigh(self, value: Any) -> int:
         """Size of a value in work units: what comparing or copying it costs."""
-        if isinstance(value, int):
-            return 1 + value.bit_length() // 64
+        if isinstance(value, int):  # at most MAX_INT_BITS, each 512 bits cheap C work
+            return 1 + value.bit_length() // 512
         if isinstance(value, (str, bytes)):
             return 1 + len(value) // 8
         if isinstance(value, (tuple, list, set, frozenset)):
@@ -184,12 +332,14 @@ class _Folder:
         return 1
 
     def _result(self, value: Any) -> tuple[Any, int]:
-        """An operator's result, refused when it is larger than any constant test needs."""
+        """An operator's result, paid for; refused when it is larger than any constant
+        test needs; an int too large to keep is ``BIG`` (it has bits: non-zero)."""
         if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
-            raise _Refuse
+            return BIG, 1
         weight = self._weigh(value)
         if weight > MAX_WEIGHT:
             raise _Refuse
+        self.spend(weight)
         return value, weight
 
     def fold(self, node: ast.expr) -> tuple[Any, int]:
@@ -210,9 +360,7 @@ class _Folder:
         if isinstance(node, ast.Compare):
             return self._compare(node)
         if isinstance(node, ast.UnaryOp):
-            value, weight = self.fold(node.operand)
-            self.spend(weight)
-            return self._result(_UNARY[type(node.op)](value))
+            return self._unary(node)
         if isinstance(node, ast.BinOp):
             return self._binop(node)
         if isinstance(node, ast.IfExp):
@@ -220,18 +368,25 @@ class _Folder:
             return self.fold(node.body if test else node.orelse)
         raise _Refuse  # names, calls, attributes, subscripts, walruses, ...
 
+    def _item(self, node: ast.expr) -> tuple[Any, int]:
+        """A container's item: never ``BIG`` (``(a,) == (b,)`` compares identity first)."""
+        found = self.fold(node)
+        if found[0] is BIG:
+            raise _Refuse
+        return found
+
     def _display(self, node: ast.Tuple | ast.List | ast.Set | ast.Dict) -> tuple[Any, int]:
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise _Refuse  # {**x}
-            keys = [self.fold(k) for k in node.keys if k is not None]
-            values = [self.fold(v) for v in node.values]
+            keys = [self._item(k) for k in node.keys if k is not None]
+            values = [self._item(v) for v in node.values]
             weight = 1 + sum(w for _, w in keys) + sum(w for _, w in values)
             self.spend(weight)
             return {k: v for (k, _), (v, _) in zip(keys, values, strict=True)}, weight
         if any(isinstance(e, ast.Starred) for e in node.elts):
             raise _Refuse  # [*x]
-        items = [self.fold(e) for e in node.elts]
+        items = [self._item(e) for e in node.elts]
         weight = 1 + sum(w for _, w in items)
         self.spend(weight)
         values = [v for v, _ in items]
@@ -239,9 +394,8 @@ class _Folder:
         return kind(values), weight
 
     def _boolop(self, node: ast.BoolOp) -> tuple[Any, int]:
-        """``and``/``or`` with short-circuit: operands after the deciding one are never
-        evaluated (``False and x`` is False whatever ``x`` is); an unknown operand
-        before it leaves the whole unknown (``x and False``: ``x`` is tested twice)."""
+        """The value of ``and``/``or`` of constants, with short-circuit: operands after
+        the deciding one are never evaluated (``False and x`` is False)."""
         is_or = isinstance(node.op, ast.Or)
         result: tuple[Any, int] = (None, 1)
         for operand in node.values:
@@ -263,34 +417,61 @@ class _Folder:
             left, lw = right, rw
         return self._result(result)
 
+    def _unary(self, node: ast.UnaryOp) -> tuple[Any, int]:
+        value, weight = self.fold(node.operand)
+        if value is BIG:  # -n, +n, ~n (-n - 1) of a huge n: non-zero
+            return (False, 1) if isinstance(node.op, ast.Not) else (BIG, 1)
+        self.spend(weight)
+        return self._result(_UNARY[type(node.op)](value))
+
     def _binop(self, node: ast.BinOp) -> tuple[Any, int]:
         (a, aw), (b, bw) = self.fold(node.left), self.fold(node.right)
         op = type(node.op)
         if op not in _BINARY:
             raise _Refuse  # `@`
+        if a is BIG or b is BIG:
+            return self._big_binop(op, a, b), 1
         self.spend(aw + bw)
         if op is ast.Mod and not isinstance(a, _NUMBERS):
             raise _Refuse  # "%*d" % (10**9, 1): string formatting can make any size
+        if _huge_int(op, a, b):
+            return BIG, 1
         self._check_growth(op, a, aw, b, bw)
         return self._result(_BINARY[op](a, b))
 
     @staticmethod
-    def _check_growth(op: type[ast.operator], a: Any, aw: int, b: Any, bw: int) -> None:
-        """Refuse, before computing it, a result that would be too large to compute."""
-        if op is ast.Mult:
-            if isinstance(a, int) and isinstance(b, int):
-                if a.bit_length() + b.bit_length() > MAX_INT_BITS:
-                    raise _Refuse
-            elif isinstance(b, int) and b > 0 and aw * b > MAX_WEIGHT:
-                raise _Refuse  # "a" * 10**12
-            elif isinstance(a, int) and a > 0 and bw * a > MAX_WEIGHT:
-                raise _Refuse
-        elif op is ast.Pow and isinstance(a, int) and isinstance(b, int) and b > 0 \
-                and abs(a) > 1 and (b > MAX_INT_BITS or (a.bit_length() - 1) * b > MAX_INT_BITS):
-            raise _Refuse  # 10 ** 10 ** 10 (a ** b has more than (bits(a) - 1) * b bits)
-        elif op is ast.LShift and isinstance(a, int) and isinstance(b, int) and a != 0 \
-                and b > 0 and a.bit_length() + b > MAX_INT_BITS:
-            raise _Refuse  # 1 << 10 ** 9
+    def _big_binop(op: type[ast.operator], a: Any, b: Any) -> Any:
+        """What is known of an operation on ``BIG`` without computing it."""
+        if op is ast.Mult and _is_int(a) and _is_int(b):
+            return 0 if (a is not BIG and a == 0) or (b is not BIG and b == 0) else BIG
+        if op in (ast.Pow, ast.LShift) and a is BIG and isinstance(b, int) and b >= 0:
+            return 1 if op is ast.Pow and b == 0 else BIG
+        raise _Refuse  # its value is unknown, and Python may raise (1 << 10**100)
+
+    def _check_growth(self, op: type[ast.operator], a: Any, aw: int, b: Any, bw: int) -> None:
+        """Refuse, before computing it, a repeated sequence too large to compute or pay for."""
+        if op is not ast.Mult:
+            return
+        limit = min(MAX_WEIGHT, self.budget)
+        if isinstance(a, _SEQUENCES) and isinstance(b, int) and b > 0 and aw * b > limit:
+            raise _Refuse  # "a" * 10**12
+        if isinstance(b, _SEQUENCES) and isinstance(a, int) and a > 0 and bw * a > limit:
+            raise _Refuse
+
+
+def _huge_int(op: type[ast.operator], a: Any, b: Any) -> bool:
+    """An int result certainly non-zero and past ``MAX_INT_BITS``, known before computing
+    it: a product of such sizes (neither is 0), a power of a base other than 0, 1, -1,
+    a left shift of a non-zero int."""
+    if not (isinstance(a, int) and isinstance(b, int)):
+        return False
+    if op is ast.Mult:
+        return a.bit_length() + b.bit_length() > MAX_INT_BITS + 1
+    if op is ast.Pow:
+        return b > 0 and abs(a) > 1 and (b > MAX_INT_BITS or (a.bit_length() - 1) * b > MAX_INT_BITS)
+    if op is ast.LShift:
+        return a != 0 and b > 0 and a.bit_length() + b > MAX_INT_BITS
+    return False
 
 
 # --- conditions and bindings ---------------------------------------------------------------

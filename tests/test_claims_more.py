@@ -8,6 +8,7 @@ user test made it; language corners are checked on small hand-made files.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -64,14 +65,14 @@ FOLDED = [
 ]
 
 UNKNOWN = [
-    "x", "x and False", "1 < 2 < x", "f'{x}'", "__debug__", "(x := 0)", "[*()]", "{**{}}",
+    "x", "1 < 2 < x", "f'{x}'", "__debug__", "(x := 0)", "[*()]", "{**{}}",
     "set()", "len('')", "(1, 2)[0]", "1 is 1",  # identity of equal ints: an implementation detail
     "() is ()", "1 / 0", "0 ** -1", "1 < 'a'", "{[]: 1}", "{[]}", "1 @ 2", "- 'a'",
     "'%s' % 1", "'%*d' % (10 ** 9, 1)",  # formatting can make any size: refused
-    # Hostile: refused (None) before any large value is made, not computed.
-    "10 ** 10 ** 10", "9 ** 9 ** 9", "'a' * 10 ** 12", "[0] * 10 ** 12", "10 ** 12 * b'a'",
-    "1 << 10 ** 9", "1 << 10 ** 100", "(2 ** 4000) * (2 ** 4000)", "(1,) * 5000 == (1,) * 5000",
-    "[[1] * 60] * 100 == 0", "-(10 ** 4000) * -(10 ** 4000)",
+    # Hostile: refused (None) before any large value is made, not computed (a huge
+    # non-zero int is known to be true without computing it: HUGE_BUT_KNOWN below).
+    "'a' * 10 ** 12", "[0] * 10 ** 12", "10 ** 12 * b'a'", "(1,) * 5000 == (1,) * 5000",
+    "[[1] * 60] * 100 == 0", "10 ** 10 ** 10 == 9 ** 9 ** 9", "(10 ** 10 ** 10,) == (9 ** 9 ** 9,)",
     "+".join(["1"] * 5000),  # deeper than the recursion limit
     "[" * 300 + "]" * 300,  # deeper than the parser's nesting limit
     " and ".join(["(1,) * 2000 == (1,) * 2000"] * 3000),  # each link small, the sum large
@@ -86,7 +87,6 @@ def test_an_expression_of_constants_is_folded_as_python_does(text: str, truth: b
 
 @pytest.mark.parametrize("text", UNKNOWN, ids=lambda t: t[:40])
 def test_anything_not_certainly_constant_or_too_large_is_unknown(text: str) -> None:
-    constant_truth.cache_clear()
     assert constant_truth(text) is None
 
 
@@ -306,3 +306,105 @@ def test_pin_re_quotes_a_re_indented_span_and_the_result_passes(
     anchor = load_manifest(out).citations["c"].anchor
     assert anchor is not None and anchor.exact == ["        y = 1", "        return y"]
     assert run_cli("check", str(root), "-m", str(out)).returncode == 0
+
+
+# --- D. tests decided whatever their unknown operands are; the folding's cost -------------
+
+THREE_VALUED = [
+    ("x and False", False), ("x in ()", False), ("not (x or True)", False),
+    ("__debug__ and False", False), ("x not in []", True), ("x in {}", False), ("x or True", True),
+    ("a < x in ()", False),  # a chain is false at any certainly false link
+    ("x in () < a", False), ("1 if x else 2", True), ("0 if x else ''", False),
+    ("x and 1 / 0 and False", False),  # x false, or 1 / 0 raises: the body never runs
+    ("x is None and False", False), ("not (x and False)", True), ("(x or True) and 1 == 1", True),
+]
+
+
+@pytest.mark.parametrize(("text", "truth"), THREE_VALUED)
+def test_a_test_decided_whatever_its_unknown_operands_are_is_folded(text: str,
+                                                                     truth: bool) -> None:
+    assert constant_truth(text) is truth
+    for x in (object(), 0, 1, "", "a", [], None, float("nan")):  # Python agrees, whatever x is
+        # The test may raise instead (1 / 0, hash([]), 0 < object()): no branch runs.
+        with contextlib.suppress(ZeroDivisionError, TypeError):
+            assert bool(eval(text, {"x": x, "a": 0})) is truth, x
+
+
+HUGE_BUT_KNOWN = [
+    ("not 1 << 10 ** 9", False), ("0 * 10 ** 10 ** 10", False), ("10 ** 10 ** 10 * 0", False),
+    ("10 ** 10 ** 10", True), ("9 ** 9 ** 9", True), ("1 << 10 ** 9", True), ("1 << 10 ** 100", True),
+    ("(2 ** 4000) * (2 ** 4000)", True), ("-(10 ** 4000) * -(10 ** 4000)", True),
+    ("not -(10 ** 10 ** 10)", False), ("(10 ** 10 ** 10) ** 0", True), ("(3 ** 10 ** 10) << 5", True),
+    ("False * 9 ** 9 ** 9 or x in ()", False),
+]
+
+
+@pytest.mark.parametrize(("text", "truth"), HUGE_BUT_KNOWN)
+def test_a_huge_int_is_known_non_zero_without_computing_it(text: str, truth: bool) -> None:
+    assert constant_truth(text) is truth
+    # Its rule on values Python computes at once: a non-zero product, power or shift.
+    assert bool(eval(text.replace("10 ** 10 ** 10", "10 ** 99").replace("9 ** 9 ** 9", "9 ** 99")
+                     .replace("10 ** 9", "99").replace("10 ** 100", "99").replace("3 ** 10 ** 10", "3")
+                     .replace("4000", "9"), {"x": object()})) is truth
+
+
+STILL_UNKNOWN = [
+    "x * 0", "0 * x",  # float("inf") * 0 is a (true) NaN; a class's __mul__ returns anything
+    "x in ''",  # "" in "" is true
+    "x and True", "not x", "1 if x else 0", "x in (1,)", "x < 1 < 2",
+    "10 ** 10 ** 10 - 10 ** 10 ** 10", "1 >> 10 ** 10 ** 10", "0 ** 10 ** 10 ** 10",
+    "0.0 * 10 ** 10 ** 10",  # OverflowError in Python: refused, not guessed
+    "(1,) * 2000 == (1,) * 2000",  # 4,000 items of work for 25 characters: over its budget
+]
+
+
+@pytest.mark.parametrize("text", STILL_UNKNOWN)
+def test_what_python_leaves_in_doubt_stays_unknown(text: str) -> None:
+    assert constant_truth(text) is None
+
+
+def test_a_product_with_zero_can_be_true() -> None:
+    """Why ``x * 0`` stays unknown: even a builtin x makes a true product."""
+    assert bool(float("inf") * 0)
+
+
+def test_a_long_chain_of_costly_links_is_still_decided_by_its_false_link() -> None:
+    # The reviewer's hostile file: each link over its budget, the last one false.
+    text = " and ".join(["(1,)*2000==(1,)*2000"] * 8 + ["7 == -1"])
+    assert constant_truth(text) is False
+    assert constant_truth(text.replace("7 == -1", "x")) is None
+
+
+def test_a_files_tests_stay_cached_for_the_second_direction() -> None:
+    from pp1audit.syntaxtree import _cached_truth
+
+    _cached_truth.cache_clear()
+    tests = [f"{n} == -1" for n in range(20_000)]  # one hostile file's worth
+    for _ in range(2):  # a rule with not/every reads the file both ways
+        assert all(constant_truth(t) is False for t in tests)
+    assert _cached_truth.cache_info().hits == len(tests)
+
+
+RUNNER_CALL = "self.rejection_sampler(x, self.draft_logits)"
+
+
+@pytest.mark.parametrize("test", ["self.debug and False", "x in ()", "not (x or True)",
+                                  "__debug__ and False", "not 1 << 10 ** 9", "0 * 10 ** 10 ** 10"])
+def test_a_required_call_under_such_a_test_fails_through_the_cli(
+    make_files: MakeFiles, tmp_path: Path, test: str
+) -> None:
+    root = make_files({"pkg/__init__.py": "", "pkg/mod.py": (
+        "class Runner:\n    def sample(self, x):\n"
+        f"        if {test}:\n            {RUNNER_CALL}\n        return None\n")})
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(json.dumps({"pp1audit": 1, "target": {"package": "pkg"}, "invariants": {
+        "r": {"file": "pkg/mod.py", "in": "Runner.sample", "pattern": "self.rejection_sampler($$$A)",
+              "where": {"A": {"has": "self.draft_logits"}}}}}))
+    proc = run_cli("check", str(root), "-m", str(manifest), "--format", "json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    check = json.loads(proc.stdout)["checks"][0]
+    assert check["status"] == "fail"
+    assert f"under `if {test}:` at line 3, never true" in check["message"]
+    live = (tmp_path / "tree" / "pkg" / "mod.py")
+    live.write_text(live.read_text().replace(test, "x * 0"))  # unknown: the call may run
+    assert run_cli("check", str(root), "-m", str(manifest)).returncode == 0
