@@ -27,12 +27,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pp1audit.anchortext import block
-from pp1audit.checks.citations import PYTHON_SUFFIXES, reindent_words
+from pp1audit.checks.citations import reindent_words, reindented
 from pp1audit.errors import Pp1Error, SourceError
 from pp1audit.manifest import Citation, Manifest, text_lines
 from pp1audit.result import Check, Status
 from pp1audit.sources import Source
-from pp1audit.spans import line_range, normalize, reindented_by, span_sha256
+from pp1audit.spans import line_range, normalize, span_sha256
 from pp1audit.store import FileStore
 
 if TYPE_CHECKING:
@@ -394,7 +394,8 @@ class _Planner:
         shift = 0
         if anchor is not None:
             if "exact" in anchor:
-                shift = _reindented(span.path, text_lines(str(anchor["exact"])), lines, a, b)
+                shift = reindented(span.path, text_lines(str(anchor["exact"])), lines[a - 1 : b],
+                                   lines[: a - 1])
                 new_exact = _like(str(anchor["exact"]), block(lines[a - 1 : b]))
                 text_changed |= set_scalar(anchor, "exact", new_exact)
             if "sha256" in anchor:
@@ -620,12 +621,3 @@ def as_dict(plan: PinPlan, new_name: str | None = None) -> dict[str, Any]:
 
 
 __all__ = ["PinItem", "PinPlan", "as_dict", "manifest_diff", "plan", "render_review"]
-
-
-def _reindented(path: str, old: list[str], lines: list[str], a: int, b: int) -> int:
-    """Columns the Python span now at ``a``-``b`` moved right (+) or left (-) against
-    its anchored text ``old``: ``check`` calls that drift (another block), so the
-    review table says it too rather than "whitespace differs"."""
-    if not path.endswith(PYTHON_SUFFIXES):
-        return 0
-    return reindented_by(old, lines[a - 1 : b], lines[: a - 1])

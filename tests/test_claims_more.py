@@ -233,8 +233,8 @@ def test_a_cited_method_re_indented_under_a_dead_if_is_drift_on_the_real_tree(
     check = json.loads(proc.stdout)["checks"][-1]
     assert (check["id"], check["status"], check["found_lines"]) == ("c", "drift", [376, 381])
     assert check["message"] == (
-        f"{SPECULATOR}:376-381 still holds the anchored text, re-indented by +4 columns: its "
-        "enclosing block changed; re-pin after review")
+        f"{SPECULATOR}:376-381 still holds the anchored text, re-indented by +4 columns: it "
+        "may sit in another block now; re-pin after review")
     assert run_cli("check", str(tree_copy), "-m", str(manifest), "--allow-drift").returncode == 0
 
 
@@ -252,7 +252,20 @@ def test_a_span_moved_out_of_its_block_is_drift(make_files: MakeFiles) -> None:
     check = cite(make_files, "pkg/a.py", CODE, after, 3, 3)  # now runs when x is false too
     assert check.status is Status.DRIFT, check.message
     assert check.found_lines == (3, 3)
-    assert "re-indented by -4 columns: its enclosing block changed" in check.message
+    assert "re-indented by -4 columns: it may sit in another block now" in check.message
+
+
+def test_a_file_re_indented_as_a_whole_is_drift_said_as_a_possibility(
+    make_files: MakeFiles,
+) -> None:
+    """4 spaces to 2, the same blocks: the span's columns moved, its block did not.
+    Only a reader can tell that from a move into another block, so it is drift,
+    and the message does not claim the block changed."""
+    after = CODE.replace("    ", "  ")
+    check = cite(make_files, "pkg/a.py", CODE, after, 4, 4)
+    assert check.status is Status.DRIFT, check.message
+    assert check.message.endswith("re-indented by -2 columns: it may sit in another block now; "
+                                  "re-pin after review")
 
 
 def test_a_relocated_and_re_indented_span_says_so(make_files: MakeFiles) -> None:
@@ -261,8 +274,8 @@ def test_a_relocated_and_re_indented_span_says_so(make_files: MakeFiles) -> None
     check = cite(make_files, "pkg/a.py", CODE, after, 4, 5)
     assert check.status is Status.DRIFT, check.message
     assert check.found_lines == (7, 8)
-    assert check.message.endswith("moved to 7-8 (3 lines later) (re-indented by +4 columns: its "
-                                  "enclosing block changed; re-pin after review)")
+    assert check.message.endswith("moved to 7-8 (3 lines later) (re-indented by +4 columns: it "
+                                  "may sit in another block now; re-pin after review)")
 
 
 def test_re_indented_continuation_lines_and_other_files_still_pass(make_files: MakeFiles) -> None:

@@ -35,22 +35,26 @@ def _anchor_holds(anchor: Anchor, current: list[str]) -> str | None:
 PYTHON_SUFFIXES = (".py", ".pyi")
 
 
-def _reindented(path: str, anchor: Anchor, found: list[str], before: list[str]) -> int:
-    """Columns a Python span's statements moved right (+) or left (-) against its anchor.
+def reindented(path: str, exact: list[str] | None, found: list[str], before: list[str]) -> int:
+    """Columns a Python span's statements moved right (+) or left (-) against its
+    anchored text ``exact`` (``found``: its lines now; ``before``: the file above them).
 
     A whitespace-normalised match forgives indentation, but in Python a uniform
-    shift of a span's leading indentation moves it into another block (under an
-    added ``if False:``, out of a loop): the same text, another meaning. Other
-    files, and sha256-only anchors (no text to measure), give 0."""
-    if anchor.exact is None or not path.endswith(PYTHON_SUFFIXES):
+    shift of a span's leading indentation may move it into another block (under
+    an added ``if False:``, out of a loop): the same text, another meaning. Other
+    files, and sha256-only anchors (no text to measure), give 0. ``check`` and
+    ``pin`` both ask here, so they say the same thing of the same span."""
+    if exact is None or not path.endswith(PYTHON_SUFFIXES):
         return 0
-    return reindented_by(anchor.exact, found, before)
+    return reindented_by(exact, found, before)
 
 
 def reindent_words(shift: int) -> str:
-    """How a re-indented span is said, by ``check`` and by ``pin``."""
-    return (f"re-indented by {shift:+d} column{'' if abs(shift) == 1 else 's'}: its enclosing "
-            "block changed; re-pin after review")
+    """How a re-indented span is said, by ``check`` and by ``pin``: "may", since
+    a file re-indented as a whole (4 spaces to 2, to tabs) shifts every span
+    without changing any block, and only a reader can tell the two apart."""
+    return (f"re-indented by {shift:+d} column{'' if abs(shift) == 1 else 's'}: it may sit in "
+            "another block now; re-pin after review")
 
 
 def moved_by(shift: int) -> str:
@@ -111,7 +115,7 @@ def check_citation(
                      "its span again")
     how = _anchor_holds(anchor, current) if in_range else None
     if how is not None:
-        shift = _reindented(span.path, anchor, current, lines[: span.start - 1])
+        shift = reindented(span.path, anchor.exact, current, lines[: span.start - 1])
         if shift:
             return replace(base, status=Status.DRIFT, found_lines=pinned, excerpt=excerpt,
                            message=f"{span} still holds the anchored text, {reindent_words(shift)}")
@@ -130,7 +134,7 @@ def check_citation(
     moved = Span(span.path, match.start, match.end)
     notes = []
     if match.how == "normalized":
-        shift = _reindented(span.path, anchor, lines[match.start - 1 : match.end],
+        shift = reindented(span.path, anchor.exact, lines[match.start - 1 : match.end],
                             lines[: match.start - 1])
         notes.append(reindent_words(shift) if shift else "whitespace differs")
     if match.candidates > 1:
