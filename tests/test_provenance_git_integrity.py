@@ -474,7 +474,8 @@ def _commit_tree(repo: Path, entries: list[tuple[str, bytes, str]], message: str
     return write("commit", commit, literally=False)
 
 
-@pytest.mark.parametrize("shape", ["duplicate", "slash", "dot-git"])
+@pytest.mark.parametrize("shape", ["duplicate", "slash", "dot-git", "out-of-order",
+                                   "file-and-directory"])
 def test_a_tree_git_never_writes_is_an_error_not_a_verdict(
     lane: Lane, tree: Path, tmp_path: Path, shape: str
 ) -> None:
@@ -486,7 +487,12 @@ def test_a_tree_git_never_writes_is_an_error_not_a_verdict(
         "duplicate": [("100644", b"mod.py", sampled), ("100644", b"mod.py", greedy)],
         "slash": [("100644", b"mod.py", greedy), ("100644", b"sub/x.py", sampled)],
         "dot-git": [("100644", b".GIT", sampled), ("100644", b"mod.py", greedy)],
+        "out-of-order": [("100644", b"mod.py", greedy), ("100644", b"a.py", sampled)],
+        "file-and-directory": [("100644", b"mod.py", greedy), ("40000", b"mod.py", "")],
     }[shape]
+    if shape == "file-and-directory":  # a directory named like the file, holding the sample
+        inner = _commit_tree(lane.path, [("100644", b"x.py", sampled)], "inner")
+        pkg[1] = ("40000", b"mod.py", str(git.Repo(lane.path).commit(inner).tree.hexsha))
     repo = lane.path
     sub = _commit_tree(repo, pkg, "sub")
     sub_tree = git.Repo(repo).commit(sub).tree.hexsha
