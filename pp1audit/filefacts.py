@@ -986,14 +986,33 @@ def _endless(loop: SgNode) -> bool:
     return cond is not None and constant_truth(cond.text()) is True
 
 
+_DISPLAYS = ("list", "tuple", "set", "dictionary", "expression_list")
+"""Container displays: one with an element that is not unpacked has at least one item."""
+_SPLATS = ("list_splat", "dictionary_splat", "parenthesized_list_splat")
+"""``*xs`` / ``**d`` in a display: may add nothing."""
+
+
 def _runs(loop: SgNode) -> bool:
     """The loop's body certainly runs at least once: a ``while`` with a constant-true test,
-    or a ``for`` over a constant that is not empty (``for _ in [0]:``; folding cannot
-    tell anything else, such as a name, is not empty)."""
+    or a ``for`` over a non-empty literal (``_non_empty``). A truthy iterable is not
+    enough: ``for x in xs or [0]:`` iterates ``xs`` when it is truthy, and an empty
+    iterator or generator is truthy."""
     if loop.kind() == "while_statement":
         return _endless(loop)
     over = loop.field("right")
-    return over is not None and constant_truth(over.text()) is True
+    return over is not None and _non_empty(over)
+
+
+def _non_empty(node: SgNode) -> bool:
+    """``node`` is a display with an element that is not unpacked (``[0]``, ``(1, 2)``,
+    ``{"a": 1}``, ``[*xs, 0]``, ``for _ in 1, 2:``) or a non-empty string/bytes literal:
+    iterating it certainly yields something. Anything else (a name, a call, ``xs or [0]``,
+    a comprehension, an f-string) may be empty."""
+    node = unparen(node)
+    if node.kind() in _DISPLAYS:
+        return any(n.kind() not in _SPLATS for n in named_items(node.children()))
+    got = literal(node)
+    return got is not None and got[0] in (str, bytes) and bool(got[1])
 
 
 def base_names(cls: SgNode) -> list[str]:

@@ -713,3 +713,35 @@ def test_every_counts_only_a_base_that_is_the_class(make_files: MakeFiles, bases
             c.message
     else:
         assert c.status is Status.PASS, c.message
+
+
+@pytest.mark.parametrize("over", [
+    "rows or [None]",  # rows may be a truthy empty iterator: it is what is iterated
+    "iter([0]) if x else [0]",
+    "[*rows]",
+    "{**d}",
+    "[r for r in [0]]",
+    "f'{x}'",
+    "(*rows,)",
+])
+def test_a_loop_over_a_truthy_iterable_may_run_zero_times(make_files: MakeFiles,
+                                                           over: str) -> None:
+    """``for r in rows or [None]: return r`` iterates ``rows`` whenever it is truthy, and
+    an empty generator is: only a non-empty literal certainly yields something."""
+    required = one(make_files, REQUIRED, body(f"for r in {over}:\n    return r\ng(1)\n"))
+    assert required.status is Status.PASS, required.message
+    forbidden = one(make_files, FORBIDDEN,
+                    body(f"start()\nfor r in {over}:\n    return r\nforbidden()\n"))
+    assert forbidden.status is Status.FAIL and "`forbidden()` is present" in forbidden.message, \
+        forbidden.message
+
+
+@pytest.mark.parametrize("over", ["[*rows, 0]", "1, 2", "{'a': 1}", "b'ab'", "'a' 'b'",
+                                  "((0,))", "{0}"])
+def test_a_loop_over_a_non_empty_literal_certainly_runs(make_files: MakeFiles,
+                                                        over: str) -> None:
+    c = one(make_files, REQUIRED, body(f"for r in {over}:\n    return r\ng(1)\n"))
+    assert c.status is Status.FAIL and "which certainly runs" in c.message, c.message
+    forbidden = one(make_files, FORBIDDEN,
+                    body(f"start()\nfor r in {over}:\n    return r\nforbidden()\n"))
+    assert forbidden.status is Status.PASS, forbidden.message
