@@ -90,6 +90,7 @@ class Facts:
         self._module: ast.Module | None = None
         self._search: dict[tuple[object, ...], list[Hit]] = {}
         self._final: dict[tuple[Key, str], dict[Key, SgNode]] = {}
+        self._binding_lists: dict[tuple[Key, str], list[SgNode]] = {}
 
     # scopes
 
@@ -351,13 +352,36 @@ class Facts:
         k = (key(scope), name)
         hit = self._final.get(k)
         if hit is None:
-            body = scope if scope.kind() == "module" else scope.field("body")
-            found = [s for s in self._statements(body) if self._binds(s, name)
-                     and self.dead(s, certain=True) is None] if body is not None else []
+            found = self._bindings(scope, name)
             hit = self._final[k] = {
                 key(s): s for i, s in enumerate(found)
                 if not any(self._overrides(later, s) for later in found[i + 1:])}
         return hit
+
+    def _bindings(self, scope: SgNode, name: str) -> list[SgNode]:
+        """Every statement of ``scope``'s body that may run and binds ``name``, in order."""
+        k = (key(scope), name)
+        hit = self._binding_lists.get(k)
+        if hit is None:
+            body = scope if scope.kind() == "module" else scope.field("body")
+            hit = self._binding_lists[k] = [
+                s for s in self._statements(body) if self._binds(s, name)
+                and self.dead(s, certain=True) is None] if body is not None else []
+        return hit
+
+    def in_force(self, scope: SgNode, name: str, at: SgNode) -> list[SgNode]:
+        """Statements of ``scope``'s body that may be the binding of ``name`` in force when
+        ``at`` (a node in that body) runs: those before it not overridden by a later one
+        before it, and any after it in a loop that also holds ``at`` (a later pass sees
+        them). Empty: nothing in the body binds it before ``at``."""
+        start = at.range().start.index
+        loops = [a for a in at.ancestors() if a.kind() in ("for_statement", "while_statement")
+                 and within(a, scope)]
+        before = [s for s in self._bindings(scope, name) if s.range().end.index <= start]
+        again = [s for s in self._bindings(scope, name) if s.range().start.index >= start
+                 and any(within(s, loop) for loop in loops)]
+        return [s for i, s in enumerate(before)
+                if not any(self._overrides(later, s) for later in before[i + 1:])] + again
 
     @staticmethod
     def _statements(body: SgNode) -> Iterator[SgNode]:
@@ -521,32 +545,39 @@ class Facts:
         """The classes of this file ``cls`` derives from, nearest first, transitively: what
         they define runs for ``cls`` too (``__getattribute__``, ``__init_subclass__``).
 
-        A base name is read where the class statement runs: its enclosing body, then the
-        module (a class of another module is not in this file)."""
+        A base name is read when the class statement runs, so it is the binding in force
+        there (``in_force``): in its enclosing body, else in the module, up to the class
+        statement (or, in a function, run later, any binding the module ends with). A name
+        last bound by an import (or anything but a class) is another module's: not here."""
         out: list[SgNode] = []
         seen = {key(cls)}
         todo = [cls]
         while todo:
             current = todo.pop(0)
-            owner = self.owner(current)
-            scopes = [s for s in (owner, self.root) if s is not None]
             for name in base_names(current):
-                found = next((f for s in scopes if (f := self._classes_named(s, name))), [])
-                for base in found:
+                for base in self._base_classes(current, name):
                     if key(base) not in seen:
                         seen.add(key(base))
                         out.append(base)
                         todo.append(base)
         return out
 
-    def _classes_named(self, scope: SgNode, dotted: str) -> list[SgNode]:
-        """The class definitions ``dotted`` (``Base``, ``Outer.Base``) may be bound to after
-        ``scope``'s body ran."""
-        found = [scope]
-        for part in dotted.split("."):
-            found = [d for s in found for stmt in self.final(s, part).values()
-                     if (d := stmt.field("definition") if stmt.kind() == "decorated_definition"
-                         else stmt) is not None and d.kind() == "class_definition"]
+    def _base_classes(self, cls: SgNode, dotted: str) -> list[SgNode]:
+        """The class definitions of this file the base ``dotted`` (``Base``, ``Outer.Base``)
+        of the class statement ``cls`` may denote when that statement runs."""
+        first, _, rest = dotted.partition(".")
+        owner = self.owner(cls)
+        called = any(a.kind() in ("function_definition", "lambda") for a in cls.ancestors())
+        bound: list[SgNode] = []
+        if owner is not None:
+            bound = self.in_force(owner, first, cls)
+        if not bound:
+            bound = list(self.final(self.root, first).values()) if called else \
+                self.in_force(self.root, first, cls)
+        found = _class_definitions(bound)
+        for part in rest.split(".") if rest else []:
+            found = _class_definitions([stmt for s in found
+                                        for stmt in self.final(s, part).values()])
         return found
 
     def attribute_writes(self) -> list[Write]:
@@ -972,6 +1003,13 @@ def _setattr_call(call: SgNode) -> Iterator[Write]:
     name = constant_name(obj_items[1])
     if name is not None:
         yield call, obj_items[0], name, obj_items[2] if len(obj_items) > 2 else None
+
+
+def _class_definitions(statements: list[SgNode]) -> list[SgNode]:
+    """The class definitions among binding statements (through their decorators)."""
+    return [d for stmt in statements
+            if (d := stmt.field("definition") if stmt.kind() == "decorated_definition"
+                else stmt) is not None and d.kind() == "class_definition"]
 
 
 def _failing_assert(stmt: SgNode) -> bool:

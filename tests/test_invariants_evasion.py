@@ -745,3 +745,34 @@ def test_a_loop_over_a_non_empty_literal_certainly_runs(make_files: MakeFiles,
     forbidden = one(make_files, FORBIDDEN,
                     body(f"start()\nfor r in {over}:\n    return r\nforbidden()\n"))
     assert forbidden.status is Status.PASS, forbidden.message
+
+
+HOOKED_BASE = "class Base:\n    def __getattribute__(self, n):\n        return lambda *a: None\n"
+RUNNER_OF_BASE = "class Runner(Base):\n    def sample(self):\n        self.rejection_sampler(1)\n"
+
+
+@pytest.mark.parametrize("code", [
+    f"{HOOKED_BASE}\n\n{RUNNER_OF_BASE}\n\nBase = None\n",  # rebound after: too late
+    f"{HOOKED_BASE}\n\n{RUNNER_OF_BASE}\n\nfrom lib import Base\n",
+    f"from lib import Base\n{HOOKED_BASE}\n\n{RUNNER_OF_BASE}",  # the class rebinds the import
+    f"from lib import Base\nif flag:\n{textwrap.indent(HOOKED_BASE, '    ')}\n\n{RUNNER_OF_BASE}",
+    f"Base = None\nfor _ in range(2):\n{textwrap.indent(RUNNER_OF_BASE + HOOKED_BASE, '    ')}",
+    f"def make():\n{textwrap.indent(RUNNER_OF_BASE, '    ')}\n\n{HOOKED_BASE}",  # runs later
+], ids=["rebound-after", "imported-after", "class-after-import", "maybe-class",
+        "second-pass-of-a-loop", "in-a-function"])
+def test_a_base_is_the_class_bound_when_the_class_statement_runs(make_files: MakeFiles,
+                                                                 code: str) -> None:
+    c = one(make_files, SAMPLER.replace("Runner.sample", "make.Runner.sample")
+            if code.startswith("def make") else SAMPLER, code)
+    assert c.status is Status.FAIL and "defines `__getattribute__`" in c.message, c.message
+
+
+@pytest.mark.parametrize("code", [
+    f"from lib import Base\n\n\n{RUNNER_OF_BASE}\n\n{HOOKED_BASE}",  # a later, unrelated Base
+    f"{HOOKED_BASE}\n\nfrom lib import Base\n\n\n{RUNNER_OF_BASE}",  # the import rebinds it
+    f"{HOOKED_BASE}\n\nBase = object\n\n\n{RUNNER_OF_BASE}",
+])
+def test_a_base_bound_elsewhere_when_the_class_statement_runs_passes(make_files: MakeFiles,
+                                                                     code: str) -> None:
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.PASS, c.message
