@@ -434,15 +434,22 @@ class _QuietStderr:
             try:
                 self._stream.write(text)
             except (OSError, ValueError):  # ValueError: the stream was closed
-                self._stream = None
+                self._give_up()
         return len(text)
+
+    def _give_up(self) -> None:
+        """Stop writing, and point the file at /dev/null: what the stream still
+        buffers is flushed at exit and would fail there (Python then exits 120)."""
+        with contextlib.suppress(OSError, ValueError):
+            _discard(self._stream)
+        self._stream = None
 
     def flush(self) -> None:
         if self._stream is not None:
             try:
                 self._stream.flush()
             except (OSError, ValueError):
-                self._stream = None
+                self._give_up()
 
     def isatty(self) -> bool:
         try:
@@ -475,6 +482,8 @@ def _discard(stream: TextIO | None) -> None:
     except (OSError, ValueError):
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
+    if devnull == fd:  # ``fd`` was closed, and the open took its number: done
+        return
     try:
         os.dup2(devnull, fd)
     finally:
@@ -517,10 +526,12 @@ def _quiet_gc() -> Iterator[None]:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI and turn every outcome into an exit code."""
     # Results may hold any Unicode (en dashes, arrows): never let a narrow
-    # terminal encoding turn a finished run into a crash.
+    # terminal encoding turn a finished run into a crash. (A stream whose file
+    # was closed cannot be reconfigured: its guard below says what that means.)
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
+            with contextlib.suppress(OSError, ValueError):
+                stream.reconfigure(errors="backslashreplace")
     no_args = getattr(click.exceptions, "NoArgsIsHelpError", ())
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout = cast(TextIO, _GuardedStdout(stdout))
@@ -558,5 +569,6 @@ def main(argv: list[str] | None = None) -> None:
         _say(f"internal error: {type(exc).__name__}: {exc}")
         code = EXIT_USAGE
     finally:
+        sys.stderr.flush()  # through the guard: a stderr that fails is pointed at /dev/null
         sys.stdout, sys.stderr = stdout, stderr
     sys.exit(code if isinstance(code, int) else EXIT_OPEN)

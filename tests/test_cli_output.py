@@ -231,3 +231,20 @@ def test_a_stdout_closed_from_the_start_is_one_line_not_a_bug(audited: tuple[Pat
     out = tmp_path / "result.txt"
     proc = run_with_closed(">&- 2>&-", "check", str(tree), "-m", str(manifest), "-o", str(out))
     assert proc.returncode == 0 and "PASS (gate open)" in out.read_text()
+
+
+@pytest.mark.parametrize("unbuffered", [True, False])
+def test_a_stderr_closed_after_the_start_never_changes_the_exit_code(
+        tmp_path: Path, unbuffered: bool) -> None:
+    """A caller that closes fd 2 once Python is up (``main`` run in its own process):
+    the usage error is still 2: not 1 (reconfiguring the closed stream raised inside
+    the run) nor 120 (the message left in its buffer failed Python's final flush)."""
+    missing = str(tmp_path / "missing")
+    code = (f"import os, sys; sys.argv = ['pp1audit', 'check', {missing!r}]; os.close(2); "
+            "from pp1audit.cli import main; main()")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL, env=env)
+    assert proc.returncode == 2
