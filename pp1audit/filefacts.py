@@ -1005,6 +1005,77 @@ def _setattr_call(call: SgNode) -> Iterator[Write]:
         yield call, obj_items[0], name, obj_items[2] if len(obj_items) > 2 else None
 
 
+_NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
+"""Attributes of a class that are only its names: reading them changes nothing."""
+
+
+def class_hook_use(hook: SgNode) -> SgNode | None:
+    """Where an ``__init_subclass__`` binding (``hook``: the statement ``Facts.final``
+    gives) may replace attributes of the class it is called for, or None when it cannot.
+
+    The hook gets the new class as its first parameter; it can only change that class's
+    methods through it (a write naming the class itself is found by
+    ``Facts.attribute_binding``). So the hook is harmless when every use of that
+    parameter is one of: a read of a name attribute (``cls.__name__``, ``__qualname__``,
+    ``__module__``), the whole value stored into a subscript (the registry idiom
+    ``registry[cls.__name__] = cls``), or an argument of ``super().__init_subclass__(…)``
+    (a same-file base's hook is read on its own). Any other use (``cls.x = …``,
+    ``setattr(cls, …)``, ``vars(cls)``, ``cls.__dict__``, passing it to any other call,
+    ``registry.append(cls)`` included, an alias ``c = cls``) may replace them: the hook
+    itself is returned when it is not a plain ``def`` (``classmethod(lambda c: …)``,
+    one bound from outside the body, a decorator other than ``@classmethod``) or has no
+    plain first parameter, since what it runs is not read."""
+    definition = hook
+    if hook.kind() == "decorated_definition":
+        definition = hook.field("definition") or hook
+        if any("".join(d.text().split()) != "@classmethod"
+               for d in hook.children() if d.kind() == "decorator"):
+            return hook
+    params = definition.field("parameters") if definition.kind() == "function_definition" \
+        else None
+    first = named_items(params.children())[:1] if params is not None else []
+    body = definition.field("body")
+    if body is None or not first or first[0].kind() != "identifier":
+        return hook
+    name = first[0].text()
+    return next((n for n in body.find_all(kind="identifier")
+                 if n.text() == name and not _harmless_class_use(n)), None)
+
+
+def _harmless_class_use(node: SgNode) -> bool:
+    """An identifier that is no use of the variable (an attribute's or keyword's name), or a
+    use ``class_hook_use`` accepts."""
+    parent = node.parent()
+    if parent is None:
+        return False
+    kind = parent.kind()
+    if kind == "attribute":
+        attribute, obj = parent.field("attribute"), parent.field("object")
+        if attribute is not None and key(attribute) == key(node):
+            return True  # x.cls: an attribute named like it
+        above = parent.parent()
+        target = above is not None and above.kind() in ("assignment", "augmented_assignment") and (
+            (left := above.field("left")) is not None and key(left) == key(parent))
+        return obj is not None and key(obj) == key(node) and attribute is not None and \
+            attribute.text() in _NAME_ATTRIBUTES and not target
+    if kind == "keyword_argument":
+        name = parent.field("name")
+        if name is not None and key(name) == key(node):
+            return True  # f(cls=…): the keyword, not the variable
+        parent = parent.parent() or parent
+        kind = parent.kind()
+    if kind == "assignment":
+        left, right = parent.field("left"), parent.field("right")
+        return right is not None and key(right) == key(node) and left is not None and \
+            unparen(left).kind() == "subscript"
+    if kind == "argument_list":
+        call = parent.parent()
+        function = call.field("function") if call is not None else None
+        return function is not None and \
+            "".join(function.text().split()) == "super().__init_subclass__"
+    return False
+
+
 def _class_definitions(statements: list[SgNode]) -> list[SgNode]:
     """The class definitions among binding statements (through their decorators)."""
     return [d for stmt in statements

@@ -18,7 +18,11 @@ cannot hold on code that never runs or is not where the rule says:
   (``Cls.meth = f``, ``setattr(Cls, "meth", f)``, ``del Cls.meth`` anywhere in the
   file; ``cls.meth`` / ``type(self).meth`` and, for a method, ``self.meth`` in the
   class's methods), a swapped ``__code__`` or a ``__getattribute__`` on the class
-  replaces the ``in:`` definition (and a matched class member); so may a
+  replaces the ``in:`` definition (and a matched class member), as does a same-file
+  base class's (the one bound when the class statement runs) ``__getattribute__``
+  or an ``__init_subclass__`` that may write the new class (any use of it but
+  reading its name, storing it into a registry, passing it to
+  ``super().__init_subclass__``); so may a
   decorator: only those the invariant's ``decorators:`` lists, or without it
   those the module imports (called with constants at most), are accepted.
 * **Dead code.** A match under a constant-false test (``if False:``, ``while 0:``,
@@ -73,7 +77,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pp1audit.errors import SourceError
-from pp1audit.filefacts import Facts
+from pp1audit.filefacts import Facts, class_hook_use
 from pp1audit.patterns import Hit, assign_parts, at, find, guard_forms, is_, parse_pattern
 from pp1audit.rules import Constraint, Invariant, Rule, decorator_key
 from pp1audit.store import FileStore
@@ -468,20 +472,32 @@ def _replaced(facts: Facts, name: str, holders: list[SgNode]) -> str | None:
             return (f"{name}: its class defines `__getattribute__` at line {line(hook)}, "
                     f"which decides what `{attr}` is when it is looked up")
         for base in facts.bases(cls):
-            for method, does in _BASE_HOOKS:
-                hook = _hook(facts, base, method)
-                if hook is not None:
-                    title = base.field("name")
-                    return (f"{name}: its base class {title.text() if title else '?'} (line "
-                            f"{line(base)}) defines `{method}` at line {line(hook)}, {does}")
+            why = _base_hook(facts, base)
+            if why is not None:
+                title = base.field("name")
+                return f"{name}: its base class {title.text() if title else '?'} (line " \
+                    f"{line(base)}) defines {why}"
     return None
 
 
-_BASE_HOOKS = (("__getattribute__", "which decides what every attribute is when it is "
-                "looked up"),
-               ("__init_subclass__", "which runs when the subclass is created and may "
-                "replace its methods"))
-"""What a base class may define that changes its subclasses' methods."""
+def _base_hook(facts: Facts, base: SgNode) -> str | None:
+    """What ``base`` defines that may change its subclasses' methods: a
+    ``__getattribute__`` (it decides every lookup), or an ``__init_subclass__`` that may
+    replace the new class's attributes (``class_hook_use``: a registry that only stores
+    the class does not)."""
+    hook = _hook(facts, base, "__getattribute__")
+    if hook is not None:
+        return (f"`__getattribute__` at line {line(hook)}, which decides what every attribute "
+                "is when it is looked up")
+    hook = _hook(facts, base, "__init_subclass__")
+    use = class_hook_use(hook) if hook is not None else None
+    if hook is None or use is None:
+        return None
+    stmt = next((a for a in use.ancestors() if a.kind().endswith("statement")), use)
+    how = "" if key(use) == key(hook) else \
+        f" (it uses the class at line {line(use)}: `{short(stmt, 50)}`)"
+    return (f"`__init_subclass__` at line {line(hook)}, which runs when the subclass is "
+            f"created and may replace its methods{how}")
 
 
 def _hook(facts: Facts, cls: SgNode, method: str) -> SgNode | None:

@@ -776,3 +776,55 @@ def test_a_base_bound_elsewhere_when_the_class_statement_runs_passes(make_files:
                                                                      code: str) -> None:
     c = one(make_files, SAMPLER, code)
     assert c.status is Status.PASS, c.message
+
+
+def hooked(hook_body: str, head: str = "def __init_subclass__(cls, **kw):") -> str:
+    """A base with an ``__init_subclass__`` of this body, and ``Runner(Base)`` after it."""
+    return (f"class Base:\n    registry = {{}}\n\n    {head}\n"
+            f"{textwrap.indent(textwrap.dedent(hook_body), '        ')}\n\n{RUNNER_OF_BASE}")
+
+
+@pytest.mark.parametrize("hook_body", [
+    "super().__init_subclass__(**kw)\nBase.registry[cls.__name__] = cls\n",
+    "Base.registry[(cls.__module__, cls.__qualname__)] = cls\n",
+    "super().__init_subclass__(name=cls.__name__, **kw)\nlog(cls.__name__)\n",
+    "print(kw.cls)\n",
+])
+def test_a_base_hook_that_only_registers_the_class_passes(make_files: MakeFiles,
+                                                          hook_body: str) -> None:
+    """The registry idiom reads the class's name and stores the class: it cannot replace
+    what ``Runner.sample`` is."""
+    c = one(make_files, SAMPLER, hooked(hook_body))
+    assert c.status is Status.PASS, c.message
+    decorated = one(make_files, SAMPLER, hooked(hook_body, "@classmethod\n    def "
+                                                "__init_subclass__(cls, **kw):"))
+    assert decorated.status is Status.PASS, decorated.message
+
+
+@pytest.mark.parametrize(("hook_body", "words"), [
+    ("cls.sample = None\n", "(it uses the class at line 5: `cls.sample = None`)"),
+    ("setattr(cls, 'sample', None)\n", "it uses the class at line 5"),
+    ("builtins.setattr(cls, name, None)\n", "it uses the class at line 5"),
+    ("vars(cls)['sample'] = None\n", "it uses the class at line 5"),
+    ("cls.__dict__['sample'] = None\n", "it uses the class at line 5"),
+    ("registry.append(cls)\n", "it uses the class at line 5"),
+    ("super().__init_subclass__(**kw)\nBase.registry[cls.__name__] = cls\npatch(cls)\n",
+     "it uses the class at line 7: `patch(cls)`"),
+    ("c = cls\nc.sample = None\n", "it uses the class at line 5"),
+    ("Base.registry[cls] = cls.sample\n", "it uses the class at line 5"),
+    ("cls.__name__ = 'x'\ncls.sample = None\n", "it uses the class at line 5"),
+])
+def test_a_base_hook_that_may_replace_attributes_of_the_class_fails(
+        make_files: MakeFiles, hook_body: str, words: str) -> None:
+    c = one(make_files, SAMPLER, hooked(hook_body))
+    assert c.status is Status.FAIL and "defines `__init_subclass__` at line 4" in c.message \
+        and words in c.message, c.message
+
+
+@pytest.mark.parametrize("head", [
+    "@some.decorator\n    def __init_subclass__(cls, **kw):",  # what runs is not read
+    "def __init_subclass__(*args):",  # no plain first parameter
+])
+def test_a_base_hook_that_cannot_be_read_fails(make_files: MakeFiles, head: str) -> None:
+    c = one(make_files, SAMPLER, hooked("pass\n", head))
+    assert c.status is Status.FAIL and "defines `__init_subclass__`" in c.message, c.message
