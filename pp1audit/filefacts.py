@@ -91,6 +91,7 @@ class Facts:
         self._search: dict[tuple[object, ...], list[Hit]] = {}
         self._final: dict[tuple[Key, str], dict[Key, SgNode]] = {}
         self._binding_lists: dict[tuple[Key, str], list[SgNode]] = {}
+        self._truths: dict[Key, bool | None] = {}
 
     # scopes
 
@@ -170,10 +171,10 @@ class Facts:
                 if ck in (key(body), key(clause) if clause is not None else None):
                     if always is not None:
                         return f"after {always}, which is always true"
-                    if test is not None and constant_truth(test.text()) is False and ck == key(body):
+                    if test is not None and self.truth(test) is False and ck == key(body):
                         return f"under `if {short(test, 40)}:` at line {line(test)}, never true"
                     return None
-                if test is not None and constant_truth(test.text()) is True:
+                if test is not None and self.truth(test) is True:
                     word = "if" if clause is None else "elif"
                     always = f"`{word} {short(test, 40)}:` at line {line(test)}"
             return None
@@ -182,7 +183,7 @@ class Facts:
             inner = parent.field("consequence" if kind == "elif_clause" else "body")
             if cond is None:
                 return None
-            truth = constant_truth(cond.text())
+            truth = self.truth(cond)
             word = "elif" if kind == "elif_clause" else "while"
             if inner is not None and ck == key(inner) and truth is False:
                 return f"under `{word} {short(cond, 40)}:` at line {line(cond)}, never true"
@@ -192,7 +193,7 @@ class Facts:
         if kind == "conditional_expression":
             parts = named_items(parent.children())
             if len(parts) == 3:
-                truth = constant_truth(parts[1].text())
+                truth = self.truth(parts[1])
                 if (ck == key(parts[0]) and truth is False) or (
                         ck == key(parts[2]) and truth is True):
                     return f"a branch of `{short(parent, 40)}` at line {line(parent)} never taken"
@@ -200,7 +201,7 @@ class Facts:
         if kind == "boolean_operator":
             left, right, op = parent.field("left"), parent.field("right"), parent.field("operator")
             if left is not None and right is not None and op is not None and ck == key(right):
-                truth = constant_truth(left.text())
+                truth = self.truth(left)
                 if (op.text() == "and" and truth is False) or (op.text() == "or" and truth is True):
                     return f"never evaluated in `{short(parent, 40)}` at line {line(parent)}"
         return None
@@ -223,7 +224,7 @@ class Facts:
             if orelse is not None and self._exit(orelse, certain) is not None:
                 return f"the `{word}` at line {line(stop)}, whose `else` always leaves the block"
             cond = stop.field("condition") if word == "while" else None
-            if cond is not None and _endless(stop):
+            if cond is not None and self._endless(stop):
                 return f"the `while {short(cond, 40)}:` at line {line(stop)}, which never ends"
             over = stop.field("right")
             runs = f" (`{short(over, 30)}` is not empty)" if over is not None else ""
@@ -256,7 +257,7 @@ class Facts:
         so what follows may still run: only for what a rule requires is it an exit)."""
         kind = stmt.kind()
         if kind == "assert_statement":
-            return not certain and _failing_assert(stmt)
+            return not certain and self._failing_assert(stmt)
         if kind not in ("if_statement", "try_statement", "with_statement", "for_statement",
                         "while_statement"):
             return kind in _TERMINATORS
@@ -279,7 +280,7 @@ class Facts:
 
     def _if_ends(self, stmt: SgNode, certain: bool) -> bool:
         for _clause, test, body in branches(stmt):
-            truth = True if test is None else constant_truth(test.text())
+            truth = True if test is None else self.truth(test)
             if truth is False:
                 continue
             if self._exit(body, certain) is None:
@@ -302,10 +303,40 @@ class Facts:
         orelse = _block_of(alternative) if alternative is not None else None
         if orelse is not None and self._exit(orelse, certain) is not None:
             return True
-        if _endless(loop):
+        if self._endless(loop):
             return True
-        return _runs(loop) and self._exit(body, certain) is not None and \
+        return self._runs(loop) and self._exit(body, certain) is not None and \
             not self._jumps(loop, "continue_statement", certain)
+
+    def truth(self, test: SgNode) -> bool | None:
+        """``constant_truth`` of a test node, folded once per file: dead-code questions ask
+        about the same test in both directions and from several places (a loop's fate,
+        an ``assert``, a branch), and a long test (not in ``constant_truth``'s text cache)
+        costs a multiple of its length each time."""
+        k = key(test)
+        if k not in self._truths:
+            self._truths[k] = constant_truth(test.text())
+        return self._truths[k]
+
+    def _failing_assert(self, stmt: SgNode) -> bool:
+        """``assert False`` / ``assert 0, "…"``: a test that is constant and false."""
+        parts = named_items(stmt.children())
+        return bool(parts) and self.truth(parts[0]) is False
+
+    def _endless(self, loop: SgNode) -> bool:
+        """A ``while`` whose test is constant and true: only a ``break`` (or an exit) ends it."""
+        cond = loop.field("condition") if loop.kind() == "while_statement" else None
+        return cond is not None and self.truth(cond) is True
+
+    def _runs(self, loop: SgNode) -> bool:
+        """The loop's body certainly runs at least once: a ``while`` with a constant-true
+        test, or a ``for`` over a non-empty literal (``_non_empty``). A truthy iterable is
+        not enough: ``for x in xs or [0]:`` iterates ``xs`` when it is truthy, and an empty
+        iterator or generator is truthy."""
+        if loop.kind() == "while_statement":
+            return self._endless(loop)
+        over = loop.field("right")
+        return over is not None and _non_empty(over)
 
     def _jumps(self, loop: SgNode, kind: str, certain: bool) -> bool:
         """Some ``break``/``continue`` of this loop (not of a nested loop or function) may run.
@@ -1083,33 +1114,10 @@ def _class_definitions(statements: list[SgNode]) -> list[SgNode]:
                 else stmt) is not None and d.kind() == "class_definition"]
 
 
-def _failing_assert(stmt: SgNode) -> bool:
-    """``assert False`` / ``assert 0, "…"``: a test that is constant and false."""
-    parts = named_items(stmt.children())
-    return bool(parts) and constant_truth(parts[0].text()) is False
-
-
-def _endless(loop: SgNode) -> bool:
-    """A ``while`` whose test is constant and true: only a ``break`` (or an exit) ends it."""
-    cond = loop.field("condition") if loop.kind() == "while_statement" else None
-    return cond is not None and constant_truth(cond.text()) is True
-
-
 _DISPLAYS = ("list", "tuple", "set", "dictionary", "expression_list")
 """Container displays: one with an element that is not unpacked has at least one item."""
 _SPLATS = ("list_splat", "dictionary_splat", "parenthesized_list_splat")
 """``*xs`` / ``**d`` in a display: may add nothing."""
-
-
-def _runs(loop: SgNode) -> bool:
-    """The loop's body certainly runs at least once: a ``while`` with a constant-true test,
-    or a ``for`` over a non-empty literal (``_non_empty``). A truthy iterable is not
-    enough: ``for x in xs or [0]:`` iterates ``xs`` when it is truthy, and an empty
-    iterator or generator is truthy."""
-    if loop.kind() == "while_statement":
-        return _endless(loop)
-    over = loop.field("right")
-    return over is not None and _non_empty(over)
 
 
 def _non_empty(node: SgNode) -> bool:
