@@ -48,8 +48,13 @@ def write_zip(path: Path, members: dict[str, str]) -> Path:
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 def test_package_in_the_base_zipped_stdlib_is_what_python_imports_and_is_reported(tmp_path: Path) -> None:
     """The real interpreter, run as the venv's ``bin/python``, imports ``pkg`` from the zip."""
-    stdlib = sysconfig.get_path("stdlib")
-    if os.path.basename(stdlib) != PYVER or sysconfig.get_path("platstdlib") != stdlib:
+    # The base interpreter's paths: run from a venv (a fresh CI), the venv's own
+    # ``platstdlib`` names the venv, though the standard library is the base's.
+    base_vars = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix,
+                 "installed_base": sys.base_prefix, "installed_platbase": sys.base_exec_prefix}
+    paths = sysconfig.get_paths(vars=base_vars)
+    stdlib = paths["stdlib"]
+    if os.path.basename(stdlib) != PYVER or paths["platstdlib"] != stdlib:
         pytest.skip("this interpreter's standard library is not laid out as <prefix>/lib/pythonX.Y")
     venv, base = tmp_path / "venv", tmp_path / "base"
     root = install(venv / "lib" / PYVER / "site-packages")
