@@ -57,6 +57,7 @@ from pathlib import Path
 
 from pp1audit.hashing import Digest, Progress, default_workers
 from pp1audit.inventory import FILE, Entry
+from pp1audit.safeio import NotRegular, TooLarge, read_regular
 from pp1audit.safetext import printable
 
 TAG = sys.implementation.cache_tag or "none"
@@ -525,10 +526,8 @@ class VerifiedCache:
         if not _trusted(self.path):
             return  # absent, or writable by someone else: an entry would whitelist a pyc
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-            with os.fdopen(fd, "rb") as fh:
-                text = fh.read(64 << 20).decode("ascii", errors="replace")
-        except OSError:
+            text = read_regular(self.path, 64 << 20).decode("ascii", errors="replace")
+        except (OSError, NotRegular, TooLarge):
             return
         self.keys = {line for line in text.splitlines() if len(line) >= 131}
 

@@ -44,13 +44,13 @@ from __future__ import annotations
 import hashlib
 import heapq
 import os
-import stat
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from pp1audit.inventory import Entry, kind_of_mode
+from pp1audit.safeio import NotRegular, open_regular
 from pp1audit.zipindex import ZipError, ZipIndex
 
 BUFFER = 4 << 20
@@ -109,24 +109,16 @@ def too_large(size: int) -> str:
 
 
 def _open_regular(real: str) -> tuple[int, int] | Digest:
-    """``(fd, size)`` of a regular file opened for reading, or why it was not opened.
-
-    ``O_NONBLOCK`` so a FIFO swapped in after the listing cannot hang the open,
-    ``O_NOFOLLOW`` so a symlink swapped in cannot redirect it, and the type is
-    checked on the descriptor itself (``fstat``), so no race remains.
-    """
+    """``(fd, size)`` of a regular file opened for reading, or why it was not opened
+    (``safeio.open_regular``: a FIFO swapped in after the listing cannot hang the
+    open, a symlink swapped in cannot redirect it, the type is judged on the
+    descriptor itself, so no race remains)."""
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd, st = open_regular(real)
+    except NotRegular as exc:
+        return Digest(None, 0, error=f"is a {kind_of_mode(exc.mode)}; not opened")
     except OSError as exc:
         return Digest(None, 0, error=f"cannot open: {exc.strerror}")
-    try:
-        st = os.fstat(fd)
-    except OSError as exc:
-        os.close(fd)
-        return Digest(None, 0, error=f"cannot read: {exc.strerror}")
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        return Digest(None, 0, error=f"is a {kind_of_mode(st.st_mode)}; not opened")
     return fd, st.st_size
 
 

@@ -35,18 +35,34 @@ class TooLarge(Exception):
         self.size = size
 
 
+def open_regular(path: str | Path, *, follow: bool = False) -> tuple[int, os.stat_result]:
+    """A descriptor open for reading on the regular file at ``path``, and its ``fstat``.
+
+    The open never blocks, and the type is judged on the descriptor. ``NotRegular``
+    (the descriptor is closed) or ``OSError`` from the system (a final symlink is
+    ``ELOOP`` unless ``follow``). The caller closes the descriptor.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotRegular(st.st_mode)
+    return fd, st
+
+
 def read_regular(path: str | Path, limit: int, *, follow: bool = False) -> bytes:
     """The whole content of the regular file at ``path``, at most ``limit`` bytes.
 
     ``NotRegular`` or ``TooLarge`` as above; ``OSError`` from the system (a
     final symlink is ``ELOOP`` unless ``follow``).
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    fd = os.open(path, flags)
+    fd, st = open_regular(path, follow=follow)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegular(st.st_mode)
         if st.st_size > limit:
             raise TooLarge(st.st_size)
         chunks = []

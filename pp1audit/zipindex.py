@@ -30,12 +30,13 @@ import io
 import os
 import posixpath
 import re
-import stat
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import cast
+
+from pp1audit.safeio import NotRegular, open_regular
 
 
 @functools.cache
@@ -113,22 +114,15 @@ def _open_regular(path: str) -> io.BufferedReader:
 
     Callers check the path first, but a FIFO swapped in after that check would
     hang a plain ``open`` (it waits for a writer) and a device would be read
-    forever: ``O_NONBLOCK`` makes the open return at once, and the type is
-    judged on the descriptor itself (``fstat``), so no race remains. A symlink
-    to a regular file is followed, as Python and pip follow it.
+    forever: ``safeio.open_regular`` never blocks and judges the descriptor. A
+    symlink to a regular file is followed, as Python and pip follow it.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd, _ = open_regular(path, follow=True)
+    except NotRegular:
+        raise ZipError("not a regular file; not opened") from None
     except OSError as exc:
         raise ZipError(exc.strerror or str(exc)) from None
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError as exc:
-        os.close(fd)
-        raise ZipError(exc.strerror or str(exc)) from None
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise ZipError("not a regular file; not opened")
     return os.fdopen(fd, "rb")
 
 
