@@ -199,8 +199,9 @@ def reindented_by(old: list[str], new: list[str], before: list[str]) -> int:
     """
     old_lines = [line for line in old if line.strip()]
     new_lines = [line for line in new if line.strip()]
-    if len(old_lines) != len(new_lines):
-        return 0
+    if len(old_lines) != len(new_lines) or all(
+            _width(a) == _width(b) for a, b in zip(old_lines, new_lines, strict=True)):
+        return 0  # no line moved: no need to lex the whole file above the span
     depth, quote = _open_after(before)
     for k, line in enumerate(new_lines):
         stripped = line.lstrip()
