@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable, Iterable, Iterator
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,11 +77,6 @@ def literal(node: SgNode) -> tuple[type, object] | None:
     return (type(value), value)
 
 
-CACHED_TEXT = 1024
-"""Tests up to this many characters are cached (``_cached_truth``); longer ones are
-rare and cost no more than a small multiple of their own parsing each time."""
-
-
 def constant_truth(text: str) -> bool | None:
     """Whether a test is certainly true or certainly false whenever it is tested, or
     None when that depends on anything at run time or is too costly to work out.
@@ -103,21 +97,10 @@ def constant_truth(text: str) -> bool | None:
     body live. The answer is for a test as ``if``/``elif``/``while``/``assert`` and
     the test of ``a if t else b`` evaluate it: CPython compiles its ``and``/``or``/
     ``not`` to jumps, asking each operand's truth once, so a ``__bool__`` that
-    changes its answer on a second call cannot run ``if x and False:``'s body."""
-    if len(text) > CACHED_TEXT:
-        return _fold_text(text)
-    return _cached_truth(text)
+    changes its answer on a second call cannot run ``if x and False:``'s body.
 
-
-@lru_cache(maxsize=1 << 15)
-def _cached_truth(text: str) -> bool | None:
-    """Cached by text: a rule with ``not``/``every`` reads a file in both directions,
-    and one file's tests (20,000 in a hostile 5 MB file) must all fit, at most
-    32 Mi characters held."""
-    return _fold_text(text)
-
-
-def _fold_text(text: str) -> bool | None:
+    Not cached here: ``filefacts.Facts.truth`` asks once per node of a file,
+    whichever direction a rule reads it in."""
     try:
         tree = ast.parse("(\n" + text + "\n)", mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):

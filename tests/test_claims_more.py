@@ -376,26 +376,11 @@ def test_what_python_leaves_in_doubt_stays_unknown(text: str) -> None:
     assert constant_truth(text) is None
 
 
-def test_a_product_with_zero_can_be_true() -> None:
-    """Why ``x * 0`` stays unknown: even a builtin x makes a true product."""
-    assert bool(float("inf") * 0)
-
-
 def test_a_long_chain_of_costly_links_is_still_decided_by_its_false_link() -> None:
     # The reviewer's hostile file: each link over its budget, the last one false.
     text = " and ".join(["(1,)*2000==(1,)*2000"] * 8 + ["7 == -1"])
     assert constant_truth(text) is False
     assert constant_truth(text.replace("7 == -1", "x")) is None
-
-
-def test_a_files_tests_stay_cached_for_the_second_direction() -> None:
-    from pp1audit.syntaxtree import _cached_truth
-
-    _cached_truth.cache_clear()
-    tests = [f"{n} == -1" for n in range(20_000)]  # one hostile file's worth
-    for _ in range(2):  # a rule with not/every reads the file both ways
-        assert all(constant_truth(t) is False for t in tests)
-    assert _cached_truth.cache_info().hits == len(tests)
 
 
 RUNNER_CALL = "self.rejection_sampler(x, self.draft_logits)"
