@@ -40,20 +40,21 @@ import functools
 import hashlib
 import os
 import re
-import socket
 import stat
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
 from pp1audit.errors import MissingFile, Pp1Error, SourceError
 from pp1audit.paths import url_problem
 from pp1audit.safeio import NotRegular, TooLarge, read_regular
 from pp1audit.sources import Source, kind_of_mode
+
+if TYPE_CHECKING:  # only downloads use sockets and the deadline timer: loaded there
+    import socket
 
 CHUNK = 64 * 1024
 MAX_REDIRECTS = 5
@@ -87,8 +88,6 @@ class CachedTooLarge(FetchError):
     nor downloaded again; the message says which setting raises the cap."""
 
     def __init__(self, path: Path, size: int, cap: int) -> None:
-        self.size = size
-        self.cap = cap
         super().__init__(f"{path}: cached file of {size} bytes exceeds the size cap of {cap} "
                          f"bytes; not read (raise the cap to at least {size} with --max-bytes "
                          "or [fetch] max_bytes in pp1audit.toml)")
@@ -150,13 +149,11 @@ class Cache:
             raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
         if not stat.S_ISREG(st.st_mode):
             raise self._not_regular(path, st.st_mode)
-        if st.st_size > self.max_bytes:
-            raise CachedTooLarge(path, st.st_size, self.max_bytes)
         try:
             data = read_regular(path, self.max_bytes)
         except NotRegular as exc:  # swapped after the lstat
             raise self._not_regular(path, exc.mode) from None
-        except TooLarge as exc:  # grew after the lstat
+        except TooLarge as exc:  # over this run's cap (safeio checks it on the descriptor)
             raise CachedTooLarge(path, exc.size, self.max_bytes) from None
         except OSError as exc:
             raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
@@ -385,6 +382,8 @@ class _Deadline:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.at = time.monotonic() + seconds
+        import threading
+
         self._lock = threading.Lock()
         self._socks: list[socket.socket] = []
         self._fired = False
@@ -410,6 +409,8 @@ class _Deadline:
     def watch(self, sock: socket.socket) -> None:
         """Shut ``sock`` down when the deadline passes (at once if it has)."""
         try:
+            import socket
+
             twin = socket.socket(fileno=os.dup(sock.fileno()))
         except OSError:
             return
@@ -438,6 +439,8 @@ class _Deadline:
 
 
 def _shut(sock: socket.socket) -> None:
+    import socket
+
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
 
