@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from pp1audit.errors import MissingFile, Pp1Error, SourceError, TargetError
-from pp1audit.sources import MAX_READ, Source, too_large
+from pp1audit.safeio import NotRegular, TooLarge, open_regular, read_regular
+from pp1audit.sources import MAX_READ, Source, kind_of_mode, too_large
+
+SHALLOW_MAX = 64 << 20
+"""A ``$GIT_DIR/shallow`` is one 41-byte line per boundary commit: 64 MiB is 1.6 million."""
 
 _TREE = 0o040000
 _SYMLINK = 0o120000
@@ -117,7 +121,7 @@ def parse_tree(data: bytes) -> list[TreeItem]:
         mode = int(data[at:space], 8)
         if name_bytes in (b"", b".", b"..") or name_bytes.lower() == b".git" or b"/" in name_bytes:
             raise ValueError(f"entry named {name_bytes!r}, which git never writes")
-        order = name_bytes + (b"/" if mode == 0o40000 else b"")
+        order = name_bytes + (b"/" if mode == _TREE else b"")
         if previous is not None and order <= previous:
             raise ValueError(f"entry {name_bytes!r} given twice or out of git's order")
         previous = order
@@ -318,10 +322,11 @@ class Clone:
         problems: dict[str, str] = {}
         packed = common / "packed-refs"
         try:
-            with open(packed, "rb") as fh:
-                fh.read(1)
+            os.close(open_regular(packed, follow=True)[0])
         except FileNotFoundError:
             pass
+        except NotRegular as exc:
+            problems["packed-refs"] = f"is a {kind_of_mode(exc.mode)}, not a file"
         except OSError as exc:
             problems["packed-refs"] = f"cannot be read ({exc.strerror or type(exc).__name__})"
         pending = ["refs"]
@@ -365,9 +370,13 @@ class Clone:
         parts = name.split("/")
         if any(not p or p.startswith(".") or p.endswith(".lock") for p in parts):
             return None  # not a ref name git would look up (and never a path out of $GIT_DIR)
-        try:
-            text = (Path(self.repo.git_dir) / name).read_text(encoding="utf-8", errors="replace")
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        try:  # the first line is all git reads; never a FIFO's open, never a whole index
+            fd, _ = open_regular(Path(self.repo.git_dir) / name, follow=True)
+            try:
+                text = os.read(fd, 4096).decode("utf-8", errors="replace")
+            finally:
+                os.close(fd)
+        except (FileNotFoundError, NotADirectoryError, NotRegular):
             return None
         except OSError as exc:
             raise CloneError(f"cannot tell where '{name}' points in {self.path}: "
@@ -438,9 +447,12 @@ class Clone:
         if self._shallow is None:
             path = Path(self.repo.common_dir) / "shallow"
             try:
-                text = path.read_text(encoding="ascii", errors="replace")
+                text = read_regular(path, SHALLOW_MAX, follow=True).decode("ascii", errors="replace")
             except FileNotFoundError:
                 text = ""
+            except (NotRegular, TooLarge):
+                raise CloneError(f"{self.path}: $GIT_DIR/shallow is not a shallow list "
+                                 "git would write; not read") from None
             except OSError as exc:
                 raise CloneError(f"{self.path}: cannot read $GIT_DIR/shallow ({exc.strerror})") from None
             self._shallow = frozenset(text.split())
@@ -664,7 +676,7 @@ class GitSource(Source):
         if data is not None:
             blob_id = object_id("blob", data)
         for path, entry in sorted(self._index().items()):
-            if entry.mode & 0o170000 in (_SYMLINK, _GITLINK):
+            if entry.mode & _FORMAT in (_SYMLINK, _GITLINK):
                 continue
             if blob_id is not None:
                 if entry.hexsha == blob_id:

@@ -295,6 +295,19 @@ def test_head_in_a_clone_without_remotes_and_fetch_head(lane: Lane, tree: Path, 
     assert fetched["status"] == "pass" and fetched["actual"] == lane.base, fetched
 
 
+def test_a_fifo_in_git_dir_is_never_opened_for_a_ref(lane: Lane, tree: Path, tmp_path: Path) -> None:
+    """``$GIT_DIR/FETCH_HEAD`` replaced by a FIFO: read as git's files backend reads a
+    ref, a plain open would wait for a writer forever. It is no ref here, as git
+    (which never reads FETCH_HEAD for ``for-each-ref``) would say."""
+    os.mkfifo(lane.path / ".git" / "FETCH_HEAD")
+    m = tmp_path / "m.yaml"
+    m.write_text(manifest(lane.base, head_refs(lane.base, "FETCH_HEAD")))
+    proc = run_cli("check", str(tree), "-m", str(m), "--format", "json",
+                   "--repo", f"lane={lane.path}", timeout=60)
+    fetched = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}["lane:ref:FETCH_HEAD"]
+    assert fetched["status"] == "fail" and "is not in" in fetched["message"], fetched
+
+
 # -- 3. a shallow clone's cut history is not a rewritten one ------------------------
 
 
