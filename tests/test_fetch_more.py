@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import socket
 import threading
 from collections import Counter
@@ -393,9 +394,11 @@ def test_a_repo_name_given_twice_with_two_paths_is_a_usage_error(
     assert proc.returncode == 2
     assert proc.stderr == (f"pp1audit: error: --repo lane: given twice, as {one} and as {two}; "
                            "give each source once\n")
-    # the same directory twice is no contradiction (the run goes on, to find it no clone)
-    proc = run_cli("check", str(tree), "-m", str(m), "--repo", f"lane={one}",
-                   "--repo", f"lane={one}/.")
+    # the same directory twice is no contradiction (the run goes on, to find it no clone):
+    # spelled through '..' and a symlink, which pathlib does not equate
+    (tmp_path / "link").symlink_to(one)
+    proc = run_cli("check", str(tree), "-m", str(m), "--repo", f"lane={two}/../one",
+                   "--repo", f"lane={tmp_path / 'link'}")
     assert proc.returncode == 2 and "given twice" not in proc.stderr
 
 
@@ -403,7 +406,9 @@ def test_resolve_options_merges_one_name_once(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # no ./pp1audit.toml
     (tmp_path / "a").mkdir()
-    options = resolve_options(None, ("lane=a", "lane=./a/", "x=b"), None)
-    assert options.repos == {"lane": Path("a"), "x": Path("b")}
+    (tmp_path / "b").mkdir()
+    options = resolve_options(None, ("lane=a", "lane=b/../a", "x=b"), None)
+    assert set(options.repos) == {"lane", "x"} and options.repos["x"] == Path("b")
+    assert os.path.realpath(options.repos["lane"]) == os.path.realpath("a")
     with pytest.raises(Pp1Error, match=r"^--repo lane: given twice, as a and as b;"):
         resolve_options(None, ("lane=a", "lane=b"), None)
