@@ -74,14 +74,12 @@ class Facts:
     Everything is memoised per node: every rule on the file shares the work.
     """
 
-    def __init__(self, root: SgNode, source: str | None = None) -> None:
-        """``source`` is the text ``root`` was parsed from. The root node's own text starts
-        at the first token (leading blank lines dropped), so the stdlib tables built from
-        it would number lines differently from the tree; without ``source`` the dropped
-        lines are put back as empty ones."""
+    def __init__(self, root: SgNode, source: str) -> None:
+        """``source`` is the text ``root`` was parsed from, not the root node's own text,
+        which starts at the first token (leading blank lines dropped): the stdlib tables
+        built from it would number lines differently from the tree."""
         self.root = root
-        self.source = source if source is not None else \
-            "\n" * root.range().start.line + root.text()
+        self.source = source
         self._dead: dict[tuple[Key, bool], str | None] = {}
         self._ends: dict[tuple[Key, bool], bool] = {}
         self._exits: dict[tuple[Key, bool], SgNode | None] = {}
@@ -449,18 +447,12 @@ class Facts:
         return block is not None and within(earlier, block) and \
             later.range().start.index >= earlier.range().end.index
 
-    def resolve_scope(self, scope: str) -> tuple[list[SgNode], str | None]:
-        """The definitions a dotted name denotes after its module ran, or why there is none.
-
-        Each part is the last binding of the name in the body above it; when
-        branches leave several (``if …: def f … else: def f …``) all are returned.
-        """
-        chain, missing = self.scope_chain(scope)
-        return (chain[-1] if chain else []), missing
-
     def scope_chain(self, scope: str) -> tuple[list[list[SgNode]], str | None]:
-        """The definitions of each part of a dotted name (``resolve_scope``), outermost first:
-        decorators and replacements of the enclosing classes matter as much as the target's."""
+        """The definitions of each part of a dotted name after its module ran, outermost
+        first, or why there is none: each part is the last binding of the name in the
+        body above it; when branches leave several (``if …: def f … else: def f …``)
+        all are kept. Decorators and replacements of the enclosing classes matter as
+        much as the target's."""
         current = [self.root]
         chain: list[list[SgNode]] = []
         parts = scope.split(".")
