@@ -361,9 +361,9 @@ def _check_generated(path: Path, text: str) -> int:
     from pp1audit.inputs import read_input
 
     data = read_input(path, "report to check")
-    current = _report_text(path, data)
     if data == text.encode("utf-8"):  # byte for byte: line endings count too
         return EXIT_OPEN
+    current = _report_text(path, data)  # only a stale one needs decoding
     _emit("".join(_diff_lines(path, current, text)), None)
     click.echo(f"pp1audit: {path} is stale: regenerate it with pp1audit report", err=True)
     return EXIT_CLOSED
