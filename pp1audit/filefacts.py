@@ -25,6 +25,7 @@ from pp1audit.syntaxtree import (
     binding_statement,
     bound_names,
     branches,
+    constant_string,
     constant_truth,
     flatten_targets,
     key,
@@ -1165,37 +1166,13 @@ def _namespace_call(node: SgNode) -> bool:
         not (args is not None and named_items(args.children()))
 
 
-_MAX_NAME_TEXT = 1000
-"""Longest expression folded into an attribute name: real names are short."""
-
-
 def constant_name(node: SgNode) -> str | None:
     """The string a constant expression spells (``"a"``, ``"sam" "ple"``, ``"sam" + "ple"``,
     ``f"sample"`` without fields), else None: an attribute named that way is named."""
     got = literal(node)
     if got is not None:
         return str(got[1]) if got[0] is str else None
-    if len(node.text()) > _MAX_NAME_TEXT:
-        return None
-    try:
-        tree = ast.parse("(\n" + node.text() + "\n)", mode="eval").body
-        return _string_of(tree)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-
-
-def _string_of(tree: ast.expr) -> str | None:
-    """A string made of literals, field-less f-strings and ``+`` between them, else None."""
-    if isinstance(tree, ast.Constant):
-        return tree.value if isinstance(tree.value, str) else None
-    if isinstance(tree, ast.JoinedStr):
-        parts = [v.value for v in tree.values
-                 if isinstance(v, ast.Constant) and isinstance(v.value, str)]
-        return "".join(parts) if len(parts) == len(tree.values) else None
-    if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Add):
-        left, right = _string_of(tree.left), _string_of(tree.right)
-        return left + right if left is not None and right is not None else None
-    return None
+    return constant_string(node.text())
 
 
 def _loop_of(jump: SgNode) -> SgNode | None:

@@ -108,6 +108,18 @@ def constant_truth(text: str) -> bool | None:
     return _Folder(len(text)).truth(tree.body)
 
 
+def constant_string(text: str) -> str | None:
+    """The string an expression of constants spells (``"sam" + "ple"``, ``f"sample"``,
+    ``"s" * 2``), folded as ``constant_truth`` folds a test, within the same bounds;
+    None for anything else: a name a ``setattr`` spells that way is named."""
+    try:
+        tree = ast.parse("(\n" + text + "\n)", mode="eval")
+        value, _ = _Folder(len(text)).fold(tree.body)
+    except Exception:  # not constant, too costly, not an expression
+        return None
+    return value if isinstance(value, str) else None
+
+
 class _Refuse(Exception):
     """Folding stops: not made of constants, not certain, or too costly."""
 
