@@ -10,7 +10,6 @@ open: a path escaping the root (symlinks resolved), FIFOs, sockets and devices.
 from __future__ import annotations
 
 import os
-import posixpath
 import stat
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
@@ -19,7 +18,7 @@ from pathlib import Path
 from pp1audit.errors import MissingFile, SourceError, TargetError
 from pp1audit.paths import path_problem
 from pp1audit.safeio import NotRegular, TooLarge, read_regular
-from pp1audit.zipindex import Member, ZipError, ZipIndex
+from pp1audit.zipindex import Member, ZipError, ZipIndex, install_name
 
 MAX_READ = 512 << 20
 """Largest file read whole (a file pin, a cited file): the biggest file of vLLM is
@@ -197,9 +196,7 @@ def installed_path(name: str) -> str:
     (``scripts``, ``headers``, ``data``) install outside site-packages and keep their
     member name. A directory member keeps its ``/``; the scheme directory itself is ``''``.
     """
-    path = name
-    if "/." in "/" + name or "//" in name:  # the rule zipindex uses for aliases
-        path = posixpath.normpath(name) + ("/" if name.endswith("/") else "")
+    path = install_name(name)
     if _in_data_dir(name):
         parts = path.split("/", 2)
         if len(parts) == 3 and parts[1] in LIB_SCHEMES:
