@@ -40,7 +40,7 @@ import hashlib
 import importlib.machinery
 import os
 import re
-import struct
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -54,11 +54,10 @@ from pp1audit.record import (
     read_record,
     read_small,
 )
-from pp1audit.safeio import NotRegular, TooLarge, read_regular
-from pp1audit.zipindex import ZipError
+from pp1audit.zipindex import NotAFile, ZipError, ZipIndex
 
 STDLIB_ZIP_MAX = 16 << 20
-"""Largest ``pythonXY.zip`` read (whole, for its central directory). A zipped
+"""Largest ``pythonXY.zip`` looked into (its central directory only). A zipped
 standard library is a few MB. Measured on CPython 3.11.7: its whole standard
 library, test suite included (1,790 modules), zips to 7.2 MB as source and
 15.4 MiB as bytecode; without the tests, tkinter and idlelib (about what the
@@ -287,75 +286,41 @@ def _zip_hit(zpath: str, names: set[str], package: str) -> ZipHit | None:
 def _zip_names(zpath: str, report: ShadowReport, packages: tuple[str, ...]) -> set[str] | None:
     """The member names of the stdlib zip ``_zip_hit`` needs for ``packages``, or None.
 
-    Read through ``safeio``: the open never blocks (a FIFO swapped in after a
-    ``stat`` hung the run) and the type and size are checked on the open
-    descriptor. A final symlink is followed, as by zipimport, which imports from
-    what the link names: a linked zip holding a copy of the package is a copy
-    Python imports (a link to a FIFO or a device is still refused). Only names
-    of the forms ``_zip_hit`` looks for are decoded and kept, at most a few per
-    package (``_relevant``): a hostile zip of 300,000 members must not become a
-    set of 300,000 strings. A missing zip is the usual case and says nothing; one
-    that is not a regular file, too large or unreadable is a note (what it holds
-    is unknown).
+    Read with ``ZipIndex``, the wheels' reader: its central directory only, the
+    open never blocking and judged on the descriptor (a FIFO swapped in after the
+    ``stat`` below is refused, not waited on). A final symlink is followed, as by
+    zipimport, which imports from what the link names. Only names of the forms
+    ``_zip_hit`` looks for are decoded and kept, at most a few per package
+    (``_relevant``). A missing zip is the usual case and says nothing; one that is
+    not a regular file, too large or unreadable is a note (what it holds is unknown).
     """
     ahead = f"{zpath} (on sys.path ahead of the audited copy)"
     try:
-        data = read_regular(zpath, STDLIB_ZIP_MAX, follow=True)  # as zipimport opens it
+        st = os.stat(zpath)  # as zipimport opens it: through a final symlink
     except (FileNotFoundError, NotADirectoryError):
-        return None
-    except NotRegular:
-        report.notes.append(f"{ahead} is not a regular file; not opened")
-        return None
-    except TooLarge as exc:
-        report.notes.append(f"{ahead} is {exc.size:,} bytes, over the {STDLIB_ZIP_MAX >> 20} MiB read "
-                            "for its member list; not looked into")
         return None
     except OSError as exc:
         report.notes.append(f"{ahead} cannot be examined: {exc.strerror or exc}")
         return None
+    if not stat.S_ISREG(st.st_mode):
+        report.notes.append(f"{ahead} is not a regular file; not opened")
+        return None
+    if st.st_size > STDLIB_ZIP_MAX:
+        report.notes.append(f"{ahead} is {st.st_size:,} bytes, over the {STDLIB_ZIP_MAX >> 20} MiB "
+                            "read for its member list; not looked into")
+        return None
     try:
-        start, end = _central_directory(data)
-        return _relevant(_names_starting(data, start, end, _prefixes(packages)), packages)
+        index = ZipIndex(zpath)
+    except NotAFile:  # swapped in after the stat
+        report.notes.append(f"{ahead} is not a regular file; not opened")
+        return None
     except ZipError as exc:
         report.notes.append(f"{ahead} cannot be read ({exc}); whether it holds another copy is unknown")
         return None
-
-
-_ZIP_END = struct.Struct("<4s4H2LH")
-"""End of central directory record (22 bytes): its signature ... the directory's
-size (field 5), offset and the comment's length."""
-_ZIP64_LOCATOR_SIZE = 20
-_ZIP64_END = struct.Struct("<4sQ2H2L4Q")
-"""Zip64 end record (56 bytes): the directory's size is field 8."""
-_ENTRY = struct.Struct("<4s4xH18x3H")
-"""A central directory entry's signature, flags and name, extra and comment lengths;
-the name follows the entry's 46 fixed bytes."""
-_ENTRY_SIZE = 46
-
-
-def _central_directory(data: bytes) -> tuple[int, int]:
-    """Start and end of the central directory of zip ``data``; ``ZipError`` when none.
-
-    Found as ``zipfile`` and ``zipimport`` find it: the end record ending the file,
-    else the last one in the 64 KiB a comment may take; the directory ends where
-    that record (or the zip64 one before it) starts, whatever its offset field says
-    (a prefix before the archive shifts every offset)."""
-    at = len(data) - _ZIP_END.size
-    if at < 0 or not data.startswith(b"PK\x05\x06", at) or not data.endswith(b"\0\0"):
-        at = data.rfind(b"PK\x05\x06", max(0, len(data) - 0xFFFF - _ZIP_END.size))
-    if at < 0 or at + _ZIP_END.size > len(data):
-        raise ZipError("File is not a zip file")
-    size = _ZIP_END.unpack_from(data, at)[5]
-    end = at
-    locator = at - _ZIP64_LOCATOR_SIZE
-    if locator >= 0 and data.startswith(b"PK\x06\x07", locator):
-        end = locator - _ZIP64_END.size
-        if end < 0 or not data.startswith(b"PK\x06\x06", end):
-            raise ZipError("bad zip64 end of central directory")
-        size = _ZIP64_END.unpack_from(data, end)[8]
-    if size > end:
-        raise ZipError("bad size of the central directory")
-    return end - size, end
+    try:
+        return _relevant(index.names_starting(_prefixes(packages)), packages)
+    finally:
+        index.close()
 
 
 def _prefixes(packages: tuple[str, ...]) -> tuple[bytes, ...]:
@@ -368,26 +333,6 @@ def _prefixes(packages: tuple[str, ...]) -> tuple[bytes, ...]:
             with contextlib.suppress(UnicodeEncodeError):  # no unflagged name decodes to it
                 out.add(head.encode("cp437"))
     return tuple(sorted(out))
-
-
-def _names_starting(data: bytes, start: int, end: int, prefixes: tuple[bytes, ...]) -> Iterator[str]:
-    """The decoded names of the directory's members whose raw name starts with one of
-    ``prefixes``; every other name is skipped undecoded, uncopied."""
-    pos = start
-    try:
-        while pos < end:
-            signature, flags, nlen, elen, clen = _ENTRY.unpack_from(data, pos)
-            if signature != b"PK\x01\x02":
-                raise ZipError("bad central directory entry")
-            name = pos + _ENTRY_SIZE
-            if data.startswith(prefixes, name, name + nlen):
-                raw = data[name : name + nlen]
-                yield raw.decode("utf-8" if flags & 0x800 else "cp437", errors="surrogateescape")
-            pos = name + nlen + elen + clen
-    except struct.error:
-        raise ZipError("truncated central directory entry") from None
-    if pos != end:
-        raise ZipError("the last central directory entry overruns the directory")
 
 
 def _relevant(names: Iterator[str], packages: tuple[str, ...]) -> set[str]:

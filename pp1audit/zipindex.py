@@ -74,6 +74,10 @@ class ZipError(Exception):
     """The archive or one member is unreadable; the message says why."""
 
 
+class NotAFile(ZipError):
+    """The path is no regular file (a FIFO, a device, a directory): never opened for reading."""
+
+
 @dataclass(frozen=True)
 class Member:
     """What is needed to read one member and to judge its type."""
@@ -118,7 +122,7 @@ def _open_regular(path: str) -> io.BufferedReader:
     try:
         fd, _ = open_regular(path, follow=True)
     except NotRegular:
-        raise ZipError("not a regular file; not opened") from None
+        raise NotAFile("not a regular file; not opened") from None
     except OSError as exc:
         raise ZipError(exc.strerror or str(exc)) from None
     return os.fdopen(fd, "rb")
@@ -275,6 +279,14 @@ class ZipIndex:
         # A malformed name must not stop the run: undecodable bytes are kept
         # as surrogates, so the name never equals a (valid) manifest path.
         return raw.decode("utf-8" if flags & 0x800 else "cp437", errors="surrogateescape")
+
+    def names_starting(self, prefixes: tuple[bytes, ...]) -> Iterator[str]:
+        """The decoded names of the members whose raw name starts with one of
+        ``prefixes``; every other name is skipped undecoded (a stdlib zip of 150,000
+        members looked into for one package's few)."""
+        for raw, pos in self.members.items():
+            if raw.startswith(prefixes):
+                yield self._decode(raw, pos)
 
     def names(self) -> list[str]:
         """Every member name, decoded as the archive says (UTF-8 flag, else CP437)."""
