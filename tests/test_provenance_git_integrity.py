@@ -20,6 +20,7 @@ from pathlib import Path
 import git
 import pytest
 from conftest import run_cli
+from lanerepo import _commit as lanerepo_commit
 from lanerepo import dedent
 
 MOD = "pkg/mod.py"
@@ -39,14 +40,9 @@ class Lane:
 
 
 def _commit(repo: git.Repo, root: Path, text: str, message: str, when: int) -> str:
-    (root / MOD).parent.mkdir(parents=True, exist_ok=True)
-    (root / MOD).write_text(text)
-    (root / "notes.txt").write_text(f"{message}\n")
-    repo.index.add([MOD, "notes.txt"])
-    actor = git.Actor("Lane Tester", "lane@example.invalid")
-    date = f"{when} +0000"
-    return str(repo.index.commit(message, author=actor, committer=actor,
-                                 author_date=date, commit_date=date).hexsha)
+    """``pkg/mod.py`` set to ``text`` (and a note naming the commit), committed as
+    ``lanerepo`` commits: the same actor and fixed dates."""
+    return lanerepo_commit(repo, root, {MOD: text, "notes.txt": f"{message}\n"}, message, when)
 
 
 def build(root: Path) -> Lane:
@@ -127,10 +123,7 @@ def rewrite_loose(repo: Path, sha: str, kind: str, data: bytes) -> None:
 
 
 def blob_of(repo: Path, commit: str, path: str = MOD) -> str:
-    return str((git.Repo(repo).commit(commit).tree / path).hexsha)
-
-
-def tree_of(repo: Path, commit: str, path: str) -> str:
+    """The object id of ``path`` at ``commit`` (a blob, or a tree for a directory)."""
     return str((git.Repo(repo).commit(commit).tree / path).hexsha)
 
 
@@ -176,7 +169,7 @@ def test_a_tree_rewritten_to_name_another_blob_is_an_error(
 ) -> None:
     """The ``pkg`` tree of the third commit made to list the base commit's (greedy)
     blob: every blob is then genuine, only the tree lies."""
-    pkg = tree_of(lane.path, lane.third, "pkg")
+    pkg = blob_of(lane.path, lane.third, "pkg")
     repo = git.Repo(lane.path)
     forged = repo.git.ls_tree(lane.third, "pkg/").replace(
         blob_of(lane.path, lane.third), blob_of(lane.path, lane.base))
