@@ -478,8 +478,10 @@ class Clone:
             if shallow:  # a shallow clone's history is short: list it
                 walked = self.repo.git.rev_list(f"{older}..{newer}").split()
                 count = len(walked)
-            else:
+            elif status == 0:  # counted only for a fast-forward: a diverged ref says no count
                 walked, count = [], int(self.repo.git.rev_list("--count", f"{older}..{newer}"))
+            else:
+                walked, count = [], 0
         except git.GitCommandError as exc:
             raise CloneError(f"{self.path}: cannot walk the history from {newer[:12]} "
                              f"({_git_says(exc)})") from None
