@@ -32,6 +32,7 @@ from pp1audit.syntaxtree import (
     line,
     literal,
     named_items,
+    parse_expression,
     short,
     unparen,
     within,
@@ -680,9 +681,8 @@ class Facts:
         a class-body name), a builtin (``staticmethod``, ``property``) or a known
         replacing one (``typing.overload``) is not accepted without ``decorators:``."""
         expr = named_items(decorator.children())
-        try:
-            tree = ast.parse("(\n" + (expr[0].text() if expr else "") + "\n)", mode="eval").body
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = parse_expression(expr[0].text() if expr else "")
+        if tree is None:
             return "not a decorator the matcher can read"
         if isinstance(tree, ast.Call):
             if any(isinstance(a, ast.Starred) for a in tree.args) or \

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pp1audit.paths import path_problem
+from pp1audit.syntaxtree import parse_expression
 
 SCOPE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 """``in:``: dotted names of classes/functions, from the module down."""
@@ -299,11 +300,8 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
 def decorator_key(text: str) -> str | None:
     """A decorator as a syntax tree (``@f(x=1)``, ``f( x = 1 )`` and ``f(x=1)`` are one), or
     None when it is not an expression."""
-    body = text.strip().removeprefix("@")
-    try:
-        return ast.dump(ast.parse("(\n" + body + "\n)", mode="eval").body)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
+    tree = parse_expression(text.strip().removeprefix("@"))
+    return None if tree is None else ast.dump(tree)
 
 
 def _decorators(raw: Any) -> tuple[str, ...] | None:

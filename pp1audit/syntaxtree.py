@@ -21,6 +21,17 @@ if TYPE_CHECKING:  # pragma: no cover
 Key = tuple[int, int, str]
 
 
+def parse_expression(text: str) -> ast.expr | None:
+    """``text`` as one Python expression (a test, a decorator, a name spelled by
+    constants), or None when it is not one. Wrapped in brackets on lines of their
+    own, so a test written over several lines, or ending in a comment, still parses;
+    whatever the parser raises on hostile text (too deep, too long) means "not one"."""
+    try:
+        return ast.parse("(\n" + text + "\n)", mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
 def key(node: SgNode) -> Key:
     """Identity of a node across the separate ``SgNode`` objects ast-grep hands out."""
     r = node.range()
@@ -101,21 +112,20 @@ def constant_truth(text: str) -> bool | None:
 
     Not cached here: ``filefacts.Facts.truth`` asks once per node of a file,
     whichever direction a rule reads it in."""
-    try:
-        tree = ast.parse("(\n" + text + "\n)", mode="eval")
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-    return _Folder(len(text)).truth(tree.body)
+    tree = parse_expression(text)
+    return None if tree is None else _Folder(len(text)).truth(tree)
 
 
 def constant_string(text: str) -> str | None:
     """The string an expression of constants spells (``"sam" + "ple"``, ``f"sample"``,
     ``"s" * 2``), folded as ``constant_truth`` folds a test, within the same bounds;
     None for anything else: a name a ``setattr`` spells that way is named."""
+    tree = parse_expression(text)
+    if tree is None:
+        return None
     try:
-        tree = ast.parse("(\n" + text + "\n)", mode="eval")
-        value, _ = _Folder(len(text)).fold(tree.body)
-    except Exception:  # not constant, too costly, not an expression
+        value, _ = _Folder(len(text)).fold(tree)
+    except Exception:  # not constant, too costly
         return None
     return value if isinstance(value, str) else None
 
