@@ -12,8 +12,20 @@ would execute something other than the audited files:
   no RECORD vouches for is a failure. Vouching takes an installed
   distribution: a ``*.dist-info`` with its ``METADATA`` — a bare directory
   holding a one-line RECORD that names the ``.pth`` is not one (anyone who
-  can drop a ``.pth`` can drop that). A path line naming a directory that
-  holds another copy of the package fails.
+  can drop a ``.pth`` can drop that). A vouched line runs the modules it
+  imports (``__import__('_distutils_hack')``), so those must match the same
+  RECORD too (every row hashed, nothing unlisted beside them, their
+  ``__pycache__`` judged by the bytecode check); a module it names that RECORD
+  does not install fails, unless a standard-library name. The code shown is
+  cut at 120 characters, with how much was cut and the file's SHA-256 named,
+  so no two different files read the same.
+* ``.pth`` path lines, resolved as ``site`` does (joined to the site
+  directory and normalised; then symlinks resolved): one leading into the
+  audited package directory (its modules become top-level ones), or to a
+  directory or zip holding another copy of the package or a ``sitecustomize``
+  / ``usercustomize`` (``site`` imports it after the ``.pth`` files), fails.
+  Outside the target root only names and types are looked at (``lstat``), and
+  a zip only through its central directory.
 * Another distribution claiming the package (a second ``*.dist-info`` /
   ``*.egg-info`` for the same name or installing the same top-level package):
   files of two versions mixed in one directory, or an uninstall leftover. That
@@ -30,22 +42,35 @@ would execute something other than the audited files:
   target root itself.
   A ``sitecustomize`` / ``usercustomize`` in those standard-library places runs
   at every start too; it is named in the summary, not failed, because Debian
-  and Ubuntu ship one (``/usr/lib/python3.X/sitecustomize.py``).
+  and Ubuntu ship one (``/usr/lib/python3.X/sitecustomize.py``). The summary
+  names the standard library used and where its ``home`` came from.
+* For a venv whose ``pyvenv.cfg`` lets the system site-packages in (site's
+  rule: ``include-system-site-packages`` absent or ``true``), the base
+  interpreter's site-packages too: ``site`` processes its ``.pth`` files and
+  imports a ``sitecustomize`` found there at every start, so they are judged
+  as the target root's are, named by their full path.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
 import importlib.machinery
 import os
+import posixpath
 import re
 import stat
+import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from pp1audit.inventory import DIR, FILE, DirInventory, Inventory
+from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode
+from pp1audit.errors import TargetError
+from pp1audit.hashing import hash_entries
+from pp1audit.inventory import DIR, FILE, SYMLINK, DirInventory, Entry, Inventory, WheelInventory
 from pp1audit.record import (
+    RecordEntry,
     RecordError,
     dist_name,
     distributions,
@@ -53,7 +78,10 @@ from pp1audit.record import (
     parse_record,
     read_record,
     read_small,
+    verify,
 )
+from pp1audit.safeio import NotRegular, TooLarge, read_regular
+from pp1audit.sources import installed_path
 from pp1audit.zipindex import NotAFile, ZipError, ZipIndex
 
 STDLIB_ZIP_MAX = 16 << 20
@@ -143,63 +171,469 @@ def _owners(inv: Inventory, name: str, digest: bytes) -> _Owners:
     return out
 
 
-def check_pth(inv: Inventory, package: str, report: ShadowReport) -> None:
-    """``.pth`` files at the root: executing lines and paths to other copies."""
+CUT = 120
+"""Characters of an executing ``.pth`` line shown; the rest is counted, never dropped silently."""
+
+PATH_ZIP_MAX = 64 << 20
+"""Largest zip on a ``.pth`` path line looked into (its central directory only).
+An egg is rarely over a few MB; a larger file is a failure (what it holds is
+unknown), not read: ``ZipIndex`` holds the whole central directory, and a
+hostile one of 300,000 members in 28 MB cost 1.6 s and 90 MB."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """One directory ``site`` processes: the target root, or a base site-packages."""
+
+    inv: Inventory
+    package: str
+    package_dir: str | None
+    """The audited package directory, symlinks resolved (None in a wheel)."""
+    shown: str = ""
+    """Prefix naming its files in messages and ids: '' for the target root, else its path + '/'."""
+    cache: VerifiedCache | None = None
+    """Bytecode verification cache for the modules a vouched ``.pth`` imports."""
+
+    def name(self, rel: str) -> str:
+        """How a file of this directory is named: a base site-packages' by its full
+        path, so a finding there is never mistaken for one in the target root."""
+        return self.shown + rel
+
+
+def _pth_lines(text: str) -> list[str]:
+    """Lines as ``site`` reads them: a text file in universal-newline mode, so only
+    ``\\n``, ``\\r`` and ``\\r\\n`` end a line (``str.splitlines`` would also split at
+    form feeds and U+2028, where ``exec`` sees one line)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: _Scope | None = None) -> None:
+    """``.pth`` files at the root: executing lines, paths to other copies or startup hooks."""
+    scope = scope or _Scope(inv, package, _package_dir(inv, package))
     for name, kind in inv.children(""):
         if not name.endswith(".pth"):
             continue
+        shown = scope.name(name)
         report.pth_files += 1
         if kind != FILE:
-            report.findings.append(Shadow(name, f"{name} is a {kind}; not opened", f"pth:{name}"))
+            report.findings.append(Shadow(shown, f"{shown} is a {kind}; not opened", f"pth:{shown}"))
             continue
         data = read_small(inv, name)
         if data is None:
-            report.findings.append(Shadow(name, f"{name} cannot be read", f"pth:{name}"))
+            report.findings.append(Shadow(shown, f"{shown} cannot be read", f"pth:{shown}"))
             continue
-        text = data.decode("utf-8", "replace")
         executing: list[tuple[int, str]] = []
-        for n, raw in enumerate(text.splitlines(), 1):
+        for n, raw in enumerate(_pth_lines(data.decode("utf-8", "replace")), 1):
             line = raw.rstrip()
             if not line or line.startswith("#"):
                 continue
             if line.startswith(("import ", "import\t")):
                 executing.append((n, line))
                 continue
-            if isinstance(inv, DirInventory):
-                target = os.path.join(inv.root, line)
-                copy = _copy_in(target, package) if os.path.isdir(target) else None
-                if copy is not None:
-                    report.findings.append(Shadow(
-                        name, f"{name}:{n} adds {target} to sys.path, and another copy of "
-                        f"'{package}' is there ({copy})", f"pth:{name}:{n}"))
-        if not executing:
+            _path_line(scope, shown, n, line, report)
+        if executing:
+            _judge_executing(scope, name, data, executing, report)
+
+
+def _shown_code(executing: list[tuple[int, str]], data: bytes) -> str:
+    """The first executing line, cut at ``CUT`` characters with the cut counted, and the
+    file's SHA-256: two files that differ never read the same, a payload after
+    the cut included."""
+    first_n, first = executing[0]
+    shown = first if len(first) <= CUT else f"{first[:CUT]}… ({len(first) - CUT} more characters)"
+    more = f" (+{len(executing) - 1} more import lines)" if len(executing) > 1 else ""
+    return f"line {first_n}: {shown}{more}; file sha256 {hashlib.sha256(data).hexdigest()[:12]}"
+
+
+def _judge_executing(scope: _Scope, name: str, data: bytes, executing: list[tuple[int, str]],
+                     report: ShadowReport) -> None:
+    """An executing ``.pth``: vouched for (and the modules it imports verified) or a failure."""
+    inv, shown = scope.inv, scope.name(name)
+    owners = _owners(inv, name, hashlib.sha256(data).digest())
+    code = _shown_code(executing, data)
+    if owners.good:
+        meta = owners.good[0]
+        imported = _verify_imports(scope, shown, meta, [line for _, line in executing], report)
+        report.notes.append(f"{shown} executes code at startup, vouched for by {meta} "
+                            f"(matches its RECORD{imported}): {code}")
+        return
+    if owners.bad:
+        why = f"differs from the {owners.bad[0]} RECORD"
+    elif owners.hollow:
+        why = (f"only {owners.hollow[0]} lists it, which has no METADATA: not an installed "
+               "distribution")
+    else:
+        why = "no installed distribution's RECORD lists it"
+    report.findings.append(Shadow(
+        shown, f"{shown} executes code at every interpreter start ({why}): {code}", f"pth:{shown}"))
+
+
+_IMPORTERS = ("__import__", "import_module")
+"""Calls that import the module their first argument names (``__import__('x')``,
+``importlib.import_module('x')``)."""
+
+
+def imported_modules(lines: list[str]) -> list[str]:
+    """Top-level modules the executing lines of a ``.pth`` import, sorted.
+
+    Each line is what ``site`` hands to ``exec``: parsed with ``ast``, its
+    ``import`` / ``from … import`` statements (absolute ones) and calls of
+    ``__import__`` / ``import_module`` with a literal name give a module's
+    first component. A line that does not parse runs nothing (``exec``
+    raises), so it gives none.
+    """
+    out: set[str] = set()
+    for line in lines:
+        try:
+            tree = ast.parse(line)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-        owners = _owners(inv, name, hashlib.sha256(data).digest())
-        first_n, first = executing[0]
-        shown = first if len(first) <= 120 else first[:117] + "..."
-        code = f"line {first_n}: {shown}" + (
-            f" (+{len(executing) - 1} more import lines)" if len(executing) > 1 else "")
-        if owners.good:
-            report.notes.append(f"{name} executes code at startup, vouched for by {owners.good[0]} "
-                                f"(matches its RECORD): {code}")
-            continue
-        if owners.bad:
-            why = f"differs from the {owners.bad[0]} RECORD"
-        elif owners.hollow:
-            why = (f"only {owners.hollow[0]} lists it, which has no METADATA: not an installed "
-                   "distribution")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                out.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                out.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Call) and node.args and _importer(node.func):
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value:
+                    out.add(arg.value.split(".")[0])
+    return sorted(out)
+
+
+def _importer(func: ast.expr) -> bool:
+    """``__import__`` or ``….import_module``, by name."""
+    if isinstance(func, ast.Name):
+        return func.id in _IMPORTERS
+    return isinstance(func, ast.Attribute) and func.attr in _IMPORTERS
+
+
+_STDLIB = frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names)
+
+
+def _of_module(path: str, module: str) -> bool:
+    """A RECORD path that belongs to top-level ``module``: under its directory, one
+    of its module files at the root, or the root ``__pycache__`` bytecode of one."""
+    if path.startswith(module + "/") or path in module_names(module):
+        return True
+    return path.startswith(f"__pycache__/{module}.") and path.endswith(".pyc")
+
+
+def _logical(inv: Inventory, row: RecordEntry) -> RecordEntry:
+    """A RECORD row at the path the inventory lists its file under."""
+    path = installed_path(row.path) if isinstance(inv, WheelInventory) else row.path
+    if "./" in path or "//" in path or path.endswith("/."):
+        path = posixpath.normpath(path)
+    return row if path == row.path else replace(row, path=path)
+
+
+def _verify_imports(scope: _Scope, pth: str, meta: str, lines: list[str], report: ShadowReport) -> str:
+    """Check the modules a vouched ``.pth`` imports against the vouching RECORD.
+
+    The hash of the ``.pth`` says nothing about ``_distutils_hack/__init__.py``,
+    which is the code that runs. Returns the phrase the summary adds.
+    """
+    inv = scope.inv
+    modules = imported_modules(lines)
+    if not modules:
+        return ""
+    try:
+        rows = [_logical(inv, r) for r in parse_record(read_record(inv, f"{meta}/RECORD"),
+                                                       f"{meta}/RECORD")]
+    except RecordError as exc:  # read once already, so this is a race
+        report.findings.append(Shadow(pth, f"{pth}: what it imports cannot be verified: {exc}",
+                                      f"pth:{pth}"))
+        return ""
+    root = dict(inv.children(""))
+    said: list[str] = []
+    stdlib: list[str] = []
+    for module in modules:
+        mine = [r for r in rows if _of_module(r.path, module)]
+        if module == scope.package and not scope.shown:
+            said.append(f"{module} (the audited package)")
+        elif mine:
+            said.append(_verify_module(scope, pth, meta, module, mine, root, report))
+        elif module in _STDLIB and not _present(root, module):
+            stdlib.append(module)
         else:
-            why = "no installed distribution's RECORD lists it"
+            where = ("; another of that name is in the site directory" if _present(root, module)
+                     else "")
+            report.findings.append(Shadow(
+                pth, f"{pth} (vouched for by {meta}) imports '{module}' at every interpreter start, "
+                f"which {meta}/RECORD does not install and is not a standard-library module"
+                f"{where}: nothing vouches for the code it runs", f"pth:{pth}:{module}"))
+            said.append(f"{module} (not in its RECORD)")
+    if stdlib:
+        said.append(f"{', '.join(stdlib)} (standard library, not audited here)")
+    return "; imports " + " and ".join(said)
+
+
+def _present(root: dict[str, str], module: str) -> bool:
+    """Whether the site directory holds something importable as ``module``."""
+    return module in root or any(n in root for n in module_names(module))
+
+
+def _module_files(inv: Inventory, module: str, root: dict[str, str]) -> list[Entry]:
+    """Every entry of top-level ``module`` in the root: its directory walked, its
+    module files, and their bytecode in the root ``__pycache__``. ``TargetError``
+    when its directory leads outside the root."""
+    files: list[Entry] = []
+    if root.get(module) in (DIR, SYMLINK):
+        files.extend(inv.walk(module))
+    for name in sorted(module_names(module) & set(root)):
+        if (e := inv.entry(name)) is not None:
+            files.append(e)
+    if root.get("__pycache__") == DIR:
+        for name, _kind in inv.children("__pycache__"):
+            if (name.startswith(module + ".") and name.endswith(".pyc")
+                    and (e := inv.entry(f"__pycache__/{name}")) is not None):
+                files.append(e)
+    return files
+
+
+def _verify_module(scope: _Scope, pth: str, meta: str, module: str, rows: list[RecordEntry],
+                   root: dict[str, str], report: ShadowReport) -> str:
+    """One imported module against its rows of the vouching RECORD, with the same
+    rules as the package's own check (``record.verify``), and its bytecode with
+    the bytecode check. Findings are added; the summary phrase is returned."""
+    inv = scope.inv
+    why = f"run at every interpreter start by {pth} (vouched for by {meta})"
+    try:
+        files = _module_files(inv, module, root)
+    except TargetError as exc:
+        report.findings.append(Shadow(scope.name(module), f"{exc} ({why})", f"pth:{pth}:{module}"))
+        return f"{module} (not verified)"
+    wheel = inv.location if isinstance(inv, WheelInventory) else None
+    digests = hash_entries(files, wheel=wheel, keep=keep_for_bytecode)
+    by_path = {e.path: e for e in files}
+    extra: dict[tuple[str, str], bytes] = {}
+    for algo in sorted({r.algorithm for r in rows if r.algorithm not in (None, "sha256")} - {None}):
+        todo = [e for r in rows if r.algorithm == algo and (e := by_path.get(r.path)) is not None]
+        again = hash_entries(todo, wheel=wheel, algorithm=str(algo))
+        extra.update({(p, str(algo)): d.sha256 for p, d in again.items() if d.sha256 is not None})
+    located: dict[str, Entry | None] = {r.path: by_path.get(r.path) for r in rows}
+    ver = verify(rows, f"{meta}/RECORD", located, digests, files, module, extra_digests=extra)
+    for p in ver.problems:
+        shown = scope.name(p.path)
+        report.findings.append(Shadow(shown, f"{shown} is {why}, but does not match that RECORD: "
+                                      f"{p.message}", f"pth:{pth}:{p.path}"))
+    rep = check_bytecode(files, digests, cache=scope.cache or default_cache())
+    for f in rep.findings:
+        shown = scope.name(f.path)
+        if f.status == "skip":
+            report.notes.append(f"{shown} (imported by {pth}): {f.message}")
+            continue
+        report.findings.append(Shadow(shown, f"{shown} is {why}: {f.message}", f"pth:{pth}:{f.path}"))
+    bad = len(ver.problems) + sum(f.status != "skip" for f in rep.findings)
+    problems = f"; {bad} problem(s) reported separately" if bad else ""
+    return (f"{module} ({ver.verified} file(s) matching it, {rep.verified} bytecode file(s) "
+            f"verified as their sources compiled{problems})")
+
+
+def _package_dir(inv: Inventory, package: str) -> str | None:
+    """The audited package directory with symlinks resolved (directories only)."""
+    return os.path.realpath(os.path.join(inv.root, package)) if isinstance(inv, DirInventory) else None
+
+
+def _hook_names() -> list[str]:
+    """Entry names that import as a startup hook in a directory on ``sys.path``: the
+    module files in any form (source, sourceless ``.pyc``, extension) and a package
+    directory."""
+    return sorted(set(CUSTOMIZE) | module_names("sitecustomize") | module_names("usercustomize"))
+
+
+def _path_line(scope: _Scope, pth: str, n: int, line: str, report: ShadowReport) -> None:
+    """One ``.pth`` path line: where ``site`` would add it, and what would import from there."""
+    cid = f"pth:{pth}:{n}"
+    inv = scope.inv
+    if not isinstance(inv, DirInventory):
+        _path_line_in_wheel(scope, pth, n, line, report)
+        return
+    if "\0" in line:
+        return  # os.path.exists is False for it: site skips the line
+    # site: os.path.abspath(os.path.join(sitedir, line)), added when it exists
+    # (through symlinks). The OS then resolves the symlinks on every import.
+    added = os.path.normpath(os.path.join(inv.root, line))
+    real = os.path.realpath(added)
+    try:
+        st = os.stat(real)
+    except (OSError, ValueError):
+        return
+    head = f"{pth}:{n} adds {added} to sys.path"
+    if scope.package_dir is not None and _under(real, scope.package_dir):
+        hooks = _hooks_in_dir(real) if stat.S_ISDIR(st.st_mode) else []
+        also = f"; {', '.join(hooks)} there is imported by site at every start" if hooks else ""
+        report.findings.append(Shadow(pth, f"{head}, inside the audited package directory "
+                                      f"{scope.package}/: its files become importable as top-level "
+                                      f"modules, outside the package{also}", cid))
+        return
+    if real == inv.root:
+        return  # the site directory itself, already on sys.path
+    if stat.S_ISDIR(st.st_mode):
+        copy = _copy_in(real, scope.package)
+        if copy is not None:
+            report.findings.append(Shadow(pth, f"{head}, and another copy of '{scope.package}' is "
+                                          f"there ({copy})", cid))
+        _hooks_on_path(scope, inv.root, pth, n, head, real, report)
+    elif stat.S_ISREG(st.st_mode):  # zipimport takes any regular file; anything else, nothing
+        _zip_on_path(scope.package, pth, n, head, real, report)
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _hooks_in_dir(real: str) -> list[str]:
+    """Startup hooks in an OS directory, by name and type only (``lstat``: nothing opened)."""
+    found = []
+    for name in _hook_names():
+        try:
+            os.lstat(os.path.join(real, name))
+        except OSError:
+            continue
+        found.append(os.path.join(real, name))
+    return found
+
+
+def _hooks_on_path(scope: _Scope, root: str, pth: str, n: int, head: str, real: str,
+                   report: ShadowReport) -> None:
+    """A ``sitecustomize`` / ``usercustomize`` in a directory a path line adds: ``site``
+    imports it after the ``.pth`` files. Inside ``root`` (the site directory) one an
+    installed distribution's RECORD lists with its hash is named; anything else fails."""
+    inv = scope.inv
+    rel = os.path.relpath(real, root) if _under(real, root) else None
+    for path in _hooks_in_dir(real):
+        name = os.path.basename(path)
+        if rel is not None:
+            logical = f"{rel}/{name}".replace(os.sep, "/")
+            e = inv.entry(logical)
+            data = read_small(inv, logical) if e is not None and e.kind == FILE else None
+            good = _owners(inv, logical, hashlib.sha256(data).digest()).good if data is not None else []
+            if good:
+                report.notes.append(f"{scope.name(logical)} is on sys.path through {pth}:{n} and runs "
+                                    f"at startup, vouched for by {good[0]} (matches its RECORD)")
+                continue
         report.findings.append(Shadow(
-            name, f"{name} executes code at every interpreter start ({why}): {code}", f"pth:{name}"))
+            pth, f"{head}, where {path} is imported by site at every interpreter start, after the .pth "
+            "files; no installed distribution's RECORD vouches for it", f"pth:{pth}:{n}:{name}"))
 
 
-def _base_stdlib(root: str) -> str | None:
-    """The ``lib/pythonX.Y`` directory whose interpreter imports from this site-packages.
+def _zip_on_path(package: str, pth: str, n: int, head: str, real: str, report: ShadowReport) -> None:
+    """A regular file on a path line: zipimport imports from it when it is a zip.
 
-    ``<prefix>/lib/pythonX.Y`` for ``<prefix>/lib/pythonX.Y/site-packages``; in
-    a venv (a ``pyvenv.cfg`` at the prefix) the base interpreter's instead,
-    under the directory above the one ``home`` names. Not checked to exist.
+    Its central directory is read (``ZipIndex``: the open never blocks and is
+    judged on the descriptor); a file that is no zip at all gives Python nothing
+    either. A startup hook or another copy of the package in it fails; so does a
+    zip that cannot be looked into, since what it holds is unknown.
+    """
+    cid = f"pth:{pth}:{n}"
+    hooks_and_package = (package, *CUSTOMIZE)
+    try:
+        size = os.stat(real).st_size
+        if size > PATH_ZIP_MAX:
+            raise ZipError(f"{size:,} bytes, over the {PATH_ZIP_MAX >> 20} MiB looked into")
+        index = ZipIndex(real)
+    except ZipError as exc:
+        if str(exc) == "File is not a zip file":
+            return
+        report.findings.append(Shadow(pth, f"{head}, a file zipimport would import from, which cannot "
+                                      f"be looked into ({exc}): whether it holds a sitecustomize or "
+                                      f"another '{package}' is unknown", cid))
+        return
+    except OSError as exc:
+        report.findings.append(Shadow(pth, f"{head}, a file that cannot be examined "
+                                      f"({exc.strerror or exc})", cid))
+        return
+    try:
+        names = _relevant(index.names_starting(_prefixes(hooks_and_package)), hooks_and_package)
+    finally:
+        index.close()
+    hit = _zip_hit(real, names, package)
+    if hit is not None:
+        report.findings.append(Shadow(pth, f"{head}, and another copy of '{package}' is there "
+                                      f"({hit.path})", cid))
+    for hook in CUSTOMIZE:
+        zhook = _zip_hit(real, names, hook)
+        if zhook is not None and zhook.imported:
+            report.findings.append(Shadow(
+                pth, f"{head}, a zip holding {zhook.path}, which site imports at every interpreter "
+                "start, after the .pth files; no installed distribution's RECORD vouches for it",
+                f"{cid}:{hook}"))
+
+
+def _path_line_in_wheel(scope: _Scope, pth: str, n: int, line: str, report: ShadowReport) -> None:
+    """A path line of a ``.pth`` in a wheel, relative to where it installs (the
+    site directory): into the package, or to a directory of the wheel holding a
+    startup hook, fails. A path outside the wheel names the installing host's
+    files, which the wheel does not hold: named in a note."""
+    inv, cid = scope.inv, f"pth:{pth}:{n}"
+    rel = posixpath.normpath(line)
+    if os.path.isabs(line) or rel == ".." or rel.startswith("../"):
+        report.notes.append(f"{pth}:{n} adds {line} to sys.path, outside the wheel: not looked at")
+        return
+    if rel == ".":
+        return
+    head = f"{pth}:{n} adds {rel} to sys.path"
+    if rel == scope.package or rel.startswith(scope.package + "/"):
+        report.findings.append(Shadow(pth, f"{head}, inside the audited package directory "
+                                      f"{scope.package}/: its files become importable as top-level "
+                                      "modules, outside the package", cid))
+        return
+    if (e := inv.entry(rel)) is not None:
+        report.findings.append(Shadow(pth, f"{head}, a {e.kind} of the wheel zipimport would import "
+                                      "from: not looked into", cid))
+        return
+    hooks = set(_hook_names())
+    for name, _kind in inv.children(rel):
+        if name in hooks:
+            report.findings.append(Shadow(
+                pth, f"{head}, where {rel}/{name} is imported by site at every interpreter start, after "
+                "the .pth files; not vouched for", f"{cid}:{name}"))
+        elif name == scope.package or name in module_names(scope.package):
+            report.findings.append(Shadow(pth, f"{head}, and another copy of '{scope.package}' is "
+                                          f"there ({rel}/{name})", cid))
+
+
+@dataclass(frozen=True, slots=True)
+class Interpreter:
+    """What the interpreter of a ``<prefix>/lib/pythonX.Y/site-packages`` reads at startup."""
+
+    stdlib: str
+    """Its base standard library directory (not checked to exist)."""
+    origin: str
+    """Where that came from, for the summary."""
+    system_site: bool = False
+    """A venv that lets the base interpreter's site-packages in."""
+    system_site_origin: str = ""
+
+
+def _venv_config(path: str) -> list[tuple[str, str]] | None:
+    """``key = value`` pairs of a ``pyvenv.cfg`` as Python parses them (key stripped
+    and lower-cased, value stripped), or None when there is no such regular file.
+    The target is untrusted: read through the safe opener (never blocking, a FIFO
+    refused, bounded); a final symlink is followed, as Python's ``open`` does."""
+    try:
+        data = read_regular(path, 1 << 20, follow=True)
+    except (OSError, NotRegular, TooLarge):
+        return None
+    pairs = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            pairs.append((key.strip().lower(), value.strip()))
+    return pairs
+
+
+def interpreter(root: str) -> Interpreter | None:
+    """The interpreter of a site-packages laid out as ``<prefix>/lib/pythonX.Y/site-packages``.
+
+    ``<prefix>/lib/pythonX.Y`` itself, unless the prefix is a venv: then the
+    base interpreter's, under the directory above the one ``home`` names.
+    Python's own rules (CPython 3.11, checked with the real interpreter):
+    ``getpath`` reads ``<prefix>/pyvenv.cfg``, else ``<prefix>/bin/pyvenv.cfg``,
+    and takes the first ``home`` in any letter case; ``site`` reads
+    ``bin/pyvenv.cfg`` first, takes the last ``include-system-site-packages``,
+    and lets the system site-packages in unless it says anything but ``true``
+    (absent means in).
     """
     parent = os.path.dirname(root)
     if os.path.basename(root) not in ("site-packages", "dist-packages"):
@@ -207,23 +641,75 @@ def _base_stdlib(root: str) -> str | None:
     if not os.path.basename(parent).startswith("python"):
         return None
     prefix = os.path.dirname(os.path.dirname(parent))
-    home = None
-    # The target is untrusted: read pyvenv.cfg like any audited file (regular
-    # files only, bounded), so a FIFO in its place cannot hang the run.
-    data = read_small(DirInventory(prefix), "pyvenv.cfg", limit=1 << 20)
-    for line in (data or b"").decode("utf-8", "replace").splitlines():
-        k, sep, v = line.partition("=")
-        if sep and k.strip() == "home":
-            home = v.strip()
-    if home:
-        return os.path.join(os.path.dirname(home), "lib", os.path.basename(parent))
-    return parent
+    stdlib, origin = parent, f"the prefix of {root}"
+    for cfg in (os.path.join(prefix, "pyvenv.cfg"), os.path.join(prefix, "bin", "pyvenv.cfg")):
+        pairs = _venv_config(cfg)
+        if pairs is None:
+            continue
+        home = next((v for k, v in pairs if k == "home"), None)
+        if home:
+            stdlib = os.path.join(os.path.dirname(home), "lib", os.path.basename(parent))
+            origin = f"home = {home} in {cfg}"
+        break
+    system_site, system_origin = False, ""
+    for cfg in (os.path.join(prefix, "bin", "pyvenv.cfg"), os.path.join(prefix, "pyvenv.cfg")):
+        pairs = _venv_config(cfg)
+        if pairs is None:
+            continue
+        values = [v.lower() for k, v in pairs if k == "include-system-site-packages"]
+        system_site = (values or ["true"])[-1] == "true"
+        system_origin = (f"include-system-site-packages = {values[-1]} in {cfg}" if values
+                         else f"{cfg} does not set include-system-site-packages, which site reads as true")
+        break
+    return Interpreter(stdlib, origin, system_site, system_origin)
+
+
+def base_site_dirs(stdlib: str, root: str) -> list[str]:
+    """The base interpreter's site directories that exist, other than ``root``.
+
+    ``<stdlib>/site-packages`` and its ``lib64`` twin (``sys.platlibdir``), and
+    the ``dist-packages`` directories Debian's ``site`` adds.
+    """
+    prefix, version = os.path.dirname(os.path.dirname(stdlib)), os.path.basename(stdlib)
+    candidates = [os.path.join(stdlib, "site-packages"),
+                  os.path.join(prefix, "lib64", version, "site-packages"),
+                  os.path.join(prefix, "local", "lib", version, "dist-packages"),
+                  os.path.join(prefix, "lib", "python3", "dist-packages"),
+                  os.path.join(stdlib, "dist-packages")]
+    out: list[str] = []
+    seen = {os.path.realpath(root)}
+    for d in candidates:
+        real = os.path.realpath(d)
+        if real not in seen and os.path.isdir(real):
+            seen.add(real)
+            out.append(d)
+    return out
+
+
+def check_system_site(interp: Interpreter, root: str, package: str, report: ShadowReport,
+                      cache: VerifiedCache | None = None) -> None:
+    """The base site-packages of a venv that lets them in: ``site`` processes their
+    ``.pth`` files and imports a ``sitecustomize`` from them at every start, so
+    both are judged as the target root's are, named by their full path."""
+    if not interp.system_site:
+        return
+    dirs = base_site_dirs(interp.stdlib, root)
+    where = ", ".join(dirs) if dirs else "none found"
+    report.notes.append(f"the system site-packages are on sys.path ({interp.system_site_origin}): "
+                        f".pth files and startup hooks judged in {where}; the user site-packages of "
+                        "whoever runs Python are too, and are not audited here")
+    for d in dirs:
+        inv = DirInventory(d)
+        scope = _Scope(inv, package, _package_dir(DirInventory(root), package),
+                       shown=d.rstrip(os.sep) + os.sep, cache=cache)
+        check_pth(inv, package, report, scope)
+        check_customize(inv, report, scope)
 
 
 def _ahead_dirs(stdlib: str, root: str) -> list[str]:
     """Standard library directories searched before this site-packages.
 
-    ``stdlib`` (``_base_stdlib``) and its ``lib-dynload``, those that exist.
+    ``stdlib`` (``interpreter``) and its ``lib-dynload``, those that exist.
     """
     out = [stdlib, os.path.join(stdlib, "lib-dynload")]
     return [d for d in out if os.path.isdir(d) and os.path.realpath(d) != os.path.realpath(root)]
@@ -354,11 +840,16 @@ def _relevant(names: Iterator[str], packages: tuple[str, ...]) -> set[str]:
     return set(kept.values())
 
 
-def check_stdlib(root: str, package: str, report: ShadowReport) -> None:
-    """Copies of the package, and startup hooks, in the standard library ahead of ``root``."""
-    stdlib = _base_stdlib(root)
-    if stdlib is None:
+def check_stdlib(root: str, package: str, report: ShadowReport, interp: Interpreter | None = None) -> None:
+    """Copies of the package, and startup hooks, in the standard library ahead of ``root``.
+
+    The summary names the standard library taken and why: the audit trusts it
+    (a ``home`` pointing at a doctored copy is the venv's owner's doing)."""
+    interp = interp or interpreter(root)
+    if interp is None:
         return
+    stdlib = interp.stdlib
+    report.notes.append(f"base standard library taken as {stdlib} ({interp.origin}); not audited here")
     for d in _ahead_dirs(stdlib, root):
         report.looked_in.append(d)
         copy = _copy_in(d, package)
@@ -445,31 +936,36 @@ def check_copies(inv: Inventory, package: str, primary: str | None, report: Shad
                 name, f"another importable '{package}' beside the package: {name} "
                 f"(the package directory wins in the same directory; a second copy nonetheless)",
                 f"shadow:{name}"))
-    if isinstance(inv, DirInventory):
-        check_stdlib(inv.root, package, report)
 
 
-def check_customize(inv: Inventory, report: ShadowReport) -> None:
+def check_customize(inv: Inventory, report: ShadowReport, scope: _Scope | None = None) -> None:
     """``sitecustomize`` / ``usercustomize`` in the root: ``site`` imports them at every start."""
     hooks = module_names("sitecustomize") | module_names("usercustomize")
+    prefix = scope.shown if scope is not None else ""
     for name, kind in inv.children(""):
         if name not in hooks and not (kind == DIR and name in CUSTOMIZE):
             continue
+        shown = prefix + name
         data = read_small(inv, name) if kind == FILE else None
         good = _owners(inv, name, hashlib.sha256(data).digest()).good if data is not None else []
         if good:
-            report.notes.append(f"{name} runs at startup, vouched for by {good[0]} (matches its RECORD)")
+            report.notes.append(f"{shown} runs at startup, vouched for by {good[0]} (matches its RECORD)")
             continue
         report.findings.append(Shadow(
-            name, f"{name} is imported by site at every interpreter start, before any package; "
-            "no installed distribution's RECORD vouches for it", f"shadow:{name}"))
+            shown, f"{shown} is imported by site at every interpreter start, before any package; "
+            "no installed distribution's RECORD vouches for it", f"shadow:{shown}"))
 
 
-def check_shadowing(inv: Inventory, package: str, primary: str | None) -> ShadowReport:
-    """All shadowing checks for one target."""
+def check_shadowing(inv: Inventory, package: str, primary: str | None,
+                    cache: VerifiedCache | None = None) -> ShadowReport:
+    """All shadowing checks for one target. ``cache``: the bytecode verification
+    cache for the modules vouched ``.pth`` files import (the user's by default)."""
     report = ShadowReport()
-    check_pth(inv, package, report)
-    check_customize(inv, report)
+    scope = _Scope(inv, package, _package_dir(inv, package), cache=cache)
+    check_pth(inv, package, report, scope)
+    check_customize(inv, report, scope)
     check_copies(inv, package, primary, report)
+    if isinstance(inv, DirInventory) and (interp := interpreter(inv.root)) is not None:
+        check_stdlib(inv.root, package, report, interp)
+        check_system_site(interp, inv.root, package, report, cache)
     return report
-

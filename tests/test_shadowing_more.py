@@ -64,7 +64,10 @@ def test_package_in_the_base_zipped_stdlib_is_what_python_imports_and_is_reporte
     (base / "bin" / PYVER).symlink_to(os.path.realpath(sys._base_executable))  # type: ignore[attr-defined]
     (venv / "bin").mkdir()
     (venv / "bin" / "python").symlink_to(base / "bin" / PYVER)
-    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n", encoding="utf-8")
+    # The system site-packages (the real interpreter's, through the link) stay out:
+    # this test is about the zip.
+    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\ninclude-system-site-packages = false\n",
+                                     encoding="utf-8")
     zpath = write_zip(base / "lib" / ZIPNAME, {"pkg/__init__.py": "where = 'zip'\n"})
 
     probe = subprocess.run(
