@@ -12,10 +12,10 @@ install):
   signatures too): skipped. Only in the dist-info whose RECORD is read: a
   ``pkg/RECORD`` listed without a hash is any other file.
 * pip lists the ``__pycache__/*.pyc`` files it compiled without a hash (and
-  Python rewrites them whenever a source changes): every ``.pyc`` under
-  ``__pycache__`` is judged by the bytecode check (``pp1audit.bytecode``), which
-  asks the question that matters — would Python run it, and is it the source
-  compiled? — never by RECORD. A missing ``.pyc`` is fine (Python recompiles).
+  Python rewrites them whenever a source changes): every file named as
+  Python's cache names them (``is_bytecode``) is judged by the bytecode check
+  (``pp1audit.bytecode``), which asks the question that matters — would Python
+  run it, and is it the source compiled? — never by RECORD. A missing ``.pyc`` is fine (Python recompiles).
   One that is not a regular file (a symlink to a pyc elsewhere, a FIFO that
   would hang the import) is ``not-regular`` here, listed or not: the bytecode
   check never opens it.
@@ -30,7 +30,9 @@ install):
   failed: the target is the site-packages directory (often copied out of an
   image on its own), and the audit is about what is under it.
 * Files under the package directory that RECORD does not list are
-  ``unlisted`` (``__pycache__/*.pyc`` excepted, see above).
+  ``unlisted``, bytecode excepted (see above): only files named as Python's
+  cache names them (``is_bytecode``); a ``__pycache__/sitecustomize.pyc`` or
+  ``__pycache__/evil.py`` is unlisted like any other file.
 * A row whose path holds a control character (NUL, which no file name can
   hold, and the rest of C0, DEL and C1, which no installer writes) is a
   malformed row like any other (``RecordError`` naming the line), never
@@ -219,8 +221,29 @@ def distributions(inv: Inventory, package: str) -> list[str]:
 
 
 def is_bytecode(path: str) -> bool:
-    """A ``__pycache__/*.pyc`` path: judged by the bytecode check, not by RECORD."""
-    return path.endswith(".pyc") and "/__pycache__/" in "/" + path
+    """A file as Python's bytecode cache names it: judged by the bytecode check, not by RECORD.
+
+    ``importlib.util.cache_from_source`` (which ``py_compile`` and ``compileall``,
+    run by pip, use too) names them ``<stem>.<cache_tag>.pyc`` or
+    ``<stem>.<cache_tag>.opt-<level>.pyc`` (any interpreter's tag), directly in a
+    ``__pycache__`` directory: always a dot inside the name before ``.pyc``. Such
+    a file is never a module an import finds in that directory, since a sourceless
+    module is ``<module>.pyc`` and a module name holds no dot. Anything else there
+    is an ordinary file RECORD must list: ``sitecustomize.pyc`` or ``evil.py`` in a
+    ``__pycache__`` is imported as a module of its own the moment a ``.pth`` path
+    line puts that directory on ``sys.path``, and the bytecode check, which only
+    knows cache names, never looks at it. So is a subdirectory's content (Python
+    writes none), and importlib's temporary ``<cache name>.<number>`` (written,
+    then renamed into place: only an interrupted write leaves one).
+    """
+    head, _, name = path.rpartition("/")
+    in_cache = head == "__pycache__" or head.endswith("/__pycache__")
+    return in_cache and _CACHE_NAME.fullmatch(name) is not None
+
+
+_CACHE_NAME = re.compile(r"[^/]+\.[^./]+\.pyc")
+"""``<stem>.<tag>.pyc``; ``<stem>.<tag>.opt-<level>.pyc`` is one of them (its stem
+holds the tag)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,9 +386,7 @@ def verify(
         else:
             d = digests.get(e.path)
             listed = f"sha256={b64(d.sha256)},{d.size}" if d is not None and d.sha256 else None
-            problems.append(Problem(e.path, "unlisted",
-                                    f"unlisted: in the package directory but not in RECORD, so "
-                                    f"nothing vouches for it (Python may import it as part of {package})",
+            problems.append(Problem(e.path, "unlisted", _unlisted_message(e.path, package),
                                     actual=listed))
     problems.sort(key=lambda p: p.path)
     return Verification(problems, len(entries), verified, bytecode, unhashed, outside)
@@ -381,6 +402,23 @@ def _blocked_by(path: str, blocked: dict[str, Entry]) -> Entry | None:
             return hit
         end = path.find("/", end + 1)
     return None
+
+
+def _unlisted_message(path: str, package: str) -> str:
+    """Why an unlisted file fails; in a ``__pycache__``, why it is not bytecode."""
+    if "/__pycache__/" not in "/" + path:
+        return (f"unlisted: in the package directory but not in RECORD, so nothing vouches for it "
+                f"(Python may import it as part of {package})")
+    stem, dot, tail = path.rpartition(".")
+    if dot and tail.isdigit() and is_bytecode(stem):
+        what = ("named like the temporary file importlib writes before renaming a pyc into "
+                "place (an interrupted write leaves one; Python never reads it, delete it)")
+    else:
+        what = ("not named as Python names its bytecode cache (<module>.<cache tag>[.opt-N].pyc "
+                "directly in __pycache__), so Python never wrote it, and the bytecode check does "
+                "not judge it; a .pth path line putting this directory on sys.path makes it "
+                "importable as a module of its own")
+    return f"unlisted: in __pycache__ but not in RECORD, and {what}"
 
 
 def _unhashed(row: RecordEntry, d: Digest | None) -> Problem:
