@@ -12,7 +12,12 @@ check that passes, plus one check per problem file:
 * ``bytecode`` — summary; ``bytecode:<pyc>`` — tampered (fail) or another
   interpreter's (skip) bytecode (see ``pp1audit.bytecode``);
 * ``shadowing`` — summary; ``pth:<file>`` / ``shadow:<path>`` — executing
-  ``.pth`` files and other copies of the package (see ``pp1audit.shadowing``).
+  ``.pth`` files and other copies of the package (see ``pp1audit.shadowing``);
+  ``plugin:<dist-info>/entry_points.txt[:<line>]`` — entry points in the
+  package's own groups (``vllm.general_plugins``…) that another distribution
+  declares, or that the audited one declares without its RECORD vouching for
+  them (see ``pp1audit.entrypoints``). They are code the package itself imports
+  and runs, so the shadowing summary names them too.
 """
 
 from __future__ import annotations
@@ -22,10 +27,20 @@ import posixpath
 from dataclasses import replace
 
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode, pyc_name
+from pp1audit.entrypoints import (
+    ENTRY_POINTS_MAX,
+    EntryPointsError,
+    PluginFinding,
+    PluginReport,
+    judge,
+    parse_entry_points,
+)
 from pp1audit.errors import TargetError
 from pp1audit.hashing import KEEP_FILE, Digest, HashRun, Progress, hash_entries, hash_here, too_large
 from pp1audit.inventory import (
+    DIR,
     FILE,
+    SYMLINK,
     UNREADABLE,
     DirInventory,
     Entry,
@@ -42,6 +57,7 @@ from pp1audit.record import (
     normalize,
     parse_record,
     read_record,
+    read_small,
     verify,
 )
 from pp1audit.result import Check, Status
@@ -288,7 +304,9 @@ class RecordRun:
             if cache is None and not self._wanted:
                 cache = VerifiedCache(None)
             checks.extend(_bytecode_checks(files, digests, progress, cache))
-            checks.extend(_shadow_checks(inv, package, primary))
+            unvouched = _unvouched(primary, rows, ver, record_problem)
+            checks.extend(_shadow_checks(inv, package, primary,
+                                         _plugin_report(inv, package, primary, unvouched)))
         return checks
 
 
@@ -375,7 +393,8 @@ def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: P
     )]
 
 
-def _shadow_checks(inv: Inventory, package: str, primary: str | None) -> list[Check]:
+def _shadow_checks(inv: Inventory, package: str, primary: str | None,
+                   plugins: PluginReport) -> list[Check]:
     rep = check_shadowing(inv, package, primary)
     where = f"; looked ahead on sys.path in {', '.join(rep.looked_in)}" if rep.looked_in else ""
     notes = f"; {'; '.join(rep.notes)}" if rep.notes else ""
@@ -383,9 +402,102 @@ def _shadow_checks(inv: Inventory, package: str, primary: str | None) -> list[Ch
             if rep.findings else f"no other copy of '{package}' importable ahead of the audited one")
     summary = Check(
         id="shadowing", kind=KIND, status=Status.PASS,
-        message=f"{head}; {rep.pth_files} .pth file(s) checked{notes}{where}",
+        message=f"{head}; {rep.pth_files} .pth file(s) checked; {_plugin_summary(plugins, package, primary)}"
+                f"{notes}{where}",
     )
+    status = {"fail": Status.FAIL, "error": Status.ERROR}
     return [summary, *(
         Check(id=s.id, kind=KIND, status=Status.FAIL, path=s.path, message=s.message)
         for s in rep.findings
+    ), *(
+        Check(id=f.id, kind=KIND, status=status[f.status], path=f.path, message=f.message)
+        for f in plugins.findings
     )]
+
+
+def _plugin_summary(rep: PluginReport, package: str, primary: str | None) -> str:
+    """The entry-point part of the shadowing summary: what passed, where problems are."""
+    own = (f"{rep.own} entry point(s) in {package}.* groups, all declared by {primary} and "
+           "vouched for by its RECORD" if rep.own else f"no entry point in {package}.* groups")
+    bad = f" ({len(rep.findings)} entry-point problem(s) reported separately)" if rep.findings else ""
+    return f"{own}{bad}; {rep.files} entry_points.txt file(s) read"
+
+
+def _unvouched(primary: str | None, rows: list[RecordEntry], ver: object,
+               record_problem: str | None) -> str | None:
+    """Why the audited distribution's ``entry_points.txt`` is not the one its RECORD
+    vouches for, or None when RECORD lists it with a hash it matches. Its entry
+    points are then the wheel's own (vLLM's two ``vllm.general_plugins``)."""
+    from pp1audit.record import Verification
+
+    if primary is None:
+        return None  # every distribution is another one
+    path = f"{primary}/entry_points.txt"
+    if record_problem is not None or not isinstance(ver, Verification):
+        return f"its RECORD could not be verified: {record_problem or 'not read'}"
+    row = next((r for r in rows if r.path == path), None)
+    if row is None:
+        return f"{primary}/RECORD does not list it"
+    if row.digest is None:
+        return f"{primary}/RECORD lists it without a hash"
+    problem = next((p for p in ver.problems if p.path == path), None)
+    return f"{problem.what}: {problem.message}" if problem is not None else None
+
+
+def _plugin_report(inv: Inventory, package: str, primary: str | None,
+                   unvouched: str | None) -> PluginReport:
+    """The entry points of every distribution in the target root, judged (``entrypoints.judge``).
+
+    The distributions are the children ``importlib.metadata`` takes for one: a name
+    ending in ``.dist-info`` / ``.egg-info``, in any case. A directory's
+    ``entry_points.txt`` is read when it is a regular file within the size cap
+    (``read_small``: never a FIFO, never through a symlink); a file named like
+    metadata has no entry points (``importlib.metadata`` finds none in it); a
+    symlink would be followed by Python, and is not by the audit.
+    """
+    rep = PluginReport()
+    for meta, kind in inv.children(""):
+        if not meta.lower().endswith((".dist-info", ".egg-info")) or kind not in (DIR, SYMLINK):
+            continue
+        where = f"{meta}/entry_points.txt"
+        if kind == SYMLINK:
+            rep.findings.append(PluginFinding(
+                f"plugin:{meta}", meta, "fail",
+                f"{meta} is a symbolic link named as distribution metadata: importlib.metadata "
+                f"follows it and {package} loads the entry points it finds there; not followed"))
+            continue
+        e = inv.entry(where)
+        if e is None or e.kind == DIR:  # importlib.metadata finds no entry points
+            continue
+        if e.kind != FILE:
+            rep.findings.append(PluginFinding(
+                f"plugin:{where}", where, "fail",
+                f"{where} is a {e.kind}: importlib.metadata opens it whenever {package} looks for "
+                "plugins (a FIFO hangs it, a link reads what it names); not opened"))
+            continue
+        if e.size > ENTRY_POINTS_MAX:
+            rep.findings.append(PluginFinding(
+                f"plugin:{where}", where, "error",
+                f"{where} is {e.size:,} bytes, over the {ENTRY_POINTS_MAX >> 20} MiB read: "
+                f"which entry points it gives {package} is unknown"))
+            continue
+        data = read_small(inv, where, limit=ENTRY_POINTS_MAX)
+        if data is None:
+            rep.findings.append(PluginFinding(
+                f"plugin:{where}", where, "error",
+                f"{where} cannot be read: which entry points it gives {package} is unknown"))
+            continue
+        rep.files += 1
+        try:
+            eps = parse_entry_points(data, where)
+        except EntryPointsError as exc:
+            rep.findings.append(PluginFinding(
+                f"plugin:{where}", where, "fail",
+                f"malformed: {exc}; importlib.metadata.entry_points() raises on it, for "
+                f"{package}'s plugin discovery as for every other caller"))
+            continue
+        found, passed = judge(meta, eps, package, own=meta == primary,
+                              unvouched=unvouched if meta == primary else None)
+        rep.findings.extend(found)
+        rep.own += passed
+    return rep
