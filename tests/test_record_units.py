@@ -684,12 +684,14 @@ def test_a_pth_vouched_for_only_by_a_bare_dist_info_fails(tmp_path: Path) -> Non
     assert checks["pth:zzz_evil.pth"].message == (
         "zzz_evil.pth executes code at every interpreter start (only helper-1.0.dist-info lists "
         "it, which has no METADATA: not an installed distribution): line 1: import os; "
-        "os.system('true')")
+        "os.system('true'); file sha256 "
+        + hashlib.sha256(pth.read_bytes()).hexdigest()[:12])
     (helper / "METADATA").write_text("Name: helper\nVersion: 1.0\n", encoding="utf-8")
     checks = run(root)
     assert bad(checks) == {}  # an installed distribution vouches: named, with its code
     assert ("zzz_evil.pth executes code at startup, vouched for by helper-1.0.dist-info (matches "
-            "its RECORD): line 1: import os; os.system('true')") in checks["shadowing"].message
+            "its RECORD; imports os (standard library, not audited here)): line 1: import os; "
+            "os.system('true'); file sha256 ") in checks["shadowing"].message
 
 
 def test_a_package_directory_linked_outside_the_root_is_not_audited(tmp_path: Path) -> None:

@@ -225,7 +225,8 @@ def test_pth_file_with_an_import_line(venv_copy: Path, manifest: Path, bytecode_
     assert list(bad) == ["pth:zz-vllm-plugins.pth"]
     assert bad["pth:zz-vllm-plugins.pth"]["message"] == (
         "zz-vllm-plugins.pth executes code at every interpreter start (no installed "
-        f"distribution's RECORD lists it): line 1: {line}")
+        f"distribution's RECORD lists it): line 1: {line}; file sha256 "
+        + hashlib.sha256((line + "\n").encode()).hexdigest()[:12])
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
