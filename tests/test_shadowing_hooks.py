@@ -434,3 +434,21 @@ def test_check_shadowing_uses_the_cache_given(tmp_path: Path) -> None:
     rep = shadowing.check_shadowing(DirInventory(str(root)), "pkg", "pkg-1.0.dist-info", cache)
     assert rep.findings == []
     assert len(cache.keys) == 2
+
+
+def test_record_run_passes_its_cache_to_the_vouched_modules(tmp_path: Path) -> None:
+    """The cache ``check --record`` was given (not the user's) serves the modules a
+    vouched ``.pth`` imports too."""
+    from pp1audit.checks.record import RecordRun
+    from pp1audit.sources import DirectorySource
+
+    root = with_hack(install(tmp_path / "site"))
+    cache = VerifiedCache(tmp_path / "cache")
+    with DirectorySource(root) as source:
+        checks = RecordRun("pkg", source, cache=cache).checks()
+    assert [c.id for c in checks if c.status.value != "pass"] == []
+    hack = {VerifiedCache.key(hashlib.sha256(pyc.read_bytes()).digest(),
+                              hashlib.sha256((root / "_hack" / f"{pyc.name.split('.')[0]}.py")
+                                             .read_bytes()).digest(), 0)
+            for pyc in (root / "_hack" / "__pycache__").iterdir()}
+    assert len(hack) == 2 and hack <= cache.keys

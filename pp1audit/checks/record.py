@@ -306,7 +306,8 @@ class RecordRun:
             checks.extend(_bytecode_checks(files, digests, progress, cache))
             unvouched = _unvouched(primary, rows, ver, record_problem)
             checks.extend(_shadow_checks(inv, package, primary,
-                                         _plugin_report(inv, package, primary, unvouched)))
+                                         _plugin_report(inv, package, primary, unvouched),
+                                         self.cache))
         return checks
 
 
@@ -394,8 +395,8 @@ def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: P
 
 
 def _shadow_checks(inv: Inventory, package: str, primary: str | None,
-                   plugins: PluginReport) -> list[Check]:
-    rep = check_shadowing(inv, package, primary)
+                   plugins: PluginReport, cache: VerifiedCache | None) -> list[Check]:
+    rep = check_shadowing(inv, package, primary, cache)
     where = f"; looked ahead on sys.path in {', '.join(rep.looked_in)}" if rep.looked_in else ""
     notes = f"; {'; '.join(rep.notes)}" if rep.notes else ""
     head = (f"{len(rep.findings)} import-shadowing problem(s) reported separately"
