@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import re
 import symtable
+from bisect import bisect_left
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +56,18 @@ _WRITING: Any = {"rule": {"any": [
     *({"kind": k} for k in ("assignment", "augmented_assignment", "for_statement",
                             "for_in_clause", "as_pattern", "delete_statement",
                             "type_alias_statement")),
-    {"kind": "call", "regex": "(set|del)attr"}]}}
-"""Nodes that may bind or delete an attribute (calls: only those naming setattr/delattr)."""
+    {"kind": "call", "regex": "(set|del)attr|update|setdefault|__(set|del)item__|pop|clear|__ior__"}]}}
+"""Nodes that may bind or delete an attribute (calls: only those naming setattr/delattr or a
+method of a dict that binds or deletes keys, ``_MUTATORS``)."""
+_MUTATORS = frozenset({"update", "setdefault", "__setitem__", "__delitem__", "pop", "popitem",
+                       "clear", "__ior__"})
+"""Dict methods that bind or delete keys: called on a namespace (``locals()``, ``globals()``,
+``x.__dict__``, ``vars(x)``) they bind or delete attributes (or module globals)."""
+_KEYED = frozenset({"setdefault", "__setitem__", "__delitem__", "pop"})
+"""The ``_MUTATORS`` whose first argument is the one key they write."""
+_PURE_READERS = frozenset({"sorted", "len", "list", "tuple", "set", "frozenset", "str", "repr"})
+"""Builtins that only read a container passed to them: a constant set of names given to one
+stays that set (``", ".join(sorted(allowed))`` in an error message)."""
 _CODE_ATTRIBUTES = ("__code__", "__defaults__", "__kwdefaults__")
 """What a function object runs with: writing them changes its behaviour in place."""
 _REPLACING = frozenset({
@@ -66,8 +77,18 @@ _REPLACING = frozenset({
 """Imported decorators known to put something else in place of the function's body
 (``overload`` a stub that raises, ``contextmanager`` a factory that does not run it)."""
 
-Write = tuple["SgNode", "SgNode", str, "SgNode | None"]
-"""(the binding node, the object whose attribute it binds, the attribute, the value or None)."""
+Write = tuple["SgNode", "SgNode", "str | None", "SgNode | None"]
+"""(the binding node, the object whose attribute it binds, the attribute, the value or None).
+
+The attribute is None when the file does not say which: a name not made of constants
+(``setattr(C, name, f)``) whose values are not visible (``Facts._spelled``), or a whole
+namespace updated (``locals().update(…)``). Such a write may bind any attribute."""
+Alias = tuple[str, "SgNode | None"]
+"""A name (dotted, without spaces) that may denote a class or an instance, and the function it
+holds in (None: anywhere)."""
+RawWrite = tuple["SgNode", "SgNode", "str | SgNode | None", "SgNode | None"]
+"""A ``Write`` as one node spells it: the attribute may still be the expression that computes
+it (``Facts._resolved`` reads which names it can be)."""
 
 
 class Facts:
@@ -92,6 +113,15 @@ class Facts:
         self._final: dict[tuple[Key, str], dict[Key, SgNode]] = {}
         self._binding_lists: dict[tuple[Key, str], list[SgNode]] = {}
         self._truths: dict[Key, bool | None] = {}
+        self._aliases: dict[Key, tuple[list[Alias], list[Alias]]] = {}
+        self._pairs: list[tuple[SgNode, SgNode, SgNode, str]] | None = None
+        self._by_value: dict[str, list[tuple[SgNode, SgNode, SgNode, str]]] | None = None
+        self._by_class: dict[Key, list[tuple[SgNode, SgNode, SgNode, str]]] | None = None
+        self._binder_memo: dict[tuple[Key, str], list[SgNode]] = {}
+        self._displays: dict[tuple[Key, str], SgNode | None] = {}
+        self._names_index: dict[str, tuple[list[int], list[SgNode]]] | None = None
+        self._guard_memo: dict[tuple[Key, str], list[tuple[int, SgNode, SgNode]]] = {}
+        self._nearest: dict[Key, SgNode | None] = {}
 
     # scopes
 
@@ -500,10 +530,34 @@ class Facts:
         doing it may be called), and ``cls.name`` / ``type(self).name`` in the class's
         methods, replace the definition in the body. With ``instance`` (a method: an
         instance attribute shadows it) ``self.name = …`` in the class's methods counts too.
+
+        The class may be named through an alias (``C = Cls``, ``_class_names``); a write
+        whose name the file does not give (``setattr(C, name, f)``, ``locals().update(…)``
+        in the body: ``Write``) may bind ``name``; and a write to the module's namespace
+        that may rebind the class's own name (``globals()[…] = …``, ``globals().update(…)``:
+        ``_module_namespace``) replaces every attribute of it.
         """
         path = self.class_path(cls)
+        top = path.split(".")[0] if path is not None else None
+        family, table = {key(cls): cls}, self._name_map([cls], instance)
         for where, obj, attr, _value in self.attribute_writes():
-            if attr == name and self._names_class(obj, where, cls, path, instance) and \
+            if self._module_namespace(obj, where):
+                hit = attr is None or attr == top
+            else:
+                hit = attr in (None, name) and self._names_class(obj, where, family, table,
+                                                                 instance)
+            if hit and self.dead(where, certain=True) is None:
+                return where
+        return None
+
+    def namespace_binding(self, name: str) -> SgNode | None:
+        """The first write (that may run) to the module's namespace that may bind or delete the
+        global ``name``: ``globals()["name"] = …``, a key not made of constants,
+        ``globals().update(…)``, ``del globals()[…]`` (``locals()`` / ``vars()`` at module
+        level are the same namespace). Wherever it is, a function doing it may be called
+        after the definition ran."""
+        for where, obj, attr, _value in self.attribute_writes():
+            if attr in (None, name) and self._module_namespace(obj, where) and \
                     self.dead(where, certain=True) is None:
                 return where
         return None
@@ -511,9 +565,14 @@ class Facts:
     def code_swap(self, name: str) -> SgNode | None:
         """The first write (that may run) of ``__code__``, ``__defaults__`` or
         ``__kwdefaults__`` on a function called ``name`` (``C.name.__code__ = …``,
-        ``self.name.__func__.__code__ = …``): the body searched is no longer what runs."""
+        ``self.name.__func__.__code__ = …``; ``setattr`` with a name not made of constants
+        may be one of them, unless its object is a class of the file, which has no code of
+        its own: ``attribute_binding`` judges what it replaces): the body searched is no
+        longer what runs. So does a write to the module's namespace that may rebind the
+        global ``name`` (``namespace_binding``)."""
         for where, obj, attr, _value in self.attribute_writes():
-            if attr not in _CODE_ATTRIBUTES:
+            if (attr is not None and attr not in _CODE_ATTRIBUTES) or \
+                    self._module_namespace(obj, where) or (attr is None and self._a_class(obj)):
                 continue
             obj = unparen(obj)
             if obj.kind() == "attribute" and (a := obj.field("attribute")) is not None and \
@@ -523,16 +582,28 @@ class Facts:
             if named is not None and named.text() == name and \
                     self.dead(where, certain=True) is None:
                 return where
-        return None
+        return self.namespace_binding(name)
+
+    def _a_class(self, obj: SgNode) -> bool:
+        """``obj`` is a dotted name that denotes only class definitions of the file after its
+        module ran (``scope_chain``)."""
+        text = "".join(unparen(obj).text().split())
+        if not all(part.isidentifier() for part in text.split(".")):
+            return False
+        chain, why = self.scope_chain(text)
+        return why is None and bool(chain) and all(
+            d.kind() == "class_definition" for d in chain[-1])
 
     def attached(self, classes: list[SgNode]) -> list[SgNode]:
         """Code the file attaches to these classes from outside their bodies
         (``Cls.reset = _reset``, ``setattr(Cls, "f", lambda self: …)``): the value, or the
-        module-level function definitions the value names. Such code runs as their methods."""
-        paths = {p for c in classes if (p := self.class_path(c)) is not None}
+        module-level function definitions the value names. Such code runs as their methods.
+        The class may be named as ``attribute_binding`` reads it (an alias, ``cls``)."""
         out: list[SgNode] = []
+        family, table = {key(c): c for c in classes}, self._name_map(classes, False)
         for where, obj, _attr, value in self.attribute_writes():
-            if value is None or "".join(unparen(obj).text().split()) not in paths or \
+            if value is None or self._module_namespace(obj, where) or not self._names_class(
+                    obj, where, family, table, False) or \
                     self.dead(where, certain=True) is not None:
                 continue
             value = unparen(value)
@@ -606,24 +677,70 @@ class Facts:
         return found
 
     def attribute_writes(self) -> list[Write]:
-        """Every place the file binds or deletes an attribute by name (memoised)."""
+        """Every place the file binds or deletes an attribute (memoised); a name computed
+        from values the file shows is each of them (``_resolved``)."""
         if self._writes is None:
-            self._writes = [w for node in self.root.find_all(_WRITING) for w in _writes_of(node)]
+            self._writes = [w for node in self.root.find_all(_WRITING)
+                            for raw in _writes_of(node) for w in self._resolved(raw)]
         return self._writes
 
-    def _names_class(self, obj: SgNode, where: SgNode, cls: SgNode, path: str | None,
-                     instance: bool) -> bool:
-        """``obj`` (the object of an attribute write at ``where``) is the class ``cls``: its
-        dotted name, ``locals()`` / ``vars()`` run in its own body (the namespace the class
-        is made from), or in its own methods ``cls``, ``type(self)``, ``self.__class__``
-        (and with ``instance`` ``self`` or the method's first parameter)."""
+    def _resolved(self, raw: RawWrite) -> list[Write]:
+        """One write per name a computed attribute may be (``_spelled``), or one of any name
+        (None) when they are not visible."""
+        where, obj, attr, value = raw
+        if attr is None or isinstance(attr, str):
+            return [(where, obj, attr, value)]
+        names = self._spelled(attr, where)
+        if names is None:
+            return [(where, obj, None, value)]
+        return [(where, obj, n, value) for n in names]
+
+    def _module_namespace(self, obj: SgNode, where: SgNode) -> bool:
+        """``obj`` (written at ``where``) is the module's namespace: ``globals()``, or
+        ``locals()`` / ``vars()`` run at module level."""
         obj = unparen(obj)
-        if path is not None and "".join(obj.text().split()) == path:
-            return True
+        if obj.kind() != "call":
+            return False
+        args = obj.field("arguments")
+        if args is not None and named_items(args.children()):
+            return False
+        name = _builtin(obj.field("function"))
+        return name == "globals" or (name in ("locals", "vars") and self.owner(where) is None)
+
+    def _name_map(self, classes: list[SgNode], instance: bool) -> dict[str, list[SgNode | None]]:
+        """Every name of these classes (``_class_names``; with ``instance`` of their
+        instances too) → where it holds (None: anywhere), for one lookup per write."""
+        table: dict[str, list[SgNode | None]] = {}
+        for cls in classes:
+            names, selves = self._class_names(cls)
+            for text, scope in names + selves if instance else names:
+                table.setdefault(text, []).append(scope)
+        return table
+
+    def _names_class(self, obj: SgNode, where: SgNode, family: dict[Key, SgNode],
+                     table: dict[str, list[SgNode | None]], instance: bool) -> bool:
+        """``obj`` (the object of an attribute write at ``where``) is one of the classes
+        ``family`` (``table`` their ``_name_map``): a dotted name or an alias of one,
+        ``locals()`` / ``vars()`` run in its own body (the namespace the class is made from),
+        or in its own methods ``cls``, ``type(self)``, ``self.__class__`` (and with
+        ``instance`` ``self``, the method's first parameter or an alias of them: an instance
+        attribute shadows a method)."""
+        obj = unparen(obj)
         if _namespace_call(obj):
             owner = self.owner(where)
-            return owner is not None and key(owner) == key(cls)
-        nearest = next((a for a in where.ancestors() if a.kind() == "class_definition"), None)
+            return owner is not None and key(owner) in family
+        scopes = table.get("".join(obj.text().split()), [])
+        if any(s is None or within(where, s) for s in scopes):
+            return True
+        nearest = self._nearest_class(where)
+        return nearest is not None and key(nearest) in family and \
+            self._own_reference(obj, where, nearest, instance)
+
+    def _own_reference(self, obj: SgNode, where: SgNode, cls: SgNode, instance: bool) -> bool:
+        """``obj`` is how a method of ``cls`` (holding ``where``) names its class (``cls``,
+        ``type(self)``, ``self.__class__``) or, with ``instance``, its instance."""
+        obj = unparen(obj)
+        nearest = self._nearest_class(where)
         if nearest is None or key(nearest) != key(cls):
             return False
         selves = {"self", *self._first_parameters(where, cls)}
@@ -644,13 +761,17 @@ class Facts:
 
     def _first_parameters(self, node: SgNode, cls: SgNode) -> set[str]:
         """The first parameter of the method of ``cls`` that holds ``node`` (how it names
-        its instance), if any."""
+        its instance), if any; a ``@staticmethod`` has none (its first parameter is whatever
+        the caller passes, ``_take_scale(layer, name)``)."""
         for anc in node.ancestors():
             if anc.kind() != "function_definition":
                 continue
             owner = self.owner(anc)
             if owner is None or key(owner) != key(cls):
                 continue
+            if any(_builtin(named_items(d.children())[0]) == "staticmethod"
+                   for d in self.decorators(anc) if named_items(d.children())):
+                return set()
             params = anc.field("parameters")
             first = named_items(params.children())[:1] if params is not None else []
             if first and first[0].kind() == "identifier":
@@ -660,6 +781,291 @@ class Facts:
                     (c for c in first[0].children() if c.kind() == "identifier"), None)
                 return {name.text()} if name is not None else set()
         return set()
+
+    # names of a class, and the names a computed attribute may be
+
+    def _class_names(self, cls: SgNode) -> tuple[list[Alias], list[Alias]]:
+        """How the file may name ``cls``, and in its methods an instance of it, besides the
+        forms ``_own_reference`` reads: (names of the class, names of an instance), each with
+        the function it holds in (None: anywhere).
+
+        The dotted path; an enclosing class's name followed by this one's (``O.Inner`` after
+        ``O = Outer``); and, to a fixed point, every name or dotted target assigned one of
+        these (``C = Cls``, ``C: type = Cls``, ``C = D = Cls``, ``C, x = Cls, 1``,
+        ``(C := Cls)``, ``for C in (Cls, Other)``; ``c = cls`` or ``T = type(self)`` in a
+        method; ``s = self`` for the instance). A name assigned in a function holds there
+        and in the functions nested in it, unless declared ``global``; one assigned at module
+        level or in a class body holds everywhere. A later rebinding of the alias is not
+        looked for: a write read where there is none errs on the safe side."""
+        k = key(cls)
+        hit = self._aliases.get(k)
+        if hit is not None:
+            return hit
+        todo: list[tuple[Alias, bool]] = []  # (a name, whether it names an instance)
+        path = self.class_path(cls)
+        if path is not None:
+            todo.append(((path, None), False))
+        owner, title = self.owner(cls), cls.field("name")
+        if owner is not None and owner.kind() == "class_definition" and title is not None:
+            todo += [((f"{outer}.{title.text()}", scope), False)
+                     for outer, scope in self._class_names(owner)[0]]
+        for where, target, value, _text in self._pairs_in_class().get(k, []):
+            for instance in (False, True):
+                if self._own_reference(value, where, cls, instance):
+                    todo += [(e, instance) for e in self._alias_entries(target, where)]
+                    break
+        names: list[Alias] = []
+        selves: list[Alias] = []
+        seen: set[tuple[Alias, bool]] = set()
+        while todo:  # each name once: what is assigned it names the same
+            entry, instance = todo.pop()
+            if (entry, instance) in seen:
+                continue
+            seen.add((entry, instance))
+            (selves if instance else names).append(entry)
+            text, scope = entry
+            for where, target, _value, _text in self._pairs_by_value().get(text, []):
+                if scope is None or within(where, scope):
+                    todo += [(e, instance) for e in self._alias_entries(target, where)]
+        self._aliases[k] = (names, selves)
+        return names, selves
+
+    def _alias_entries(self, target: SgNode, where: SgNode) -> list[Alias]:
+        """Where a name bound at ``where`` holds (``_class_names``): a dotted target and a
+        name bound at module level anywhere; a class-body name anywhere, also as
+        ``Path.name``; a function's name in that function, unless declared ``global``."""
+        text = "".join(target.text().split())
+        if not all(part.isidentifier() for part in text.split(".")):
+            return []
+        owner = self.owner(where)
+        if target.kind() != "identifier" or owner is None:
+            return [(text, None)]
+        if owner.kind() == "class_definition":
+            path = self.class_path(owner)
+            return [(text, None), *([(f"{path}.{text}", None)] if path is not None else [])]
+        declared = any(text in (i.text() for i in g.children() if i.kind() == "identifier")
+                       for g in owner.find_all(kind="global_statement"))
+        return [(text, None if declared else owner)]
+
+    def _alias_pairs(self) -> list[tuple[SgNode, SgNode, SgNode, str]]:
+        """(where, target, value, the value's text without spaces) for each name or dotted
+        target the file assigns a name, a dotted name or ``type(x)`` (what may be a class or
+        an instance; memoised)."""
+        if self._pairs is None:
+            self._pairs = []
+            for node in self.root.find_all(ASSIGNING):
+                for target, value in _assigned_pairs(node):
+                    value = unparen(value)
+                    if target.kind() in ("identifier", "attribute") and (
+                            value.kind() in ("identifier", "attribute") or (
+                                value.kind() == "call"
+                                and _builtin(value.field("function")) == "type")):
+                        self._pairs.append((node, target, value, "".join(value.text().split())))
+        return self._pairs
+
+    def _pairs_in_class(self) -> dict[Key, list[tuple[SgNode, SgNode, SgNode, str]]]:
+        """``_alias_pairs`` by the innermost class holding them (memoised): only there can
+        ``cls`` or ``self`` name that class."""
+        if self._by_class is None:
+            self._by_class = {}
+            for pair in self._alias_pairs():
+                nearest = self._nearest_class(pair[0])
+                if nearest is not None:
+                    self._by_class.setdefault(key(nearest), []).append(pair)
+        return self._by_class
+
+    def _pairs_by_value(self) -> dict[str, list[tuple[SgNode, SgNode, SgNode, str]]]:
+        """``_alias_pairs`` by the value's text (memoised): what is assigned a given name."""
+        if self._by_value is None:
+            self._by_value = {}
+            for pair in self._alias_pairs():
+                self._by_value.setdefault(pair[3], []).append(pair)
+        return self._by_value
+
+    def _nearest_class(self, node: SgNode) -> SgNode | None:
+        """The innermost class definition holding ``node`` (memoised per node)."""
+        k = key(node)
+        if k not in self._nearest:
+            self._nearest[k] = next(
+                (a for a in node.ancestors() if a.kind() == "class_definition"), None)
+        return self._nearest[k]
+
+    def _spelled(self, expr: SgNode, where: SgNode) -> list[str] | None:
+        """The names a computed attribute name (``expr``, used at ``where``) may be, when the
+        file shows them all, else None: a variable of a ``for`` over constants or one a
+        guard restricts (``_variable_values``), or an f-string of such variables
+        (``f"{attr}_staged"``)."""
+        expr = unparen(expr)
+        if expr.kind() == "identifier":
+            return self._variable_values(expr.text(), where)
+        parts = expr.children() if expr.kind() == "string" else []
+        if not parts or parts[0].kind() != "string_start" or \
+                parts[0].text().lower() not in ('f"', "f'"):
+            return None
+        texts = [""]
+        for part in parts[1:]:
+            if part.kind() == "string_content" and not named_items(part.children()):
+                texts = [t + part.text() for t in texts]
+            elif part.kind() == "interpolation":
+                inner = named_items(part.children())
+                values = self._variable_values(inner[0].text(), where) \
+                    if len(inner) == 1 and inner[0].kind() == "identifier" else None
+                if values is None or len(texts) * len(values) > 64:
+                    return None
+                texts = [t + v for t in texts for v in values]
+            elif part.kind() != "string_end":
+                return None  # an escape, a conversion or a format: not read
+        return texts
+
+    def _variable_values(self, name: str, where: SgNode) -> list[str] | None:
+        """The strings the variable ``name`` may hold at ``where``, when its own function
+        shows them all: the nearest enclosing ``for`` (of that function) that binds it runs
+        over a display of constants, or a display of tuples whose column it takes
+        (``for attr, dtype in [("a", x), ("b", y)]:``), and nothing else in the loop binds
+        it; or a guard restricts it: the write under ``if name in ALLOWED:``, or after
+        ``if name not in ALLOWED:`` whose body certainly leaves (``raise``, ``continue``…),
+        with nothing binding it again after the test. ``ALLOWED`` is a display of
+        constants or a name bound once to one and otherwise only read
+        (``_container_items``). Else None: the name may be any.
+
+        In ``__setattr__`` / ``__delattr__`` the name parameter, never rebound, is no name at
+        all ([]): ``object.__setattr__(self, name, value)`` there makes the write its caller
+        makes (``obj.x = v``), which is read where the caller is."""
+        region = next((a for a in where.ancestors() if a.kind() in _SCOPE_KINDS), self.root)
+        if _forwarded(region, name) and len(self._binders(region, name)) == 1:
+            return []
+        child = where
+        for parent in where.ancestors():
+            if key(parent) == key(region):
+                break
+            kind, body = parent.kind(), parent.field("body")
+            if kind == "for_statement" and body is not None and key(child) == key(body):
+                binds, values = self._loop_values(parent, name, region)
+                if binds:
+                    return values
+            guard: tuple[SgNode, SgNode | None] | None = None
+            if kind == "if_statement" and (then := parent.field("consequence")) is not None \
+                    and key(child) == key(then) and (cond := parent.field("condition")):
+                guard = parent, _membership(cond, name, "in")
+            elif kind == "block":
+                guard = next(((s, c) for end, s, c in self._guards(parent, name)
+                              if end <= child.range().start.index), None)
+            if guard is not None and guard[1] is not None:
+                test, container = guard[0], guard[1]
+                items = self._container_items(container, region)
+                if items is None or any(b.range().start.index > test.range().start.index
+                                        for b in self._binders(region, name)):
+                    return None
+                values = [v for i in items if (v := constant_name(i)) is not None]
+                return values if len(values) == len(items) else None
+            child = parent
+        return None
+
+    def _guards(self, block: SgNode, name: str) -> list[tuple[int, SgNode, SgNode]]:
+        """(end, statement, container) of each ``_refusing`` guard of ``name`` among the
+        block's statements, memoised: every write of a long block asks the same."""
+        memo = (key(block), name)
+        hit = self._guard_memo.get(memo)
+        if hit is None:
+            hit = self._guard_memo[memo] = [
+                (s.range().end.index, s, c) for s in named_items(block.children())
+                if (c := self._refusing(s, name)) is not None]
+        return hit
+
+    def _refusing(self, stmt: SgNode, name: str) -> SgNode | None:
+        """The container of ``if name not in C:`` (no ``elif``/``else``) whose body certainly
+        leaves its block, else None."""
+        if stmt.kind() != "if_statement" or stmt.field("alternative") is not None:
+            return None
+        cond, then = stmt.field("condition"), stmt.field("consequence")
+        if cond is None or then is None or self._exit(then, certain=True) is None:
+            return None
+        return _membership(cond, name, "not in")
+
+    def _loop_values(self, loop: SgNode, name: str,
+                     region: SgNode) -> tuple[bool, list[str] | None]:
+        """(whether this ``for`` binds ``name``, the constants it takes, or None)."""
+        left, right, body = loop.field("left"), loop.field("right"), loop.field("body")
+        if left is None or right is None or body is None:
+            return False, None
+        targets = [unparen(t) for t, _ in flatten_targets(unparen(left))]
+        if not any(t.kind() == "identifier" and t.text() == name for t in targets):
+            return False, None
+        single = unparen(left).kind() == "identifier"
+        rows = self._container_items(right, region)
+        if rows is None or self._binders(body, name) or not all(
+                t.kind() == "identifier" for t in targets):
+            return True, None
+        index = [t.text() for t in targets].index(name)
+        values: list[str] = []
+        for row in rows:
+            row = unparen(row)
+            cells = [row] if single else named_items(row.children()) if row.kind() in (
+                "tuple", "list") else []
+            value = constant_name(cells[index]) if len(cells) == len(targets) and not any(
+                c.kind() in _SPLATS for c in cells) else None
+            if value is None:
+                return True, None
+            values.append(value)
+        return True, values
+
+    def _container_items(self, node: SgNode, region: SgNode) -> list[SgNode] | None:
+        """The items of a display without ``*``/``**`` (``("a", "b")``, ``{"a", "b"}``), or of
+        the one display a name is bound to, in ``region`` or else in the module, when that
+        is its only binding and every other use of it only reads it (``_only_read``)."""
+        node = unparen(node)
+        if node.kind() in _LITERAL_DISPLAYS:
+            items = named_items(node.children())
+            return None if any(i.kind() in _SPLATS for i in items) else items
+        if node.kind() != "identifier":
+            return None
+        name = node.text()
+        scope = region if self._binders(region, name) else self.root
+        memo = (key(scope), name)
+        if memo not in self._displays:
+            self._displays[memo] = self._bound_display(scope, name)
+        value = self._displays[memo]
+        return None if value is None else self._container_items(value, region)
+
+    def _occurrences(self, name: str, region: SgNode) -> list[SgNode]:
+        """Every identifier of ``region`` spelled ``name``: one scan of the file, memoised,
+        in source order, so a region's share is found by bisection (a name read in each of
+        thousands of functions is not filtered thousands of times)."""
+        if self._names_index is None:
+            self._names_index = {}
+            for ident in self.root.find_all(kind="identifier"):
+                starts, nodes = self._names_index.setdefault(ident.text(), ([], []))
+                starts.append(ident.range().start.index)
+                nodes.append(ident)
+        starts, nodes = self._names_index.get(name, ([], []))
+        span = region.range()
+        return nodes[bisect_left(starts, span.start.index):bisect_left(starts, span.end.index)]
+
+    def _bound_display(self, scope: SgNode, name: str) -> SgNode | None:
+        """The display the variable ``name`` is bound to by its one binding in ``scope``
+        (``allowed = {"a", "b"}``), when every other use of it only reads it, else None."""
+        bindings = self._binders(scope, name)
+        if len(bindings) != 1:
+            return None
+        target = bindings[0]
+        stmt = target.parent()
+        value = stmt.field("right") if stmt is not None and stmt.kind() == "assignment" and (
+            left := stmt.field("left")) is not None and key(left) == key(target) else None
+        if value is None or unparen(value).kind() not in _LITERAL_DISPLAYS or not all(
+                key(i) == key(target) or _only_read(i)
+                for i in self._occurrences(name, scope)):
+            return None
+        return value
+
+    def _binders(self, region: SgNode, name: str) -> list[SgNode]:
+        """Every identifier of ``region`` that binds the variable ``name`` (``_binds_here``),
+        memoised: read from the file's index of names, not by scanning the region again."""
+        memo = (key(region), name)
+        hit = self._binder_memo.get(memo)
+        if hit is None:
+            hit = self._binder_memo[memo] = [i for i in self._occurrences(name, region)
+                                             if _binds_here(i)]
+        return hit
 
     # decorators
 
@@ -808,6 +1214,12 @@ class Facts:
                 if outside is not None:
                     return (f"`{name}` is bound again on its class at line {line(outside)} "
                             f"(`{short(outside, 50)}`), which replaces it"), []
+        else:
+            for name in bound_names(stmt):
+                outside = self.namespace_binding(name)
+                if outside is not None:
+                    return (f"`{name}` may be bound again through the module's namespace at line "
+                            f"{line(outside)} (`{short(outside, 50)}`), which replaces it"), []
         others: dict[Key, SgNode] = {}
         for name in bound_names(stmt):
             final = self.final(scope, name)
@@ -931,13 +1343,15 @@ def _try_parts(stmt: SgNode) -> tuple[SgNode | None, list[SgNode | None], SgNode
     return stmt.field("body"), handlers, orelse, fin
 
 
-def _writes_of(node: SgNode) -> Iterator[Write]:
+def _writes_of(node: SgNode) -> Iterator[RawWrite]:
     """The attribute writes one node makes: assignment targets of every form, ``del``,
-    ``setattr``/``delattr`` (also ``object.__setattr__``), ``x.__dict__["a"]`` and
-    ``vars(x)["a"]``."""
+    ``setattr``/``delattr`` (also ``object.__setattr__``), ``x.__dict__["a"]``,
+    ``vars(x)["a"]``, ``globals()["a"]`` and the dict methods that write a namespace
+    (``_namespace_mutation``)."""
     kind = node.kind()
     if kind == "call":
         yield from _setattr_call(node)
+        yield from _namespace_mutation(node)
         return
     if kind == "type_alias_statement":
         yield from _misread_type_call(node)
@@ -976,10 +1390,11 @@ def _misread_type_call(node: SgNode) -> Iterator[Write]:
             yield node, obj, attr.text(), value[0] if value else None
 
 
-def _attribute_of(target: SgNode) -> tuple[SgNode, str] | None:
+def _attribute_of(target: SgNode) -> tuple[SgNode, str | SgNode] | None:
     """(object, attribute name) a target assigns: ``o.a``, ``o.__dict__["a"]``,
-    ``vars(o)["a"]``; ``locals()["a"]`` / ``vars()["a"]`` with the call as the object (in a
-    class body it is the class's namespace)."""
+    ``vars(o)["a"]``; ``locals()["a"]`` / ``vars()["a"]`` / ``globals()["a"]`` with the call
+    as the object (in a class body it is the class's namespace, at module level and for
+    ``globals()`` the module's). A subscript not made of constants is given as its node."""
     target = unparen(target)
     if target.kind() == "attribute":
         obj, attr = target.field("object"), target.field("attribute")
@@ -987,9 +1402,10 @@ def _attribute_of(target: SgNode) -> tuple[SgNode, str] | None:
     if target.kind() != "subscript":
         return None
     holder, index = target.field("value"), target.field("subscript")
-    name = constant_name(index) if index is not None else None
-    if holder is None or name is None:
+    if holder is None or index is None:
         return None
+    constant = constant_name(index)
+    name: str | SgNode = index if constant is None else constant
     if holder.kind() == "attribute":
         obj, attr = holder.field("object"), holder.field("attribute")
         if obj is not None and attr is not None and attr.text() == "__dict__":
@@ -999,15 +1415,16 @@ def _attribute_of(target: SgNode) -> tuple[SgNode, str] | None:
         items = named_items(args.children()) if args is not None else []
         if _builtin(fn) == "vars" and len(items) == 1:
             return items[0], name
-        if _builtin(fn) in ("vars", "locals") and not items:
+        if _builtin(fn) in ("vars", "locals", "globals") and not items:
             return holder, name  # the namespace being run: a class body's (_names_class)
     return None
 
 
-def _setattr_call(call: SgNode) -> Iterator[Write]:
+def _setattr_call(call: SgNode) -> Iterator[RawWrite]:
     """``setattr(o, "a", v)``, ``delattr(o, "a")``, ``object.__setattr__(o, "a", v)`` and
     ``o.__setattr__("a", v)`` as writes of ``o.a`` (also ``builtins.setattr``, and a name
-    spelled as a constant expression, ``"sam" + "ple"``)."""
+    spelled as a constant expression, ``"sam" + "ple"``); a name not made of constants is
+    given as its node."""
     fn, args = call.field("function"), call.field("arguments")
     if fn is None or args is None:
         return
@@ -1022,11 +1439,57 @@ def _setattr_call(call: SgNode) -> Iterator[Write]:
         obj_items = items if _builtin(holder) in ("object", "type") else [holder, *items]
     else:
         return
-    if len(obj_items) < 2:
+    if len(obj_items) < 2 or obj_items[0].kind() in _SPLATS:
         return
-    name = constant_name(obj_items[1])
-    if name is not None:
-        yield call, obj_items[0], name, obj_items[2] if len(obj_items) > 2 else None
+    if obj_items[1].kind() in _SPLATS:  # setattr(C, *pair): a name and a value not read
+        yield call, obj_items[0], None, None
+        return
+    constant = constant_name(obj_items[1])
+    yield (call, obj_items[0], obj_items[1] if constant is None else constant,
+           obj_items[2] if len(obj_items) > 2 else None)
+
+
+def _namespace_mutation(call: SgNode) -> Iterator[RawWrite]:
+    """``ns.update(…)``, ``ns.setdefault("a", v)``, ``ns.pop("a")``… (``_MUTATORS``) on a
+    namespace (``_namespace_of``): a write of the key named, or of any name (``update``,
+    ``clear``; the value given is the first argument, what ``attached`` reads)."""
+    fn, args = call.field("function"), call.field("arguments")
+    if fn is None or args is None or fn.kind() != "attribute":
+        return
+    method, holder = fn.field("attribute"), fn.field("object")
+    if method is None or holder is None or method.text() not in _MUTATORS:
+        return
+    obj = _namespace_of(holder)
+    if obj is None:
+        return
+    items = named_items(args.children())
+    first = items[0] if items and items[0].kind() not in (*_SPLATS, "keyword_argument") \
+        else None
+    name: str | SgNode | None = None
+    if method.text() in _KEYED and first is not None:
+        constant = constant_name(first)
+        name = first if constant is None else constant
+    value = first if method.text() in ("update", "__ior__") else (
+        items[1] if method.text() in ("setdefault", "__setitem__") and len(items) > 1 else None)
+    yield call, obj, name, value
+
+
+def _namespace_of(holder: SgNode) -> SgNode | None:
+    """The object whose attributes a dict is: ``x`` for ``x.__dict__`` / ``vars(x)``, the call
+    itself for ``locals()`` / ``vars()`` / ``globals()`` (the namespace being run, or the
+    module's); None for any other dict."""
+    holder = unparen(holder)
+    if holder.kind() == "attribute":
+        attr = holder.field("attribute")
+        return holder.field("object") if attr is not None and attr.text() == "__dict__" else None
+    if holder.kind() != "call":
+        return None
+    args = holder.field("arguments")
+    items = named_items(args.children()) if args is not None else []
+    name = _builtin(holder.field("function"))
+    if name == "vars" and len(items) == 1 and items[0].kind() not in _SPLATS:
+        return items[0]
+    return holder if name in ("vars", "locals", "globals") and not items else None
 
 
 _NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
@@ -1043,9 +1506,10 @@ def class_hook_use(hook: SgNode) -> SgNode | None:
     parameter is one of: a read of a name attribute (``cls.__name__``, ``__qualname__``,
     ``__module__``), the whole value stored into a subscript (the registry idiom
     ``registry[cls.__name__] = cls``), or an argument of ``super().__init_subclass__(…)``
-    (a same-file base's hook is read on its own). Any other use (``cls.x = …``,
-    ``setattr(cls, …)``, ``vars(cls)``, ``cls.__dict__``, passing it to any other call,
-    ``registry.append(cls)`` included, an alias ``c = cls``) may replace them: the hook
+    (a same-file base's hook is read on its own), or the value a container method stores
+    (``registry.append(cls)``, ``.add(cls)``, ``.insert(i, cls)``: ``_STORING``). Any other
+    use (``cls.x = …``, ``setattr(cls, …)``, ``vars(cls)``, ``cls.__dict__``, passing it to
+    any other call, an alias ``c = cls``) may replace them: the hook
     itself is returned when it is not a plain ``def`` (``classmethod(lambda c: …)``,
     one bound from outside the body, a decorator other than ``@classmethod``) or has no
     plain first parameter, since what it runs is not read."""
@@ -1095,9 +1559,23 @@ def _harmless_class_use(node: SgNode) -> bool:
     if kind == "argument_list":
         call = parent.parent()
         function = call.field("function") if call is not None else None
-        return function is not None and \
+        return function is not None and (
             "".join(function.text().split()) == "super().__init_subclass__"
+            or _stored(function, named_items(parent.children()), node))
     return False
+
+
+_STORING = {"append": 0, "appendleft": 0, "add": 0, "insert": 1, "setdefault": 1}
+"""Container methods that store a value, and the place of the value among two arguments
+(``insert(i, x)``, ``setdefault(k, x)``) or alone (``append(x)``)."""
+
+
+def _stored(function: SgNode, items: list[SgNode], node: SgNode) -> bool:
+    """``registry.append(cls)`` and the like (``_STORING``): ``node`` is the whole value a
+    container method stores, as ``registry[k] = cls`` stores it."""
+    method = function.field("attribute") if function.kind() == "attribute" else None
+    place = _STORING.get(method.text()) if method is not None else None
+    return place is not None and len(items) == place + 1 and key(items[place]) == key(node)
 
 
 def _class_definitions(statements: list[SgNode]) -> list[SgNode]:
@@ -1109,6 +1587,8 @@ def _class_definitions(statements: list[SgNode]) -> list[SgNode]:
 
 _DISPLAYS = ("list", "tuple", "set", "dictionary", "expression_list")
 """Container displays: one with an element that is not unpacked has at least one item."""
+_LITERAL_DISPLAYS = ("list", "tuple", "set", "expression_list")
+"""Displays whose items are what iterating them gives (not a dict's pairs)."""
 _SPLATS = ("list_splat", "dictionary_splat", "parenthesized_list_splat")
 """``*xs`` / ``**d`` in a display: may add nothing."""
 
@@ -1173,6 +1653,119 @@ def constant_name(node: SgNode) -> str | None:
     if got is not None:
         return str(got[1]) if got[0] is str else None
     return constant_string(node.text())
+
+
+def _assigned_pairs(node: SgNode) -> Iterator[tuple[SgNode, SgNode]]:
+    """(target, value) for each target ``node`` binds, paired with its own value where the
+    form shows it: plain, annotated and chained assignments (``C = D = Cls``), a tuple
+    target against a display of the same length, ``:=``, and a ``for`` of one name over a
+    display (each element in turn)."""
+    kind = node.kind()
+    if kind == "assignment":
+        left, right = node.field("left"), node.field("right")
+        while right is not None and right.kind() == "assignment":
+            right = right.field("right")
+        if left is None or right is None:
+            return
+        items = list(flatten_targets(left))
+        values = named_items(right.children()) if right.kind() in (
+            "expression_list", "tuple", "list") else []
+        pair = len(values) == len(items) and all(direct for _, direct in items)
+        for i, (target, _direct) in enumerate(items):
+            yield target, values[i] if pair else right
+    elif kind == "named_expression":
+        name, value = node.field("name"), node.field("value")
+        if name is not None and value is not None:
+            yield name, value
+    elif kind in ("for_statement", "for_in_clause"):
+        left, right = node.field("left"), node.field("right")
+        if left is not None and right is not None and unparen(left).kind() == "identifier" \
+                and unparen(right).kind() in _DISPLAYS:
+            for item in named_items(unparen(right).children()):
+                if item.kind() not in _SPLATS:
+                    yield unparen(left), item
+
+
+def _forwarded(function: SgNode, name: str) -> bool:
+    """``name`` is the attribute-name parameter of a ``__setattr__`` / ``__delattr__``."""
+    title, params = function.field("name"), function.field("parameters")
+    if function.kind() != "function_definition" or title is None or params is None or \
+            title.text() not in ("__setattr__", "__delattr__"):
+        return False
+    second = named_items(params.children())[1:2]
+    if second and second[0].kind() != "identifier":  # `name: str`
+        second = [c for c in second[0].children() if c.kind() == "identifier"][:1]
+    return bool(second) and second[0].kind() == "identifier" and second[0].text() == name
+
+
+def _membership(test: SgNode, name: str, operator: str) -> SgNode | None:
+    """The container ``C`` of the test ``name in C`` (or ``name not in C``), else None."""
+    test = unparen(test)
+    if test.kind() != "comparison_operator":
+        return None
+    parts = named_items(test.children())
+    ops = [c.text() for c in test.children() if not c.is_named()]
+    if len(parts) != 2 or ops != [operator] or unparen(parts[0]).kind() != "identifier" or \
+            unparen(parts[0]).text() != name:
+        return None
+    return parts[1]
+
+
+_PARAMETERS = ("parameters", "lambda_parameters", "default_parameter", "typed_parameter",
+               "typed_default_parameter", "list_splat_pattern", "dictionary_splat_pattern")
+"""Nodes whose own name (not a default value or annotation) is a parameter."""
+_TARGET_SHAPES = ("pattern_list", "tuple_pattern", "list_pattern", "list_splat_pattern",
+                  "tuple", "list", "parenthesized_expression", "expression_list")
+"""Nodes a target name may sit in below the statement that binds it (``a, (b, *c) = …``)."""
+
+
+def _binds_here(ident: SgNode) -> bool:
+    """The identifier is a place that binds its variable: an assignment, ``for`` or ``with``
+    target of any form, ``:=``, ``except … as``, a parameter, a definition's name, a
+    ``global``/``nonlocal`` declaration (its value may come from elsewhere), and, read
+    loosely (a binding read where there is none only loses a resolution), any name of an
+    import or a ``case`` pattern."""
+    node, parent = ident, ident.parent()
+    while parent is not None and parent.kind() in _TARGET_SHAPES:
+        node, parent = parent, parent.parent()
+    if parent is None:
+        return False
+    kind = parent.kind()
+    if kind in ("assignment", "augmented_assignment", "for_statement", "for_in_clause"):
+        return (left := parent.field("left")) is not None and key(left) == key(node)
+    if kind in ("named_expression", "function_definition", "class_definition"):
+        return (name := parent.field("name")) is not None and key(name) == key(node)
+    if kind in ("as_pattern_target", "global_statement", "nonlocal_statement"):
+        return True
+    if kind in _PARAMETERS:
+        return key(node) == key(parent.field("name") or node)
+    return any(a.kind() in ("import_statement", "import_from_statement", "case_pattern")
+               for a in ident.ancestors())
+
+
+def _only_read(ident: SgNode) -> bool:
+    """An identifier that is no use of the variable (an attribute's or keyword's name), or a
+    use that cannot change what the variable holds: an operand of a comparison, what a
+    ``for`` runs over, an argument of a builtin that only reads it (``_PURE_READERS``)."""
+    parent = ident.parent()
+    if parent is None:
+        return False
+    kind = parent.kind()
+    if kind == "attribute":
+        attribute = parent.field("attribute")
+        return attribute is not None and key(attribute) == key(ident)
+    if kind == "keyword_argument":
+        named = parent.field("name")
+        return named is not None and key(named) == key(ident)
+    if kind == "comparison_operator":
+        return True
+    if kind in ("for_statement", "for_in_clause"):
+        over = parent.field("right")
+        return over is not None and key(over) == key(ident)
+    if kind == "argument_list":
+        call = parent.parent()
+        return call is not None and _builtin(call.field("function")) in _PURE_READERS
+    return False
 
 
 def _loop_of(jump: SgNode) -> SgNode | None:
