@@ -2,13 +2,15 @@
 
 Validation happens in two steps, both reporting ``file:line:column`` and the key
 path: the JSON Schema (shape, types, unknown keys, digest syntax), then the
-rules a schema cannot say (safe paths, line ranges, every citation verifiable).
+rules a schema cannot say (safe paths, line ranges, every citation verifiable,
+a URL naming the commit its entry pins: ``url_commit_clashes``).
 Models are frozen dataclasses; checks read only these, never the raw YAML.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -225,6 +227,83 @@ def _invariant_anchor(
                     f"an invariant anchor stands alone: remove '{extra[0]}'", key=True)
 
 
+_COMMIT_SEGMENT = re.compile(r"[0-9A-Fa-f]{7,40}")
+"""A URL path segment that reads as a commit id (GitHub's ``/blob/<sha>/``,
+``/commit/<sha>``, raw.githubusercontent.com's ``/<owner>/<repo>/<sha>/``)."""
+
+_URL_KEYS = ("url", "download")
+_COMMIT_SECTIONS = ("sources", "remotes", "donors", "references")
+"""Sections whose entries may pin a ``commit`` beside the URLs that address it."""
+
+
+@dataclass(frozen=True)
+class UrlCommitClash:
+    """A URL naming one commit in its path while its entry pins another."""
+
+    keypath: KeyPath
+    url: str
+    offset: int
+    """Where the commit-looking segment starts in ``url``."""
+    named: str
+    pinned: str
+
+    @property
+    def message(self) -> str:
+        """One line: both values, and which key holds the pin."""
+        return (f"the URL names commit {self.named} but the entry's 'commit' is "
+                f"{self.pinned[:12]}…: a value typed twice must agree (is one a typo?)")
+
+
+def commit_segments(url: str) -> list[tuple[int, str]]:
+    """(offset in ``url``, text) of each path segment of ``url`` that reads as a commit id."""
+    from urllib.parse import urlsplit  # only manifests with URLs and commits pay
+
+    parts = urlsplit(url)
+    # The path follows "scheme:" and "//netloc" as written (urlsplit keeps both lengths).
+    after = len(parts.scheme) + 1
+    if url.startswith("//", after):
+        after += 2 + len(parts.netloc)
+    start = url.find(parts.path, after) if parts.path else -1
+    if start != after:
+        return []
+    found = []
+    for m in re.finditer(r"[^/]+", parts.path):
+        if _COMMIT_SEGMENT.fullmatch(m.group()):
+            found.append((start + m.start(), m.group()))
+    return found
+
+
+def url_commit_clashes(raw: dict[str, Any]) -> list[UrlCommitClash]:
+    """URLs whose path names a commit that is not a prefix of the commit pinned by the
+    same entry: the document renders both (a link's target, the text beside it), so a
+    typo in one would make it contradict itself. Entries without a commit pin nothing
+    to compare."""
+    out: list[UrlCommitClash] = []
+    for section in _COMMIT_SECTIONS:
+        entries = raw.get(section) or {}
+        for name, entry in entries.items() if isinstance(entries, dict) else ():
+            pinned = entry.get("commit") if isinstance(entry, dict) else None
+            if not isinstance(pinned, str):
+                continue
+            for key in _URL_KEYS:
+                url = entry.get(key)
+                if not isinstance(url, str):
+                    continue
+                for offset, named in commit_segments(url):
+                    if not pinned.lower().startswith(named.lower()):
+                        out.append(UrlCommitClash((section, name, key), url, offset, named, pinned))
+    return out
+
+
+def _url_commit_check(loaded: Loaded, file: str, text: str, raw: dict[str, Any]) -> None:
+    """The first URL that contradicts its entry's commit, at the commit in the URL."""
+    for clash in url_commit_clashes(raw):
+        from pp1audit.report import locate  # only a manifest in error pays
+
+        line, col = locate(text, loaded.where(clash.keypath), clash.url, clash.offset)
+        raise ManifestError(file, line, col, keypath_str(clash.keypath), clash.message)
+
+
 def _report_check(loaded: Loaded, file: str, text: str, raw: dict[str, Any]) -> None:
     """The report section's first problem, at the bad reference itself when there is
     one (its place in the scalar's text, mapped back to the file's line:column)."""
@@ -244,6 +323,7 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
         raise _fail(loaded, file, (), "the manifest must be a mapping")
     _schema_check(loaded, file)
     raw: dict[str, Any] = loaded.data
+    _url_commit_check(loaded, file, text, raw)
 
     files: dict[str, str] = {}
     for path, digest in (raw.get("files") or {}).items():

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO, run_cli
-from lanerepo import WIRE_SAMPLED, Lane, build_lane
+from lanerepo import SPECULATOR, WIRE, WIRE_SAMPLED, WORKER, Lane, _commit, build_lane
 
 PP1 = REPO / "manifests" / "pp1.yaml"
 LANE_BASE = "cc9515fdd4e26197ef13b797c06bcf9cc39a085c"
@@ -30,12 +30,13 @@ def lane_rules() -> set[str]:
     return {i for i, rec in data["invariants"].items() if rec.get("source") == "lane"}
 
 
-def run_pp1_at(commit: str, lane: Lane, vllm_tree: Path, tmp_path: Path) -> dict[str, dict]:
+def run_pp1_at(commit: str, lane: Lane | Path, vllm_tree: Path, tmp_path: Path) -> dict[str, dict]:
     text = PP1.read_text(encoding="utf-8")
     assert text.count(LANE_BASE) == 1  # only the source's pinned commit is swapped
     manifest = tmp_path / "pp1-at-test-lane.yaml"
     manifest.write_text(text.replace(LANE_BASE, commit), encoding="utf-8")
-    proc = run_cli("check", str(vllm_tree), "-m", str(manifest), "--repo", f"lane={lane.path}",
+    repo = lane.path if isinstance(lane, Lane) else lane
+    proc = run_cli("check", str(vllm_tree), "-m", str(manifest), "--repo", f"lane={repo}",
                    "--format", "json", "--offline")
     assert proc.returncode == 1, proc.stderr
     return {c["id"]: c for c in json.loads(proc.stdout)["checks"] if c["kind"] == "invariant"}
@@ -43,7 +44,7 @@ def run_pp1_at(commit: str, lane: Lane, vllm_tree: Path, tmp_path: Path) -> dict
 
 def test_pp1_lane_rules_hold_at_the_pinned_commit(lane: Lane, vllm_tree: Path, tmp_path: Path) -> None:
     rules = lane_rules()
-    assert len(rules) == 5
+    assert len(rules) == 6
     checks = run_pp1_at(lane.base, lane, vllm_tree, tmp_path)
     for rid in rules:
         assert checks[rid]["status"] == "pass", (rid, checks[rid]["message"])
@@ -55,14 +56,139 @@ def test_pp1_lane_rules_fail_each_with_its_reason_on_the_breaking_commit(
 ) -> None:
     checks = run_pp1_at(lane.sampled, lane, vllm_tree, tmp_path)
     failed = {rid for rid in lane_rules() if checks[rid]["status"] == "fail"}
-    assert failed == lane_rules()
+    # The sampled commit leaves the confidence computation as it was.
+    assert failed == lane_rules() - {"lane-worker-confidence-separate"}
+    assert checks["lane-worker-confidence-separate"]["status"] == "pass"
     assert "not found" in checks["lane-refuses-non-greedy"]["message"] or "guarded" in (
         checks["lane-refuses-non-greedy"]["message"])
     assert "SAMPLE_GREEDY" in checks["lane-hello-declares-greedy"]["message"]
     wire = checks["lane-wire-carries-no-distribution"]["message"]
     probs_line = next(i for i, x in enumerate(WIRE_SAMPLED.splitlines(), 1) if x.strip().startswith("probs:"))
-    assert "must be absent" in wire and f"present at line {probs_line}" in wire
+    assert wire.startswith(f"every: `$FIELD: $TYPE` at line {probs_line}:"), wire
     assert "argmax" in checks["lane-worker-bias-then-argmax"]["message"]
     # The vLLM-side rules are untouched by the lane commit.
     others = {rid: c for rid, c in checks.items() if c["source"] != "lane"}
     assert others and all(c["status"] == "pass" for c in others.values())
+
+
+# --- the audit's own words -------------------------------------------------------------
+#
+# The audit names no lane function, class or field, only words: a "capacity speculator"
+# that "sets draft_logits=None", a worker that "applies sequential Markov bias to each head
+# row, then argmax", a wire that "carries IDs, confidence and optional margins" and no
+# "categorical proposal distribution" (q). A lane that says exactly that in ordinary code,
+# with names the rules cannot know, must pass; each claim broken there must fail.
+
+SEED_SPECULATOR = '''\
+class RemoteSpeculator:
+    def __init__(self, config):
+        if config.draft_sample_method != "greedy":
+            raise ValueError("remote DSpark supports only greedy proposals")
+
+
+class RemoteCapacitySpeculator(RemoteSpeculator):
+    def __init__(self, config):
+        super().__init__(config)
+        self.state = SpeculatorState(draft_logits=None)
+'''
+
+SEED_WIRE = '''\
+SAMPLE_GREEDY = 1
+HELLO = {"version": 1, "sample": SAMPLE_GREEDY}
+
+
+class Proposal:
+    token_ids: list[int]
+    confidence: list[float]
+    margins: list[float] | None
+'''
+
+SEED_WORKER = '''\
+import torch
+
+
+class DraftWorker:
+    def propose(self, head_logits, prev):
+        tokens = []
+        for row in range(head_logits.shape[0]):
+            biased = head_logits[row] + self.markov_bias(prev)
+            prev = torch.argmax(biased, dim=-1)
+            tokens.append(prev)
+        confidence = self.confidence_head(head_logits)
+        return tokens, confidence
+'''
+
+SEED_FILES = {SPECULATOR: SEED_SPECULATOR, WIRE: SEED_WIRE, WORKER: SEED_WORKER}
+
+# One edit of the seed-worded lane each, and the one rule it must break.
+SEED_BREAKS = {
+    "subclass-carries-probs": (WIRE, SEED_WIRE + "\n\nclass SampledProposal(Proposal):\n"
+                               "    probs: list[list[float]]\n", "lane-wire-carries-no-distribution"),
+    "field-named-q": (WIRE, SEED_WIRE + "    q: list[list[float]] | None\n",
+                      "lane-wire-carries-no-distribution"),
+    "sampled-not-argmax": (WORKER, SEED_WORKER.replace(
+        "torch.argmax(biased, dim=-1)", "torch.multinomial(torch.softmax(biased, -1), 1)"),
+        "lane-worker-bias-then-argmax"),
+    "argmax-without-bias": (WORKER, SEED_WORKER.replace(
+        "head_logits[row] + self.markov_bias(prev)", "head_logits[row]"),
+        "lane-worker-bias-then-argmax"),
+    "capacity-keeps-q": (SPECULATOR, SEED_SPECULATOR.replace(
+        "draft_logits=None", "draft_logits=self.last_q"), "lane-capacity-sets-draft-logits-none"),
+    "confidence-from-argmax": (WORKER, SEED_WORKER.replace(
+        "self.confidence_head(head_logits)", "torch.argmax(head_logits, dim=-1).float()"),
+        "lane-worker-confidence-separate"),
+}
+
+
+# Other ordinary spellings of the same claims: each must still pass every lane rule.
+SEED_SPELLINGS = {
+    "bias-in-a-variable": (WORKER, SEED_WORKER.replace(
+        "            biased = head_logits[row] + self.markov_bias(prev)\n",
+        "            bias = self.markov_bias(prev)\n            biased = head_logits[row] + bias\n")),
+    "argmax-method": (WORKER, SEED_WORKER.replace("torch.argmax(biased, dim=-1)", "biased.argmax(-1)")),
+    "dataclass-proposal": (WIRE, "from dataclasses import dataclass\n\n" + SEED_WIRE.replace(
+        "class Proposal:", "@dataclass(frozen=True)\nclass Proposal:")),
+    "ids-named-ids": (WIRE, SEED_WIRE.replace("token_ids:", "ids:")),
+    "keyword-not-last": (SPECULATOR, SEED_SPECULATOR.replace(
+        "SpeculatorState(draft_logits=None)", "SpeculatorState(draft_logits=None, step=0)")),
+    "annotated-attribute": (SPECULATOR, SEED_SPECULATOR.replace(
+        "        self.state = SpeculatorState(draft_logits=None)\n",
+        "        self.draft_logits: Tensor | None = None\n")),
+}
+
+
+@pytest.fixture(scope="module")
+def seed_lane(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A git repository: the seed-worded lane, then each break on top of it (own commit)."""
+    import git
+
+    root = tmp_path_factory.mktemp("seedlane") / "lane"
+    repo = git.Repo.init(root, initial_branch="main")
+    t = 1_790_000_000
+    commits = {"base": _commit(repo, root, SEED_FILES, "lane in the audit's words", t)}
+    variants = {**{n: (p, x) for n, (p, x, _) in SEED_BREAKS.items()}, **SEED_SPELLINGS}
+    for i, (name, (path, text)) in enumerate(variants.items(), 1):
+        commits[name] = _commit(repo, root, {**SEED_FILES, path: text}, name, t + 60 * i)
+    repo.close()
+    return root, commits
+
+
+@pytest.mark.parametrize("name", ["base", *SEED_SPELLINGS])
+def test_pp1_lane_rules_hold_on_the_audits_words(
+    name: str, seed_lane: tuple[Path, dict[str, str]], vllm_tree: Path, tmp_path: Path
+) -> None:
+    root, commits = seed_lane
+    checks = run_pp1_at(commits[name], root, vllm_tree, tmp_path)
+    for rid in lane_rules():
+        assert checks[rid]["status"] == "pass", (rid, checks[rid]["message"])
+
+
+@pytest.mark.parametrize("name", list(SEED_BREAKS))
+def test_pp1_lane_rule_fails_when_the_audits_words_are_broken(
+    name: str, seed_lane: tuple[Path, dict[str, str]], vllm_tree: Path, tmp_path: Path
+) -> None:
+    root, commits = seed_lane
+    checks = run_pp1_at(commits[name], root, vllm_tree, tmp_path)
+    failed = {rid for rid in lane_rules() if checks[rid]["status"] != "pass"}
+    assert failed == {SEED_BREAKS[name][2]}
+    assert checks[SEED_BREAKS[name][2]]["status"] == "fail"

@@ -172,3 +172,55 @@ def test_report_check_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None
     proc = run_cli("report", "-m", str(PP1), "--check", str(missing))
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == f"pp1audit: error: {missing}: report to check not found\n"
+
+
+def _strings(node: object, path: tuple[object, ...] = ()) -> list[tuple[tuple[object, ...], str]]:
+    """Every string value of a YAML document, with its key path."""
+    if isinstance(node, dict):
+        return [s for k, v in node.items() for s in _strings(v, (*path, k))]
+    if isinstance(node, list):
+        return [s for i, v in enumerate(node) for s in _strings(v, (*path, i))]
+    return [(path, node)] if isinstance(node, str) else []
+
+
+def test_pp1_types_the_audit_date_once_and_renders_it_everywhere(tmp_path: Path) -> None:
+    """The ls-remote date was typed in the prose and again in a note nobody rendered:
+    the prose now renders it from audit.date, and the note is gone."""
+    from pp1audit.manifest import load_manifest
+
+    raw = load_manifest(PP1).raw
+    date = raw["audit"]["date"]
+    assert [p for p, s in _strings(raw) if date in s] == [("audit", "date")]
+    assert "note" not in raw["references"]["vllm-rejection-sampler"]
+    moved = tmp_path / "pp1-date.yaml"
+    moved.write_text(PP1.read_text(encoding="utf-8").replace(f"  date: {date}\n", "  date: 2027-01-02\n"),
+                     encoding="utf-8")
+    out = run_cli("report", "-m", str(moved)).stdout
+    assert date not in out
+    assert out.startswith("# PP1 probability-path audit — 2027-01-02\n")
+    assert "The latter HEAD was resolved via git ls-remote on 2027-01-02; the local image" in out
+
+
+def test_every_pp1_block_has_evidence_or_says_why_it_is_unchecked() -> None:
+    """A block that names no check carries an ``# unchecked: why`` comment right above it
+    (the schema has no key for it); the hash table is its own evidence."""
+    from pp1audit.manifest import load_manifest
+
+    m = load_manifest(PP1)
+    lines = PP1.read_text(encoding="utf-8").splitlines()
+    unchecked = []
+    for si, section in enumerate(m.raw["report"]["sections"]):
+        for bi, block in enumerate(section["blocks"]):
+            if block.get("evidence") or "table" in block:
+                continue
+            line, _ = m.loaded.where(("report", "sections", si, "blocks", bi))
+            above = []
+            for text in reversed(lines[: line - 1]):
+                if not text.strip().startswith("#"):
+                    break
+                above.insert(0, text.strip())
+            assert above and above[0].startswith("# unchecked: "), (si, bi, block)
+            unchecked.append((si, bi))
+    assert unchecked == [(0, 0), (4, 3)]  # the status line; the algorithm references
+    with_evidence = [b for s in m.raw["report"]["sections"] for b in s["blocks"] if b.get("evidence")]
+    assert len(with_evidence) == 13

@@ -1,0 +1,176 @@
+"""The shipped PP1 manifest against claim-breaking edits of the REAL vLLM 0.31.0 tree.
+
+A cross-check of the seed audit found edits that make a claim false while every
+check stayed green: in files the audit does not pin by digest (the runner, the
+config, the older runner, DSpark's base class), and in the three pinned files on
+any build other than the image (where only the rules, not the digest, judge).
+Each edit below is made once in a private copy of the real tree; the checks whose
+status changes must be exactly the ones listed, and every other check keeps the
+status it has on the unmodified tree (``test_pp1_check.STATUSES``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from pp1audit.audit import audit
+from pp1audit.manifest import Manifest, load_manifest
+from pp1audit.sources import open_target
+
+PP1 = REPO / "manifests" / "pp1.yaml"
+GPU = "vllm/v1/worker/gpu/"
+RUNNER = GPU + "model_runner.py"
+LEGACY = "vllm/v1/worker/gpu_model_runner.py"
+CONFIG = "vllm/config/speculative.py"
+DFLASH = GPU + "spec_decode/dflash/speculator.py"
+DSPARK = GPU + "spec_decode/dspark/speculator.py"
+REJECTION = GPU + "spec_decode/rejection_sampler.py"
+UTILS = GPU + "spec_decode/rejection_sampler_utils.py"
+GUMBEL = GPU + "sample/gumbel.py"
+
+MASK = """            self.structured_outputs_worker.apply_grammar_bitmask(
+                logits,
+                input_batch,
+                grammar_output.structured_output_request_ids,
+                grammar_output.grammar_bitmask,
+            )
+"""
+MASKED = ("        if grammar_output is not None and logits.shape[0] > 0:\n"
+          "            # Apply grammar bitmask to the logits in-place.\n"
+          "            assert self.structured_outputs_worker is not None\n" + MASK)
+CALL_END = "                self.speculator.draft_logits,\n            )\n"
+SCATTER = """        if self._d2t_scatter_index is not None:
+            assert self._draft_scatter_buf is not None
+            buf = self._draft_scatter_buf[: logits.shape[0]]
+            buf.index_copy_(1, self._d2t_scatter_index, logits.to(buf.dtype))
+            logits = buf
+"""
+GREEDY_RETURN = "            return self.model.map_draft_to_target(draft_ids)\n"
+EARLY_ARGMAX = ("        if step > 0:\n"
+                "            return self.model.map_draft_to_target(logits.argmax(dim=-1))\n")
+SCATTER_COMMENT = ("        # Probabilistic sampling and rejection operate in target-vocabulary\n"
+                   "        # space. A reduced draft vocabulary is scattered into its target rows.\n")
+RELOAD = ("            ).to(tl.float32)\n            / temp\n        )\n"
+          "        draft_lse = _compute_global_logsumexp(")
+
+
+def indent(text: str) -> str:
+    return "".join("    " + ln if ln.strip() else ln for ln in text.splitlines(True))
+
+
+# (file, old text, new text, {check id: status after the edit}).
+MUTATIONS = [
+    # 1. Files the audit does not pin by digest.
+    pytest.param(RUNNER, "if grammar_output is not None and logits.shape[0] > 0:",
+                 "if grammar_output is not None and input_batch.num_draft_tokens == 0:",
+                 {"runner-grammar-before-sampler": "fail"}, id="g1-mask-skips-draft-path"),
+    pytest.param(RUNNER, MASK, "            if input_batch.num_draft_tokens == 0:\n" + indent(MASK),
+                 {"runner-grammar-before-sampler": "fail"}, id="g2-mask-under-inner-draft-test"),
+    pytest.param(RUNNER, CALL_END, CALL_END + "            sampler_output = "
+                 "self.rejection_sampler(logits, input_batch)\n",
+                 {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"},
+                 id="r3-second-call-without-draft-logits"),
+    pytest.param(DFLASH, "        super().__init__(vllm_config, device)\n\n"
+                 "        self.hidden_states = torch.zeros(",
+                 "        super().__init__(vllm_config, device)\n        self.draft_logits = "
+                 "torch.zeros(self.max_num_reqs, self.num_speculative_steps, self.vocab_size)\n\n"
+                 "        self.hidden_states = torch.zeros(",
+                 {"dflash-allocates-no-draft-logits": "fail"}, id="s1-dflash-allocates"),
+    pytest.param(DSPARK, "        self.use_confidence_head: bool = False\n",
+                 "        self.use_confidence_head: bool = False\n"
+                 "        self.draft_logits = torch.zeros(1)\n",
+                 {"dspark-allocates-no-draft-logits": "fail", "dspark-sample-logits": "drift",
+                  "dspark-markov-bias": "drift"}, id="s2-dspark-allocates"),
+    pytest.param(CONFIG, "    def __post_init__(self):\n",
+                 '    def __post_init__(self):\n        if self.draft_sample_method == "greedy":\n'
+                 '            self.draft_sample_method = "probabilistic"\n',
+                 {"draft-sample-method-defaults-greedy": "fail"}, id="c1-post-init-overrides"),
+    pytest.param(LEGACY, "from vllm.v1.sample.rejection_sampler import RejectionSampler\n",
+                 "from vllm.v1.worker.gpu.spec_decode.rejection_sampler import RejectionSampler\n",
+                 {"legacy-runner-uses-v1-rejection-sampler": "fail"}, id="l1-other-sampler"),
+    pytest.param(LEGACY, "from vllm.v1.sample.sampler import Sampler\n",
+                 "from vllm.v1.sample.sampler import Sampler\nfrom vllm.v1.worker.gpu.spec_decode."
+                 "rejection_sampler import RejectionSampler\n",
+                 {"legacy-runner-uses-v1-rejection-sampler": "fail", "legacy-caches-draft-probs": "drift",
+                  "legacy-dense-rejection-sampler": "drift", "legacy-missing-request-fallback": "drift"},
+                 id="l2-rebound-by-a-later-import"),
+    # 2. The three pinned files, judged by the rules (any build but the image).
+    pytest.param(DSPARK, "logits_i = base_logits[:, i] + bias", "logits_i = base_logits[:, i]",
+                 {"dspark-markov-bias": "fail", "dspark-markov-bias-before-sampling": "fail"},
+                 id="d1-no-markov-bias"),
+    pytest.param(DSPARK, SCATTER, "",
+                 {"dspark-scatters-reduced-vocab": "fail", "dspark-sample-logits": "drift",
+                  "dspark-markov-bias": "drift"}, id="d2-no-scatter"),
+    pytest.param(DSPARK, GREEDY_RETURN, GREEDY_RETURN + EARLY_ARGMAX,
+                 {"dspark-sample-reaches-gumbel": "fail", "dspark-sample-logits": "drift",
+                  "dspark-markov-bias": "drift"}, id="d3-another-early-return"),
+    pytest.param(DSPARK, SCATTER_COMMENT, EARLY_ARGMAX, {"dspark-sample-reaches-gumbel": "fail"},
+                 id="d3b-another-early-return-same-lines"),
+    pytest.param(DSPARK, "is_drafting=True,", "is_drafting=False,",
+                 {"dspark-gumbel-draft-noise": "fail"}, id="d4-target-noise"),
+    pytest.param(UTILS, "ratio = tl.exp(draft_log_probs - target_log_probs)",
+                 "ratio = tl.exp(target_log_probs - draft_log_probs)",
+                 {"resample-three-branches": "fail", "utils-resample": "fail"},
+                 id="u1-residual-ratio-inverted"),
+    pytest.param(UTILS, "        draft_log_prob = 0.0\n", "        draft_log_prob = -1.0\n",
+                 {"verify-one-hot-draft-logprob-zero": "fail", "verify-reloads-draft-logits": "fail"},
+                 id="u2-one-hot-logprob-not-zero"),
+    pytest.param(UTILS, RELOAD, RELOAD.replace("/ temp", "/ 1.0"),
+                 {"verify-reloads-scaled-draft-logits": "fail"}, id="u3-no-temperature"),
+    pytest.param(REJECTION, "        sampled, num_sampled = rejection_sample(\n",
+                 "        processed_logits = logits\n        sampled, num_sampled = rejection_sample(\n",
+                 {"verify-applies-sampling-params": "fail"}, id="v1-processed-logits-overwritten"),
+    pytest.param(UTILS, "accepted = target_argmax == draft_sampled",
+                 "accepted = draft_sampled >= 0",
+                 {"verify-greedy-compares-target-argmax": "fail"}, id="greedy-without-argmax"),
+    pytest.param(UTILS, "            elif USE_BLOCK_VERIFICATION:\n", "            elif False:\n",
+                 {"block-verification-prefix-joint-ratio": "fail"}, id="no-block-verification"),
+    pytest.param(UTILS, "            target_log_probs += log_p_tau\n", "",
+                 {"block-verification-scaled-residual": "fail"}, id="block-residual-unscaled"),
+    # 3. The routine the seed names for the cache and the noise (vllm/.../sample/gumbel.py).
+    pytest.param(GUMBEL, "    if logits_cache_ptr is not None:\n        # Store the logits",
+                 "    logits = logits / temp\n    if logits_cache_ptr is not None:\n"
+                 "        # Store the logits",
+                 {"gumbel-caches-pre-temperature-logits": "fail", "gumbel-draft-cache": "fail"},
+                 id="gumbel-caches-scaled-logits"),
+    pytest.param(GUMBEL, "            pos = pos + _DRAFT_NOISE_SALT\n", "            pos = pos\n",
+                 {"gumbel-separate-draft-noise": "fail"}, id="gumbel-shared-noise"),
+]
+
+
+@pytest.fixture(scope="module")
+def pp1() -> Manifest:
+    return load_manifest(PP1)
+
+
+def statuses(manifest: Manifest, target: Path) -> dict[str, str]:
+    with open_target(target, manifest.package) as source:
+        return {c.id: c.status.value for c in audit(manifest, source).checks}
+
+
+@pytest.fixture(scope="module")
+def unmodified(pp1: Manifest, vllm_tree: Path) -> dict[str, str]:
+    return statuses(pp1, vllm_tree)
+
+
+@pytest.mark.parametrize(("path", "old", "new", "expected"), MUTATIONS)
+def test_an_edit_that_breaks_a_claim_turns_exactly_its_checks(
+    pp1: Manifest, unmodified: dict[str, str], tree_copy: Path,
+    edit: Callable[[Path, Callable[[str], str]], None],
+    path: str, old: str, new: str, expected: dict[str, str],
+) -> None:
+    def once(text: str) -> str:
+        assert text.count(old) == 1, f"{old[:60]!r} occurs {text.count(old)} times"
+        return text.replace(old, new)
+
+    edit(tree_copy / path, once)
+    after = statuses(pp1, tree_copy)
+    assert set(after) == set(unmodified)
+    changed = {cid: status for cid, status in after.items() if unmodified[cid] != status}
+    assert changed == expected
+    for cid in expected:  # each was green (or drift, found again) before the edit
+        assert unmodified[cid] in ("pass", "drift"), cid

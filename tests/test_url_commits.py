@@ -1,0 +1,135 @@
+"""A URL that names a commit must name the commit its entry pins (manifest loader).
+
+The PP1 document renders a donor's commit beside a link to its URL, and an upstream
+file's commit beside its URL: typed twice, they could disagree and the document would
+contradict itself while ``report`` exits 0. The loader rejects such a manifest with
+the line and column of the commit inside the URL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli
+
+from pp1audit.errors import ManifestError
+from pp1audit.manifest import commit_segments, parse, url_commit_clashes
+
+PP1 = REPO / "manifests" / "pp1.yaml"
+DONOR = "afe4d5e41ec6fa4db17c5cc88758af439a106913"
+UPSTREAM = "e4db46c79bca354fef07197465faea14ca563c09"
+DONOR_URL = "    url: https://github.com/HeNryous/deepseek-v41-1017-dgx-spark/blob/"
+
+
+def where(text: str, needle: str, inside: str) -> tuple[int, int]:
+    """1-based (line, column) of ``inside`` on the only line holding ``needle``."""
+    hits = [(i, ln) for i, ln in enumerate(text.splitlines(), 1) if needle in ln]
+    assert len(hits) == 1, needle
+    line, body = hits[0]
+    return line, body.index(inside) + 1
+
+
+def load_error(text: str) -> ManifestError:
+    with pytest.raises(ManifestError) as info:
+        parse(text, "m.yaml")
+    return info.value
+
+
+@pytest.mark.parametrize(("old", "new", "needle", "keypath"), [
+    pytest.param(f"    commit: {DONOR}\n    sha256:", f"    commit: b{DONOR[1:]}\n    sha256:",
+                 DONOR_URL, "donors.hybrid-0055.url",
+                 id="donor-commit-typo"),
+    pytest.param(f"blob/{DONOR}/patches", f"blob/b{DONOR[1:]}/patches",
+                 DONOR_URL, "donors.hybrid-0055.url",
+                 id="donor-url-typo"),
+    pytest.param(f"spark/{DONOR}/patches", f"spark/{DONOR[:-1]}0/patches",
+                 "    download: https://raw.", "donors.hybrid-0055.download",
+                 id="donor-download-typo"),
+    pytest.param(f"vllm/blob/{UPSTREAM}", f"vllm/blob/f{UPSTREAM[1:]}",
+                 "    url: https://github.com/vllm-project/", "references.vllm-rejection-sampler.url",
+                 id="reference-url-typo"),
+    pytest.param(f"    commit: {UPSTREAM}\n", f"    commit: f{UPSTREAM[1:]}\n",
+                 "    url: https://github.com/vllm-project/", "references.vllm-rejection-sampler.url",
+                 id="reference-commit-typo"),
+])
+def test_pp1_with_a_commit_typed_two_ways_is_rejected_at_the_url(
+    old: str, new: str, needle: str, keypath: str
+) -> None:
+    text = PP1.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    bad = text.replace(old, new)
+    err = load_error(bad)
+    line, url_col = where(bad, needle, "https://")
+    segment = next(s for _, s in commit_segments(bad.splitlines()[line - 1][url_col - 1:]))
+    assert (err.line, err.column) == where(bad, needle, segment)
+    assert err.keypath == keypath
+    assert "names commit" in err.message and "'commit'" in err.message
+
+
+def test_report_refuses_a_document_that_would_contradict_itself(tmp_path: Path) -> None:
+    """The cross-check's case: `report` rendered "HeNryous bfe4d5e41ec6…" beside a link
+    to …/blob/afe4d5e41ec6…/ and exited 0."""
+    text = PP1.read_text(encoding="utf-8")
+    bad = tmp_path / "pp1-typo.yaml"
+    bad.write_text(text.replace(f"    commit: {DONOR}\n    sha256:",
+                                f"    commit: b{DONOR[1:]}\n    sha256:"), encoding="utf-8")
+    proc = run_cli("report", "-m", str(bad))
+    assert proc.returncode == 2 and proc.stdout == ""
+    line, col = where(bad.read_text(), DONOR_URL, DONOR)
+    assert proc.stderr.startswith(f"pp1audit: error: {bad}:{line}:{col}: the URL names commit ")
+    assert proc.stderr.count("\n") == 1
+
+
+MINIMAL = """\
+pp1audit: 1
+target: {{package: vllm}}
+references:
+  r: {{url: "{url}"{commit}}}
+"""
+
+
+@pytest.mark.parametrize(("url", "commit"), [
+    pytest.param(f"https://github.com/o/r/blob/{UPSTREAM[:8]}/x.py", UPSTREAM, id="abbreviated"),
+    pytest.param(f"https://github.com/o/r/commit/{UPSTREAM.upper()}", UPSTREAM, id="upper-case"),
+    pytest.param("https://github.com/o/r/blob/main/x.py", UPSTREAM, id="branch-name"),
+    pytest.param("https://github.com/o/r/blob/abc123/x.py", UPSTREAM, id="six-hex-is-no-commit"),
+    pytest.param(f"https://github.com/o/r/blob/{UPSTREAM}0abc/x.py", UPSTREAM,
+                 id="longer-than-a-commit"),
+    pytest.param("https://github.com/o/r/blob/deadbeef/x.py", None, id="no-commit-pinned"),
+    pytest.param(f"https://h.example/{UPSTREAM}.patch", UPSTREAM[::-1], id="not-a-whole-segment"),
+    pytest.param(f"https://h.example/x?rev={UPSTREAM[::-1]}#L1", UPSTREAM, id="query-not-path"),
+])
+def test_urls_that_agree_or_name_no_commit_load(url: str, commit: str | None) -> None:
+    pinned = f", commit: {commit}" if commit else ""
+    parse(MINIMAL.format(url=url, commit=pinned), "m.yaml")
+
+
+def test_a_disagreeing_url_in_a_small_manifest() -> None:
+    text = MINIMAL.format(url="https://github.com/o/r/blob/deadbeef/x.py", commit=f", commit: {UPSTREAM}")
+    err = load_error(text)
+    assert (err.line, err.column) == where(text, "deadbeef", "deadbeef")
+    assert err.keypath == "references.r.url"
+
+
+def test_clashes_are_listed_for_every_entry_kind() -> None:
+    wrong = "https://h.example/blob/0123456/f"
+    raw = {section: {"x": {"url": wrong, "commit": UPSTREAM}}
+           for section in ("sources", "remotes", "donors", "references")}
+    raw["donors"]["x"]["download"] = wrong
+    got = [(c.keypath, c.named, c.offset) for c in url_commit_clashes(raw)]
+    assert got == [(("sources", "x", "url"), "0123456", 23), (("remotes", "x", "url"), "0123456", 23),
+                   (("donors", "x", "url"), "0123456", 23),
+                   (("donors", "x", "download"), "0123456", 23),
+                   (("references", "x", "url"), "0123456", 23)]
+    assert wrong[23:30] == "0123456"
+
+
+def test_commit_segments() -> None:
+    assert commit_segments(f"https://a.example/o/r/blob/{DONOR}/p/0055.patch") == [(27, DONOR)]
+    assert commit_segments("https://a.example/1234567/abcdefg/ABCDEF0") == [
+        (18, "1234567"), (34, "ABCDEF0")]
+    assert commit_segments("https://a.example") == []
+    # the host spelled like the path does not shift the offset
+    assert commit_segments("https://1234567/1234567") == [(16, "1234567")]
+    assert commit_segments("HTTPS://a.example/abcdef0") == [(18, "abcdef0")]
