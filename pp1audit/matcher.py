@@ -469,7 +469,7 @@ def _replaced(facts: Facts, name: str, holders: list[SgNode]) -> str | None:
                     "Python runs what that binds, not the definition searched")
         hook = _hook(facts, cls, "__getattribute__")
         if hook is not None:
-            return (f"{name}: its class defines `__getattribute__` at line {line(hook)}, "
+            return (f"{name}: its class defines {_where(hook, '__getattribute__')}, "
                     f"which decides what `{attr}` is when it is looked up")
         for base in facts.bases(cls):
             why = _base_hook(facts, base)
@@ -487,8 +487,8 @@ def _base_hook(facts: Facts, base: SgNode) -> str | None:
     the class does not)."""
     hook = _hook(facts, base, "__getattribute__")
     if hook is not None:
-        return (f"`__getattribute__` at line {line(hook)}, which decides what every attribute "
-                "is when it is looked up")
+        return (f"{_where(hook, '__getattribute__')}, which decides what every attribute is "
+                "when it is looked up")
     hook = _hook(facts, base, "__init_subclass__")
     use = class_hook_use(hook) if hook is not None else None
     if hook is None or use is None:
@@ -498,6 +498,15 @@ def _base_hook(facts: Facts, base: SgNode) -> str | None:
         f" (it uses the class at line {line(use)}: `{short(stmt, 50)}`)"
     return (f"`__init_subclass__` at line {line(hook)}, which runs when the subclass is "
             f"created and may replace its methods{how}")
+
+
+def _where(hook: SgNode, method: str) -> str:
+    """Where the class gets ``method``: its line, for a definition in the class body; a
+    binding from outside it may not spell the name (``setattr(cls, name, f)``), so its
+    code is shown too, marked as one that may bind it."""
+    if hook.kind() in ("function_definition", "decorated_definition"):
+        return f"`{method}` at line {line(hook)}"
+    return f"`{method}` at line {line(hook)} (`{short(hook, 50)}`, which may bind it)"
 
 
 def _hook(facts: Facts, cls: SgNode, method: str) -> SgNode | None:

@@ -189,6 +189,8 @@ def test_a_computed_write_in_a_base_hook_fails(make_files: MakeFiles) -> None:
     c = one(make_files, SAMPLER, hooked("builtins.setattr(cls, name, None)\n"))
     assert c.status is Status.FAIL and "its base class Base (line 1)" in c.message and \
         "line 5" in c.message, c.message
+    # The name is not spelled: the message shows the line's code, not a `def` that is not there.
+    assert "(`builtins.setattr(cls, name, None)`, which may bind it)" in c.message, c.message
 
 
 # --- 3. a namespace written as a whole --------------------------------------------------
