@@ -106,19 +106,22 @@ def audit(
 ) -> Result:
     """Check ``source`` against ``manifest`` and return the whole result.
 
-    ``record`` (or ``target.record``) adds RECORD, bytecode and shadowing checks;
-    a pinned ``target.tree_sha256`` adds the tree digest check. ``progress`` is
+    ``record`` (or ``target.record``) adds RECORD, bytecode, shadowing and startup
+    checks; a pinned ``target.tree_sha256`` adds the tree digest check, a pinned
+    ``target.startup_sha256`` the startup digest check. ``progress`` is
     told how hashing goes (the CLI draws it; the core never prints).
     """
     store = FileStore(source)
     hashing = None
-    if record or manifest.record or manifest.tree_sha256 is not None:
+    if (record or manifest.record or manifest.tree_sha256 is not None
+            or manifest.startup_sha256 is not None):
         from pp1audit.checks.record import RecordRun
 
         # Started first: the whole tree hashes on every core while the other
         # checks run here, instead of after them.
         hashing = RecordRun(manifest.package, source, record=record or manifest.record,
-                            tree_sha256=manifest.tree_sha256, progress=progress)
+                            tree_sha256=manifest.tree_sha256,
+                            startup_sha256=manifest.startup_sha256, progress=progress)
     try:
         checks = run_checks(manifest, store, options)
     except BaseException:

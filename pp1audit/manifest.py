@@ -86,6 +86,9 @@ class Manifest:
     """``target.record``: verify the distribution against RECORD (``pp1audit.checks.record``)."""
     tree_sha256: str | None = None
     """``target.tree_sha256``: the pinned tree digest (``pp1audit.treedigest``)."""
+    startup_sha256: str | None = None
+    """``target.startup_sha256``: the pinned startup digest (``pp1audit.treedigest``): the
+    anchor for the code run at every interpreter start, which RECORD vouching is not."""
 
     @property
     def provenance(self) -> Provenance:
@@ -420,6 +423,7 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
         invariants=invariants,
         record=bool(target.get("record", False)),
         tree_sha256=target["tree_sha256"].lower() if "tree_sha256" in target else None,
+        startup_sha256=target["startup_sha256"].lower() if "startup_sha256" in target else None,
     )
 
 

@@ -51,6 +51,9 @@ differs from its own RECORD, a tampered pyc): the manifest written would fail.""
 MARK = "pp1audit pin: UNRESOLVED"
 """Comment put on pins that have no ``unresolved`` key (version, files) when marked."""
 
+_DIGEST_KEYS = {"tree": "tree_sha256", "startup": "startup_sha256"}
+"""Record checks whose ``actual`` pin re-pins: check id -> key under ``target``."""
+
 _SEP = re.compile(r"^[^:]+:\d+(?P<sep>\s*[-–]\s*)\d+$")
 
 
@@ -433,8 +436,9 @@ class _Planner:
         for check in self.result.checks:
             if check.kind in ("version", "file", "citation"):
                 continue
-            if check.kind == "record" and check.id == "tree" and self.manifest.tree_sha256:
-                self._tree(check)
+            key = _DIGEST_KEYS.get(check.id) if check.kind == "record" else None
+            if key is not None and getattr(self.manifest, key):
+                self._target_digest(check, key)
                 continue
             if check.kind == "invariant" and check.source is None:
                 if check.status is Status.PASS:
@@ -455,27 +459,29 @@ class _Planner:
                 check.kind, check.id, TARGET_FAILS if fails else NOT_CARRIED, path=check.path,
                 detail=detail))
 
-    def _tree(self, check: Check) -> None:
-        """Re-pin ``target.tree_sha256`` to the digest the record check measured.
+    def _target_digest(self, check: Check, key: str) -> None:
+        """Re-pin ``target.<key>`` (``tree_sha256``, ``startup_sha256``) to the digest
+        the record check measured.
 
-        The tree digest is a measurement of the target like a file's SHA-256, so it
-        is carried like one; left stale, the manifest written would fail ``check``.
+        The tree and startup digests are measurements of the target like a file's
+        SHA-256, so they are carried like one; left stale, the manifest written
+        would fail ``check``. One that could not be computed is marked unresolved.
         """
         from pp1audit.yamlrt import set_scalar
 
-        old = self.manifest.tree_sha256
+        old = getattr(self.manifest, key)
         target = self.doc.data["target"]
         if check.status is Status.PASS or check.actual:
-            self._clear_mark(target, ("target", "tree_sha256"))
+            self._clear_mark(target, ("target", key))
         if check.status is Status.PASS:
             self.items.append(PinItem(check.kind, check.id, UNCHANGED, old, old, path=check.path))
         elif check.actual:
-            set_scalar(target, "tree_sha256", check.actual)
-            self.edited.add(("target", "tree_sha256"))
+            set_scalar(target, key, check.actual)
+            self.edited.add(("target", key))
             self.items.append(PinItem(check.kind, check.id, CHANGED, old, check.actual,
                                       path=check.path))
         else:
-            self._mark(target, ("target", "tree_sha256"), check.message)
+            self._mark(target, ("target", key), check.message)
             self.items.append(PinItem(check.kind, check.id, UNRESOLVED, old, None, check.message,
                                       path=check.path))
 

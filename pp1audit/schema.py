@@ -405,6 +405,12 @@ SCHEMA: dict[str, Any] = {
                     "description": "Tree digest of every file under the package directory "
                     "(see pp1audit/treedigest.py for the exact byte format).",
                 },
+                "startup_sha256": {
+                    **HEX64,
+                    "description": "Startup digest of the code that runs at every interpreter "
+                    "start: executing .pth files, sitecustomize/usercustomize and the modules a "
+                    "vouched .pth imports (see pp1audit/treedigest.py for the exact byte format).",
+                },
             },
         },
         "files": {

@@ -49,6 +49,12 @@ would execute something other than the audited files:
   interpreter's site-packages too: ``site`` processes its ``.pth`` files and
   imports a ``sitecustomize`` found there at every start, so they are judged
   as the target root's are, named by their full path.
+
+Vouching by RECORD only catches accidents: whoever can write site-packages can
+write a ``*.dist-info`` with its METADATA, or re-hash a RECORD row. So the
+report also lists the *startup set* (``ShadowReport.startup``), the code that
+runs at every interpreter start, each file with its SHA-256, for the startup
+digest a manifest pins as ``target.startup_sha256`` (``pp1audit.treedigest``).
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ from dataclasses import dataclass, field, replace
 
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode
 from pp1audit.errors import TargetError
-from pp1audit.hashing import hash_entries
+from pp1audit.hashing import Digest, hash_entries
 from pp1audit.inventory import DIR, FILE, SYMLINK, DirInventory, Entry, Inventory, WheelInventory
 from pp1audit.record import (
     RecordEntry,
@@ -82,6 +88,7 @@ from pp1audit.record import (
 )
 from pp1audit.safeio import NotRegular, TooLarge, read_regular
 from pp1audit.sources import installed_path
+from pp1audit.treedigest import path_order, token_for
 from pp1audit.zipindex import NotAFile, ZipError, ZipIndex
 
 STDLIB_ZIP_MAX = 16 << 20
@@ -115,6 +122,23 @@ class ShadowReport:
     notes: list[str] = field(default_factory=list)
     pth_files: int = 0
     looked_in: list[str] = field(default_factory=list)
+    startup: dict[str, str | None] = field(default_factory=dict)
+    """The startup set: file as shown -> its token in the tree digest's format
+    (hex SHA-256, or ``<type>:<detail>`` for a symlink or special file), None when
+    not read. Every ``.pth`` that executes code (and one that cannot be read or is
+    not a regular file: whether it does is unknown), every ``sitecustomize`` /
+    ``usercustomize`` found (the root, a directory or zip a path line adds, a base
+    site-packages the venv lets in; a package of that name by its files), and the
+    files of the modules a vouched ``.pth`` imports. Those modules' bytecode caches
+    (``__pycache__``) are left to the bytecode check, as in the tree digest; a hook
+    file a path line reaches is in whatever its directory. Not in it: the audited
+    package (``tree_sha256`` pins it) and hooks in the standard library (outside
+    the audit). Hooks outside the site directory and in a zip are never opened
+    (None): the digest is then not computable."""
+
+    def startup_files(self) -> list[tuple[str, str | None]]:
+        """The startup set as ``(path, token)`` pairs, sorted as the digest sorts them."""
+        return sorted(self.startup.items(), key=lambda pair: path_order(pair[0]))
 
 
 def module_names(package: str) -> set[str]:
@@ -217,10 +241,13 @@ def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: _Scope 
         report.pth_files += 1
         if kind != FILE:
             report.findings.append(Shadow(shown, f"{shown} is a {kind}; not opened", f"pth:{shown}"))
+            if kind != DIR:  # site opens a symlink's target; a directory it cannot open
+                _startup_entry(scope, report, name)
             continue
         data = read_small(inv, name)
         if data is None:
             report.findings.append(Shadow(shown, f"{shown} cannot be read", f"pth:{shown}"))
+            _startup_entry(scope, report, name)
             continue
         executing: list[tuple[int, str]] = []
         for n, raw in enumerate(_pth_lines(data.decode("utf-8", "replace")), 1):
@@ -235,22 +262,25 @@ def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: _Scope 
             _judge_executing(scope, name, data, executing, report)
 
 
-def _shown_code(executing: list[tuple[int, str]], data: bytes) -> str:
+def _shown_code(executing: list[tuple[int, str]], sha256: str) -> str:
     """The first executing line, cut at ``CUT`` characters with the cut counted, and the
     file's SHA-256: two files that differ never read the same, a payload after
     the cut included."""
     first_n, first = executing[0]
     shown = first if len(first) <= CUT else f"{first[:CUT]}… ({len(first) - CUT} more characters)"
     more = f" (+{len(executing) - 1} more import lines)" if len(executing) > 1 else ""
-    return f"line {first_n}: {shown}{more}; file sha256 {hashlib.sha256(data).hexdigest()[:12]}"
+    return f"line {first_n}: {shown}{more}; file sha256 {sha256[:12]}"
 
 
 def _judge_executing(scope: _Scope, name: str, data: bytes, executing: list[tuple[int, str]],
                      report: ShadowReport) -> None:
-    """An executing ``.pth``: vouched for (and the modules it imports verified) or a failure."""
+    """An executing ``.pth``: vouched for (and the modules it imports verified) or a failure.
+    Either way it is in the startup set."""
     inv, shown = scope.inv, scope.name(name)
-    owners = _owners(inv, name, hashlib.sha256(data).digest())
-    code = _shown_code(executing, data)
+    digest = hashlib.sha256(data)
+    report.startup[shown] = digest.hexdigest()
+    owners = _owners(inv, name, digest.digest())
+    code = _shown_code(executing, digest.hexdigest())
     if owners.good:
         meta = owners.good[0]
         imported = _verify_imports(scope, shown, meta, [line for _, line in executing], report)
@@ -355,8 +385,10 @@ def _verify_imports(scope: _Scope, pth: str, meta: str, lines: list[str], report
         elif module in _STDLIB and not _present(root, module):
             stdlib.append(module)
         else:
-            where = ("; another of that name is in the site directory" if _present(root, module)
-                     else "")
+            where = ""
+            if _present(root, module):
+                where = "; another of that name is in the site directory"
+                _startup_module(scope, module, root, report)
             report.findings.append(Shadow(
                 pth, f"{pth} (vouched for by {meta}) imports '{module}' at every interpreter start, "
                 f"which {meta}/RECORD does not install and is not a standard-library module"
@@ -390,6 +422,74 @@ def _module_files(inv: Inventory, module: str, root: dict[str, str]) -> list[Ent
     return files
 
 
+def _wheel(inv: Inventory) -> str | None:
+    """Where ``hash_entries`` reads an inventory's members: the wheel, or None on disk."""
+    return inv.location if isinstance(inv, WheelInventory) else None
+
+
+def _hashed_module(scope: _Scope, module: str, root: dict[str, str],
+                   report: ShadowReport) -> tuple[list[Entry], dict[str, Digest]]:
+    """Every entry of ``module`` in the root (``_module_files``), hashed once (sources
+    kept for the bytecode check), and added to the startup set. ``TargetError``
+    when its directory leads outside the root: then in the set unread."""
+    try:
+        files = _module_files(scope.inv, module, root)
+    except TargetError:
+        report.startup[scope.name(module)] = None
+        raise
+    digests = hash_entries(files, wheel=_wheel(scope.inv), keep=keep_for_bytecode)
+    _startup_files(scope, report, files, digests)
+    return files, digests
+
+
+def _startup_module(scope: _Scope, module: str, root: dict[str, str], report: ShadowReport) -> None:
+    """An imported module no RECORD vouches for (already a finding): its files are
+    startup code all the same."""
+    with contextlib.suppress(TargetError):
+        _hashed_module(scope, module, root, report)
+
+
+def _startup_files(scope: _Scope, report: ShadowReport, files: list[Entry],
+                   digests: dict[str, Digest]) -> None:
+    """Add hashed entries to the startup set, bytecode caches left out (see ``ShadowReport``)."""
+    for e in files:
+        if "__pycache__" not in e.path.split("/"):
+            report.startup[scope.name(e.path)] = token_for(e, digests.get(e.path))
+
+
+def _startup_entry(scope: _Scope, report: ShadowReport, rel: str, sha256: str | None = None) -> None:
+    """Add the root entry ``rel`` to the startup set: with ``sha256`` when the caller
+    has read it already, else hashed here; a directory (a ``sitecustomize``
+    package) by its files. A file is added whatever its name: a path line can put
+    a ``__pycache__`` on ``sys.path``, and its ``sitecustomize.pyc`` then runs."""
+    inv = scope.inv
+    e = inv.entry(rel)
+    if e is not None and e.kind != DIR:
+        if e.kind != FILE:
+            sha256 = token_for(e, None)  # a symlink or special file: never opened
+        elif sha256 is None:
+            sha256 = token_for(e, hash_entries([e], wheel=_wheel(inv)).get(e.path))
+        report.startup[scope.name(rel)] = sha256
+        return
+    try:  # a directory (a wheel lists no entry for one)
+        files = inv.walk(rel)
+    except TargetError:
+        report.startup[scope.name(rel)] = None
+        return
+    _startup_files(scope, report, files, hash_entries(files, wheel=_wheel(inv)))
+
+
+def _startup_os_path(scope: _Scope, report: ShadowReport, path: str) -> None:
+    """A startup hook found by its OS path (a directory a path line adds): read
+    through the inventory inside the site directory, else named unread (outside it
+    only names and types are looked at)."""
+    root = scope.inv.root if isinstance(scope.inv, DirInventory) else None
+    if root is not None and _under(path, root) and path != root:
+        _startup_entry(scope, report, os.path.relpath(path, root).replace(os.sep, "/"))
+    else:
+        report.startup[path] = None
+
+
 def _verify_module(scope: _Scope, pth: str, meta: str, module: str, rows: list[RecordEntry],
                    root: dict[str, str], report: ShadowReport) -> str:
     """One imported module against its rows of the vouching RECORD, with the same
@@ -398,12 +498,11 @@ def _verify_module(scope: _Scope, pth: str, meta: str, module: str, rows: list[R
     inv = scope.inv
     why = f"run at every interpreter start by {pth} (vouched for by {meta})"
     try:
-        files = _module_files(inv, module, root)
+        files, digests = _hashed_module(scope, module, root, report)
     except TargetError as exc:
         report.findings.append(Shadow(scope.name(module), f"{exc} ({why})", f"pth:{pth}:{module}"))
         return f"{module} (not verified)"
-    wheel = inv.location if isinstance(inv, WheelInventory) else None
-    digests = hash_entries(files, wheel=wheel, keep=keep_for_bytecode)
+    wheel = _wheel(inv)
     by_path = {e.path: e for e in files}
     extra: dict[tuple[str, str], bytes] = {}
     for algo in sorted({r.algorithm for r in rows if r.algorithm not in (None, "sha256")} - {None}):
@@ -461,6 +560,8 @@ def _path_line(scope: _Scope, pth: str, n: int, line: str, report: ShadowReport)
     head = f"{pth}:{n} adds {added} to sys.path"
     if scope.package_dir is not None and _under(real, scope.package_dir):
         hooks = _hooks_in_dir(real) if stat.S_ISDIR(st.st_mode) else []
+        for hook in hooks:
+            _startup_os_path(scope, report, hook)
         also = f"; {', '.join(hooks)} there is imported by site at every start" if hooks else ""
         report.findings.append(Shadow(pth, f"{head}, inside the audited package directory "
                                       f"{scope.package}/: its files become importable as top-level "
@@ -507,11 +608,15 @@ def _hooks_on_path(scope: _Scope, root: str, pth: str, n: int, head: str, real: 
             logical = f"{rel}/{name}".replace(os.sep, "/")
             e = inv.entry(logical)
             data = read_small(inv, logical) if e is not None and e.kind == FILE else None
-            good = _owners(inv, logical, hashlib.sha256(data).digest()).good if data is not None else []
+            digest = hashlib.sha256(data) if data is not None else None
+            _startup_entry(scope, report, logical, digest.hexdigest() if digest else None)
+            good = _owners(inv, logical, digest.digest()).good if digest is not None else []
             if good:
                 report.notes.append(f"{scope.name(logical)} is on sys.path through {pth}:{n} and runs "
                                     f"at startup, vouched for by {good[0]} (matches its RECORD)")
                 continue
+        else:
+            report.startup[path] = None  # outside the site directory: never opened
         report.findings.append(Shadow(
             pth, f"{head}, where {path} is imported by site at every interpreter start, after the .pth "
             "files; no installed distribution's RECORD vouches for it", f"pth:{pth}:{n}:{name}"))
@@ -554,6 +659,7 @@ def _zip_on_path(package: str, pth: str, n: int, head: str, real: str, report: S
     for hook in CUSTOMIZE:
         zhook = _zip_hit(real, names, hook)
         if zhook is not None and zhook.imported:
+            report.startup[zhook.path] = None  # a member of a zip: never opened
             report.findings.append(Shadow(
                 pth, f"{head}, a zip holding {zhook.path}, which site imports at every interpreter "
                 "start, after the .pth files; no installed distribution's RECORD vouches for it",
@@ -585,6 +691,7 @@ def _path_line_in_wheel(scope: _Scope, pth: str, n: int, line: str, report: Shad
     hooks = set(_hook_names())
     for name, _kind in inv.children(rel):
         if name in hooks:
+            _startup_entry(scope, report, f"{rel}/{name}")
             report.findings.append(Shadow(
                 pth, f"{head}, where {rel}/{name} is imported by site at every interpreter start, after "
                 "the .pth files; not vouched for", f"{cid}:{name}"))
@@ -941,13 +1048,15 @@ def check_copies(inv: Inventory, package: str, primary: str | None, report: Shad
 def check_customize(inv: Inventory, report: ShadowReport, scope: _Scope | None = None) -> None:
     """``sitecustomize`` / ``usercustomize`` in the root: ``site`` imports them at every start."""
     hooks = module_names("sitecustomize") | module_names("usercustomize")
-    prefix = scope.shown if scope is not None else ""
+    scope = scope or _Scope(inv, "", None)
     for name, kind in inv.children(""):
         if name not in hooks and not (kind == DIR and name in CUSTOMIZE):
             continue
-        shown = prefix + name
+        shown = scope.name(name)
         data = read_small(inv, name) if kind == FILE else None
-        good = _owners(inv, name, hashlib.sha256(data).digest()).good if data is not None else []
+        digest = hashlib.sha256(data) if data is not None else None
+        _startup_entry(scope, report, name, digest.hexdigest() if digest else None)
+        good = _owners(inv, name, digest.digest()).good if digest is not None else []
         if good:
             report.notes.append(f"{shown} runs at startup, vouched for by {good[0]} (matches its RECORD)")
             continue

@@ -25,6 +25,20 @@ So, on an installed tree without special files, this reproduces it::
 
     cd site-packages && find vllm -name __pycache__ -prune -o -type f -print0 \
       | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum
+
+The startup digest (``target.startup_sha256``) pins the code that runs at
+every interpreter start, in the same byte format: one line per file of the
+shadowing check's startup set (``ShadowReport.startup``: every ``.pth`` that
+executes code, every ``sitecustomize`` / ``usercustomize`` found, and the
+files of the modules a vouched ``.pth`` imports; ``__pycache__`` left to the
+bytecode check as above), sorted by the UTF-8 bytes of the path *as the
+report shows it*: relative to the target root for its own files, the full
+path for a base site-packages' (``/usr/lib/python3.11/site-packages/x.pth``).
+RECORD vouching cannot anchor these files, since whoever writes
+site-packages can write a ``*.dist-info`` too; the pin can. A file the audit
+does not open (a hook outside the site directory or inside a zip, which the
+shadowing check fails anyway) leaves the digest uncomputable, like an
+unreadable file in the tree.
 """
 
 from __future__ import annotations
@@ -49,7 +63,8 @@ class TreeDigest:
     sha256: str | None
     files: int
     unreadable: list[str]
-    """Regular files that could not be read: the digest is then None."""
+    """Files that could not be read (or, in the startup set, were not opened): the
+    digest is then None."""
 
 
 def line_for(path: str, token: str) -> bytes:
@@ -73,16 +88,32 @@ def token_for(entry: Entry, digest: Digest | None) -> str | None:
     return f"{entry.kind}:"
 
 
-def tree_digest(entries: Iterable[Entry], digests: dict[str, Digest], package: str) -> TreeDigest:
-    """Compute the tree digest over ``entries`` (those outside the tree are ignored)."""
-    chosen = sorted((e for e in entries if in_tree(e.path, package)),
-                    key=lambda e: e.path.encode("utf-8", "surrogateescape"))
+def path_order(path: str) -> bytes:
+    """The sort key of both digests: the path's UTF-8 bytes (undecodable names kept)."""
+    return path.encode("utf-8", "surrogateescape")
+
+
+def listing_digest(tokens: Iterable[tuple[str, str | None]]) -> TreeDigest:
+    """The digest of ``(path, token)`` pairs in the format above: sorted by
+    ``path_order``, one ``line_for`` each; a None token (a file not read) makes
+    the digest None and is named in ``unreadable``."""
+    chosen = sorted(tokens, key=lambda pair: path_order(pair[0]))
     h = hashlib.sha256()
     unreadable = []
-    for e in chosen:
-        token = token_for(e, digests.get(e.path))
+    for path, token in chosen:
         if token is None:
-            unreadable.append(e.path)
+            unreadable.append(path)
             continue
-        h.update(line_for(e.path, token))
+        h.update(line_for(path, token))
     return TreeDigest(None if unreadable else h.hexdigest(), len(chosen), unreadable)
+
+
+def tree_digest(entries: Iterable[Entry], digests: dict[str, Digest], package: str) -> TreeDigest:
+    """Compute the tree digest over ``entries`` (those outside the tree are ignored)."""
+    return listing_digest((e.path, token_for(e, digests.get(e.path)))
+                          for e in entries if in_tree(e.path, package))
+
+
+def startup_digest(files: Iterable[tuple[str, str | None]]) -> TreeDigest:
+    """The startup digest (see the module docstring) over ``ShadowReport.startup_files()``."""
+    return listing_digest(files)

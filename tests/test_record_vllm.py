@@ -31,7 +31,7 @@ TAG = sys.implementation.cache_tag
 SO = "vllm/_flashmla_extension_C.abi3.so"
 VERSION_PY = "vllm/_version.py"
 VERSION_PYC = f"vllm/__pycache__/_version.{TAG}.pyc"
-SUMMARIES = {"record", "tree", "bytecode", "shadowing"}
+SUMMARIES = {"record", "tree", "bytecode", "shadowing", "startup"}
 
 
 @pytest.fixture(scope="session")

@@ -122,7 +122,8 @@ def test_a_path_line_to_a_directory_with_sitecustomize_fails(tmp_path: Path, for
     (root / "zz-paths.pth").write_text(f"{evil}\n", encoding="utf-8")
     assert "MARK: startup hook ran" in starts(v)  # the premise
     checks = bad(run(root))
-    assert list(checks) == [f"pth:zz-paths.pth:1:{name}"]
+    # Never opened, so the startup digest cannot pin it (test_startup_pin.py).
+    assert list(checks) == [f"pth:zz-paths.pth:1:{name}", "startup"]
     assert checks[f"pth:zz-paths.pth:1:{name}"].message == (
         f"zz-paths.pth:1 adds {evil} to sys.path, where {evil / name} is imported by site at every "
         "interpreter start, after the .pth files; no installed distribution's RECORD vouches for it")
@@ -135,7 +136,7 @@ def test_an_extension_module_and_usercustomize_count_too(tmp_path: Path) -> None
     ext = "usercustomize" + importlib.machinery.EXTENSION_SUFFIXES[0]
     (evil / ext).write_bytes(b"\x7fELF")
     (root / "zz-paths.pth").write_text(f"{evil}\n", encoding="utf-8")
-    assert list(bad(run(root))) == [f"pth:zz-paths.pth:1:{ext}"]
+    assert list(bad(run(root))) == [f"pth:zz-paths.pth:1:{ext}", "startup"]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -147,7 +148,7 @@ def test_a_fifo_hook_is_named_and_never_opened(tmp_path: Path) -> None:
     os.mkfifo(evil / "sitecustomize.py")
     os.mkfifo(tmp_path / "pipe")
     (root / "zz-paths.pth").write_text(f"{evil}\n{tmp_path / 'pipe'}\n", encoding="utf-8")
-    assert list(bad(run(root))) == ["pth:zz-paths.pth:1:sitecustomize.py"]
+    assert list(bad(run(root))) == ["pth:zz-paths.pth:1:sitecustomize.py", "startup"]
 
 
 @pytest.mark.parametrize("member", ["sitecustomize.py", "sitecustomize/__init__.py"])
@@ -158,7 +159,7 @@ def test_a_path_line_to_a_zip_holding_sitecustomize_fails(tmp_path: Path, member
     (root / "extras.pth").write_text("./extras.egg\n", encoding="utf-8")
     assert "MARK: startup hook ran" in starts(v)
     checks = bad(run(root))
-    assert list(checks) == ["pth:extras.pth:1:sitecustomize"]
+    assert list(checks) == ["pth:extras.pth:1:sitecustomize", "startup"]
     shown = "sitecustomize.py" if member == "sitecustomize.py" else "sitecustomize"
     assert f"a zip holding {root / 'extras.egg' / shown}, which site imports" \
         in checks["pth:extras.pth:1:sitecustomize"].message

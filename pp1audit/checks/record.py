@@ -9,6 +9,13 @@ check that passes, plus one check per problem file:
   not a regular file (see ``pp1audit.record`` for the rules);
 * ``tree`` — the tree digest (``actual``), compared with ``target.tree_sha256``
   when pinned; on a mismatch the message names the files that explain it;
+* ``startup`` — the startup digest (``actual``) over the code that runs at every
+  interpreter start (the shadowing check's startup set: executing ``.pth``
+  files, ``sitecustomize`` / ``usercustomize``, the modules a vouched ``.pth``
+  imports), compared with ``target.startup_sha256`` when pinned; on a mismatch
+  the message names every file of the set with its digest. RECORD vouches for
+  these files only against accidents (a forged ``*.dist-info`` or a re-hashed row
+  vouches as well); the pin is the anchor, as ``tree_sha256`` is for the package;
 * ``bytecode`` — summary; ``bytecode:<pyc>`` — tampered (fail) or another
   interpreter's (skip) bytecode (see ``pp1audit.bytecode``);
 * ``shadowing`` — summary; ``pth:<file>`` / ``shadow:<path>`` — executing
@@ -61,9 +68,9 @@ from pp1audit.record import (
     verify,
 )
 from pp1audit.result import Check, Status
-from pp1audit.shadowing import check_shadowing
+from pp1audit.shadowing import ShadowReport, check_shadowing
 from pp1audit.sources import Source, installed_path
-from pp1audit.treedigest import tree_digest
+from pp1audit.treedigest import startup_digest, tree_digest
 
 KIND = "record"
 
@@ -169,7 +176,9 @@ class RecordRun:
     files as soon as the listing finds them); ``checks()`` then finds and
     parses RECORD while the threads work, waits for them and judges. With
     ``record`` False only the tree digest is checked against ``tree_sha256``
-    (RECORD is still read, quietly, to explain a mismatch). Hashing
+    (RECORD is still read, quietly, to explain a mismatch), and the startup
+    digest when ``startup_sha256`` is pinned (the shadowing check is run for its
+    startup set, its findings not reported). Hashing
     is nearly all of a ``--record`` run, so ``audit`` starts it before the
     other checks rather than after them.
     """
@@ -181,12 +190,14 @@ class RecordRun:
         *,
         record: bool = True,
         tree_sha256: str | None = None,
+        startup_sha256: str | None = None,
         progress: Progress | None = None,
         cache: VerifiedCache | None = None,
     ) -> None:
         self.package = package
         self.record = record
         self.tree_sha256 = tree_sha256
+        self.startup_sha256 = startup_sha256
         self.progress = progress
         self.cache = cache
         self._wanted: set[str] | None = None
@@ -298,16 +309,20 @@ class RecordRun:
         if record:
             checks.extend(_record_checks(ver, record_path, record_problem, package, files, digests))
         checks.append(_tree_check(files, digests, package, tree_sha256, ver, record_problem))
-        if record:
+        shadow = None
+        if record or self.startup_sha256 is not None:
+            shadow = check_shadowing(inv, package, primary, self.cache)
+        if record and shadow is not None:
             # No pyc in the tree (a wheel, an install without bytecode): the
             # verification cache is not even opened.
             if cache is None and not self._wanted:
                 cache = VerifiedCache(None)
             checks.extend(_bytecode_checks(files, digests, progress, cache))
             unvouched = _unvouched(primary, rows, ver, record_problem)
-            checks.extend(_shadow_checks(inv, package, primary,
-                                         _plugin_report(inv, package, primary, unvouched),
-                                         self.cache))
+            checks.extend(_shadow_checks(shadow, package, primary,
+                                         _plugin_report(inv, package, primary, unvouched)))
+        if shadow is not None:
+            checks.append(_startup_check(shadow, self.startup_sha256))
         return checks
 
 
@@ -372,6 +387,39 @@ def _tree_check(files: list[Entry], digests: dict[str, Digest], package: str, pi
                  message=f"{base} differs from the pin; {why}", expected=pin, actual=td.sha256)
 
 
+def _startup_check(rep: ShadowReport, pin: str | None) -> Check:
+    """The ``startup`` check: the startup digest, against ``target.startup_sha256``
+    when pinned. Built as the ``tree`` check is; a mismatch names every file of the
+    set with the start of its digest (a venv has a handful), so the one added or
+    changed shows against a listing of the pinned run."""
+    files = rep.startup_files()
+    sd = startup_digest(files)
+    if sd.sha256 is None:
+        return _error("startup", "startup digest not computable: not read: "
+                      + ", ".join(sd.unreadable[:5])
+                      + (f" and {len(sd.unreadable) - 5} more" if len(sd.unreadable) > 5 else ""))
+    base = f"startup code: {sd.files} file(s), digest {sd.sha256}"
+    if pin is None:
+        return Check(id="startup", kind=KIND, status=Status.PASS,
+                     message=f"{base} (pin it as target.startup_sha256)", actual=sd.sha256)
+    if pin == sd.sha256:
+        return Check(id="startup", kind=KIND, status=Status.PASS,
+                     message=f"{base} matches the pin", expected=pin, actual=sd.sha256)
+    listing = ", ".join(f"{path} {_short(token)}" for path, token in files) or "none"
+    return Check(id="startup", kind=KIND, status=Status.FAIL,
+                 message=f"{base} differs from the pin: code run at every interpreter start was "
+                 f"added, removed or changed (RECORD vouching does not rule that out); the files: "
+                 f"{listing}", expected=pin, actual=sd.sha256)
+
+
+def _short(token: str | None) -> str:
+    """A startup file's token as the mismatch message shows it: 12 hex of a digest,
+    a symlink's or special file's token whole."""
+    if token is None:
+        return "not read"
+    return token[:12] if ":" not in token else token
+
+
 def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: Progress | None,
                      cache: VerifiedCache | None) -> list[Check]:
     from pp1audit.bytecode import TAG
@@ -394,9 +442,8 @@ def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: P
     )]
 
 
-def _shadow_checks(inv: Inventory, package: str, primary: str | None,
-                   plugins: PluginReport, cache: VerifiedCache | None) -> list[Check]:
-    rep = check_shadowing(inv, package, primary, cache)
+def _shadow_checks(rep: ShadowReport, package: str, primary: str | None,
+                   plugins: PluginReport) -> list[Check]:
     where = f"; looked ahead on sys.path in {', '.join(rep.looked_in)}" if rep.looked_in else ""
     notes = f"; {'; '.join(rep.notes)}" if rep.notes else ""
     head = (f"{len(rep.findings)} import-shadowing problem(s) reported separately"
