@@ -14,8 +14,10 @@ would execute something other than the audited files:
   holding a one-line RECORD that names the ``.pth`` is not one (anyone who
   can drop a ``.pth`` can drop that). A vouched line runs the modules it
   imports (``__import__('_distutils_hack')``), so those must match the same
-  RECORD too (every row hashed, nothing unlisted beside them, their
-  ``__pycache__`` judged by the bytecode check); a module it names that RECORD
+  RECORD too (every row of a present file hashed, nothing unlisted beside
+  them, their ``__pycache__`` judged by the bytecode check; a hash-less row
+  naming no file, as virtualenv's seeder writes, names nothing to run); a
+  module it names that RECORD
   does not install fails, unless a standard-library name. The code shown is
   cut at 120 characters, with how much was cut and the file's SHA-256 named,
   so no two different files read the same.
@@ -504,6 +506,11 @@ def _verify_module(scope: _Scope, pth: str, meta: str, module: str, rows: list[R
         return f"{module} (not verified)"
     wheel = _wheel(inv)
     by_path = {e.path: e for e in files}
+    # A row without a hash for a file that is not there names nothing Python could
+    # run: virtualenv's seeder lists pycs it never writes outside __pycache__
+    # (``_distutils_hack/override.cpython-311.pyc,,``) and the __pycache__
+    # directory itself. A hash-less row of a present file still fails (unhashed).
+    rows = [r for r in rows if r.digest is not None or by_path.get(r.path) is not None]
     extra: dict[tuple[str, str], bytes] = {}
     for algo in sorted({r.algorithm for r in rows if r.algorithm not in (None, "sha256")} - {None}):
         todo = [e for r in rows if r.algorithm == algo and (e := by_path.get(r.path)) is not None]
