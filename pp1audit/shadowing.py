@@ -38,7 +38,9 @@ would execute something other than the audited files:
 * Another importable ``<package>`` ahead of the target on ``sys.path``: the
   standard library directories of the interpreter this site-packages belongs
   to (``lib/pythonX.Y`` and ``lib-dynload``; for a venv, those of its base
-  interpreter, from ``pyvenv.cfg``), the zipped standard library before them
+  interpreter, from ``pyvenv.cfg``: where Python looks and how it reads the
+  file is ``pp1audit.sitemodel``, from the path given, symlinks kept; a layout
+  it does not recognise is named in the summary), the zipped standard library before them
   (``lib/python311.zip``: only names in its central directory are looked at),
   and module files beside the package (``vllm.py``, ``vllm.*.so``) in the
   target root itself.
@@ -88,7 +90,7 @@ from pp1audit.record import (
     read_small,
     verify,
 )
-from pp1audit.safeio import NotRegular, TooLarge, read_regular
+from pp1audit.sitemodel import Interpreter, interpreter
 from pp1audit.sources import installed_path
 from pp1audit.treedigest import path_order, token_for
 from pp1audit.zipindex import NotAFile, ZipError, ZipIndex
@@ -219,6 +221,9 @@ class _Scope:
     """Prefix naming its files in messages and ids: '' for the target root, else its path + '/'."""
     cache: VerifiedCache | None = None
     """Bytecode verification cache for the modules a vouched ``.pth`` imports."""
+    site_dir: str = ""
+    """The directory as ``site`` spells it (``sitemodel.site_dir_as_given``): a
+    relative path line is joined to it, symlinks not resolved. '' in a wheel."""
 
     def name(self, rel: str) -> str:
         """How a file of this directory is named: a base site-packages' by its full
@@ -558,7 +563,7 @@ def _path_line(scope: _Scope, pth: str, n: int, line: str, report: ShadowReport)
         return  # os.path.exists is False for it: site skips the line
     # site: os.path.abspath(os.path.join(sitedir, line)), added when it exists
     # (through symlinks). The OS then resolves the symlinks on every import.
-    added = os.path.normpath(os.path.join(inv.root, line))
+    added = os.path.normpath(os.path.join(scope.site_dir or inv.root, line))
     real = os.path.realpath(added)
     try:
         st = os.stat(real)
@@ -707,77 +712,6 @@ def _path_line_in_wheel(scope: _Scope, pth: str, n: int, line: str, report: Shad
                                           f"there ({rel}/{name})", cid))
 
 
-@dataclass(frozen=True, slots=True)
-class Interpreter:
-    """What the interpreter of a ``<prefix>/lib/pythonX.Y/site-packages`` reads at startup."""
-
-    stdlib: str
-    """Its base standard library directory (not checked to exist)."""
-    origin: str
-    """Where that came from, for the summary."""
-    system_site: bool = False
-    """A venv that lets the base interpreter's site-packages in."""
-    system_site_origin: str = ""
-
-
-def _venv_config(path: str) -> list[tuple[str, str]] | None:
-    """``key = value`` pairs of a ``pyvenv.cfg`` as Python parses them (key stripped
-    and lower-cased, value stripped), or None when there is no such regular file.
-    The target is untrusted: read through the safe opener (never blocking, a FIFO
-    refused, bounded); a final symlink is followed, as Python's ``open`` does."""
-    try:
-        data = read_regular(path, 1 << 20, follow=True)
-    except (OSError, NotRegular, TooLarge):
-        return None
-    pairs = []
-    for line in data.decode("utf-8", "replace").splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            pairs.append((key.strip().lower(), value.strip()))
-    return pairs
-
-
-def interpreter(root: str) -> Interpreter | None:
-    """The interpreter of a site-packages laid out as ``<prefix>/lib/pythonX.Y/site-packages``.
-
-    ``<prefix>/lib/pythonX.Y`` itself, unless the prefix is a venv: then the
-    base interpreter's, under the directory above the one ``home`` names.
-    Python's own rules (CPython 3.11, checked with the real interpreter):
-    ``getpath`` reads ``<prefix>/pyvenv.cfg``, else ``<prefix>/bin/pyvenv.cfg``,
-    and takes the first ``home`` in any letter case; ``site`` reads
-    ``bin/pyvenv.cfg`` first, takes the last ``include-system-site-packages``,
-    and lets the system site-packages in unless it says anything but ``true``
-    (absent means in).
-    """
-    parent = os.path.dirname(root)
-    if os.path.basename(root) not in ("site-packages", "dist-packages"):
-        return None
-    if not os.path.basename(parent).startswith("python"):
-        return None
-    prefix = os.path.dirname(os.path.dirname(parent))
-    stdlib, origin = parent, f"the prefix of {root}"
-    for cfg in (os.path.join(prefix, "pyvenv.cfg"), os.path.join(prefix, "bin", "pyvenv.cfg")):
-        pairs = _venv_config(cfg)
-        if pairs is None:
-            continue
-        home = next((v for k, v in pairs if k == "home"), None)
-        if home:
-            stdlib = os.path.join(os.path.dirname(home), "lib", os.path.basename(parent))
-            origin = f"home = {home} in {cfg}"
-        break
-    system_site, system_origin = False, ""
-    for cfg in (os.path.join(prefix, "bin", "pyvenv.cfg"), os.path.join(prefix, "pyvenv.cfg")):
-        pairs = _venv_config(cfg)
-        if pairs is None:
-            continue
-        values = [v.lower() for k, v in pairs if k == "include-system-site-packages"]
-        system_site = (values or ["true"])[-1] == "true"
-        system_origin = (f"include-system-site-packages = {values[-1]} in {cfg}" if values
-                         else f"{cfg} does not set include-system-site-packages, which site reads as true")
-        break
-    return Interpreter(stdlib, origin, system_site, system_origin)
-
-
 def base_site_dirs(stdlib: str, root: str) -> list[str]:
     """The base interpreter's site directories that exist, other than ``root``.
 
@@ -815,7 +749,7 @@ def check_system_site(interp: Interpreter, root: str, package: str, report: Shad
     for d in dirs:
         inv = DirInventory(d)
         scope = _Scope(inv, package, _package_dir(DirInventory(root), package),
-                       shown=d.rstrip(os.sep) + os.sep, cache=cache)
+                       shown=d.rstrip(os.sep) + os.sep, cache=cache, site_dir=os.path.abspath(d))
         check_pth(inv, package, report, scope)
         check_customize(inv, report, scope)
 
@@ -1073,15 +1007,26 @@ def check_customize(inv: Inventory, report: ShadowReport, scope: _Scope | None =
 
 
 def check_shadowing(inv: Inventory, package: str, primary: str | None,
-                    cache: VerifiedCache | None = None) -> ShadowReport:
+                    cache: VerifiedCache | None = None, site_dir: str | None = None) -> ShadowReport:
     """All shadowing checks for one target. ``cache``: the bytecode verification
-    cache for the modules vouched ``.pth`` files import (the user's by default)."""
+    cache for the modules vouched ``.pth`` files import (the user's by default).
+    ``site_dir``: the target root as ``site`` spells it (``sitemodel.site_dir_as_given``;
+    by default its resolved path): the layout, ``pyvenv.cfg`` and relative path
+    lines are read from it, as Python reads them."""
     report = ShadowReport()
-    scope = _Scope(inv, package, _package_dir(inv, package), cache=cache)
+    site = (site_dir or inv.root) if isinstance(inv, DirInventory) else ""
+    interp = interpreter(site) if site else None
+    if site and interp is None:
+        report.notes.append(f"{site} is not laid out as <prefix>/lib/pythonX.Y/site-packages: the "
+                            "base standard library, pyvenv.cfg and the system site-packages were not "
+                            "looked at (give the site-packages by the path its interpreter uses)")
+    if interp is not None:
+        report.notes.extend(interp.notes)
+    scope = _Scope(inv, package, _package_dir(inv, package), cache=cache, site_dir=site)
     check_pth(inv, package, report, scope)
     check_customize(inv, report, scope)
     check_copies(inv, package, primary, report)
-    if isinstance(inv, DirInventory) and (interp := interpreter(inv.root)) is not None:
+    if interp is not None and isinstance(inv, DirInventory):
         check_stdlib(inv.root, package, report, interp)
         check_system_site(interp, inv.root, package, report, cache)
     return report

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from test_record_units import bad, install, run
-from test_shadowing_hooks import with_hack
+from test_shadowing_hooks import BASE_EXE, HOOK, PYVER, fake_base, starts, venv, with_hack
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 
@@ -47,3 +49,97 @@ def test_hashless_rows_for_absent_files_of_a_vouched_module_pass(tmp_path: Path)
     # A hash-less row of a file that is there still fails: its content is unvouched.
     (root / "_hack" / "override.cpython-311.pyc").write_bytes(b"")
     assert list(bad(run(root))) == ["pth:hack-precedence.pth:_hack/override.cpython-311.pyc"]
+
+
+# --- the site directory as site spells it: a symlinked site-packages -------------------------
+
+
+def linked_venv(tmp_path: Path, home: Path, cfg: str = "include-system-site-packages = false\n"
+                ) -> tuple[Path, Path]:
+    """A venv whose ``site-packages`` is a symbolic link to a tree elsewhere (``pkg``
+    installed there): (venv, the site-packages path through the link)."""
+    real = install(tmp_path / "elsewhere" / "sp")
+    v = tmp_path / "venv"
+    (v / "lib" / PYVER).mkdir(parents=True)
+    (v / "lib" / PYVER / "site-packages").symlink_to(real)
+    (v / "bin").mkdir()
+    (v / "bin" / "python").symlink_to(home / PYVER)
+    (v / "pyvenv.cfg").write_text(f"home = {home}\n{cfg}", encoding="utf-8")
+    return v, v / "lib" / PYVER / "site-packages"
+
+
+def imports_pkg_from(v: Path) -> str:
+    """Where the venv's interpreter imports ``pkg`` from."""
+    return subprocess.run([str(v / "bin" / "python"), "-I", "-c", "import pkg; print(pkg.__file__)"],
+                          capture_output=True, text=True, check=True, timeout=60, cwd="/").stdout.strip()
+
+
+def test_a_symlinked_site_packages_is_judged_by_the_path_given(tmp_path: Path) -> None:
+    """The layout and pyvenv.cfg come from the path given, as site builds it from
+    sys.prefix: the resolved one (``elsewhere/sp``) is no ``lib/pythonX.Y/site-packages``,
+    and the stdlib check went quiet."""
+    home = fake_base(tmp_path)
+    stdlib = home.parent / "lib" / PYVER
+    (stdlib / "pkg").mkdir()
+    (stdlib / "pkg" / "__init__.py").write_text(HOOK, encoding="utf-8")
+    v, site = linked_venv(tmp_path, home)
+    assert imports_pkg_from(v) == str(stdlib / "pkg" / "__init__.py")  # the premise
+    assert list(bad(run(site))) == [f"shadow:{stdlib / 'pkg'}"]
+    # Given by where it leads, the layout is not recognised: the summary says so.
+    summary = run(site.resolve())["shadowing"].message
+    assert (f"{site.resolve()} is not laid out as <prefix>/lib/pythonX.Y/site-packages: the base "
+            "standard library, pyvenv.cfg and the system site-packages were not looked at") in summary
+
+
+def test_a_relative_path_line_is_joined_to_the_path_given(tmp_path: Path) -> None:
+    """``../hookdir`` from ``venv/lib/pythonX.Y/site-packages`` (a link) is
+    ``venv/lib/pythonX.Y/hookdir`` for site (``os.path.abspath``), not a
+    directory beside the link's target."""
+    v, site = linked_venv(tmp_path, Path(os.path.dirname(BASE_EXE)))
+    hookdir = v / "lib" / PYVER / "hookdir"
+    hookdir.mkdir()
+    (hookdir / "sitecustomize.py").write_text(HOOK, encoding="utf-8")
+    (site / "zz.pth").write_text("../hookdir\n", encoding="utf-8")
+    assert "MARK: startup hook ran" in starts(v)  # the premise
+    assert "pth:zz.pth:1:sitecustomize.py" in bad(run(site))
+
+
+# --- pyvenv.cfg read as getpath and site read it --------------------------------------------
+
+# Characters str.splitlines ends a line at and neither reader does.
+NOT_LINE_ENDS = ["\x0c", "\x1c", "\x85", "\u2028"]
+
+
+@pytest.mark.parametrize("sep", [*NOT_LINE_ENDS, "\r"])  # getpath splits at \n only
+def test_home_hidden_in_a_line_is_not_the_first_home(tmp_path: Path, sep: str) -> None:
+    home = fake_base(tmp_path)
+    stdlib = home.parent / "lib" / PYVER
+    (stdlib / "pkg").mkdir()
+    (stdlib / "pkg" / "__init__.py").write_text(HOOK, encoding="utf-8")
+    v, root = venv(tmp_path, home=home)
+    (v / "pyvenv.cfg").write_text(f"x = 1{sep}home = {os.path.dirname(BASE_EXE)}\nhome = {home}\n"
+                                  "include-system-site-packages = false\n", encoding="utf-8", newline="")
+    assert imports_pkg_from(v) == str(stdlib / "pkg" / "__init__.py")  # the premise
+    assert list(bad(run(root))) == [f"shadow:{stdlib / 'pkg'}"]
+
+
+@pytest.mark.parametrize("sep", NOT_LINE_ENDS)
+def test_a_hidden_last_include_system_site_packages_is_not_the_last(tmp_path: Path, sep: str) -> None:
+    home = fake_base(tmp_path)
+    base_site = home.parent / "lib" / PYVER / "site-packages"
+    (base_site / "b.pth").write_text(HOOK, encoding="utf-8")
+    v, root = venv(tmp_path, "include-system-site-packages = true\n"
+                   f"x = 1{sep}include-system-site-packages = false\n", home=home)
+    assert "MARK: startup hook ran" in starts(v)  # the premise
+    assert list(bad(run(root))) == [f"pth:{base_site}/b.pth"]
+
+
+def test_a_pyvenv_cfg_getpath_refuses_is_named(tmp_path: Path) -> None:
+    v, root = venv(tmp_path)
+    with open(v / "pyvenv.cfg", "a", encoding="utf-8") as f:
+        f.write("#" * (32 << 10))
+    probe = subprocess.run([str(v / "bin" / "python"), "-I", "-c", "pass"], capture_output=True,
+                           text=True, timeout=60)
+    assert probe.returncode != 0 and "larger than 32KB" in probe.stderr  # the premise
+    assert (f"{v / 'pyvenv.cfg'} is 32 KiB or more: Python refuses to start with such a pyvenv.cfg "
+            "(nothing runs)") in run(root)["shadowing"].message

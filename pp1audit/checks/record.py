@@ -69,7 +69,8 @@ from pp1audit.record import (
 )
 from pp1audit.result import Check, Status
 from pp1audit.shadowing import ShadowReport, check_shadowing
-from pp1audit.sources import Source, installed_path
+from pp1audit.sitemodel import site_dir_as_given
+from pp1audit.sources import DirectorySource, Source, installed_path
 from pp1audit.treedigest import startup_digest, tree_digest
 
 KIND = "record"
@@ -210,6 +211,7 @@ class RecordRun:
             self._early = [_error("record", str(exc))]
             return
         self.wheel = self.inv.location if self.inv.kind == "wheel" else None
+        self.site_dir = _site_dir(source, self.inv)
         self.run = HashRun(wheel=self.wheel, progress=progress, keep=self._keep)
         try:
             self.files = self.inv.walk(package, self._add)
@@ -311,7 +313,7 @@ class RecordRun:
         checks.append(_tree_check(files, digests, package, tree_sha256, ver, record_problem))
         shadow = None
         if record or self.startup_sha256 is not None:
-            shadow = check_shadowing(inv, package, primary, self.cache)
+            shadow = check_shadowing(inv, package, primary, self.cache, self.site_dir)
         if record and shadow is not None:
             # No pyc in the tree (a wheel, an install without bytecode): the
             # verification cache is not even opened.
@@ -324,6 +326,14 @@ class RecordRun:
         if shadow is not None:
             checks.append(_startup_check(shadow, self.startup_sha256))
         return checks
+
+
+def _site_dir(source: Source, inv: Inventory) -> str | None:
+    """The target root as ``site`` spells it: the path given, symlinks kept
+    (``sitemodel.site_dir_as_given``); None for a wheel."""
+    if not isinstance(inv, DirInventory) or not isinstance(source, DirectorySource):
+        return None
+    return site_dir_as_given(source.location, inv.root, package_given=source.mount is not None)
 
 
 def _record_checks(ver: object, record_path: str | None, problem: str | None, package: str,

@@ -1,0 +1,200 @@
+"""What Python's startup does with a site-packages directory, modelled on CPython's source.
+
+The shadowing check (``pp1audit.shadowing``) judges what runs; this module says
+where Python looks and how it reads what it finds there, as CPython 3.11 to
+3.13 do (``Modules/getpath.py`` and ``getpath.c``, ``Lib/site.py``), each rule
+checked with the real interpreter:
+
+* The site directory is the path ``site`` builds from ``sys.prefix``
+  (``<prefix>/lib/pythonX.Y/site-packages``) and makes absolute with
+  ``os.path.abspath``: ``..`` collapsed as text, symbolic links kept. A relative
+  ``.pth`` path line is joined to *that* path, so a symlinked site-packages is
+  judged by the path given, not by where it leads (``site_dir_as_given``).
+* ``pyvenv.cfg`` is read twice, differently. ``getpath`` (the base interpreter,
+  from ``home``) reads ``<prefix>/pyvenv.cfg``, else ``<prefix>/bin/pyvenv.cfg``,
+  at most 32 KiB (a larger file stops Python before it starts), decoded as
+  UTF-8 up to the first NUL, lines split at ``\\n`` only, and takes the first
+  ``home``. ``site`` (the system site-packages) reads ``bin/pyvenv.cfg`` first,
+  as a text file: lines end at ``\\n``, ``\\r`` or ``\\r\\n`` only, never at a
+  form feed or U+2028 as ``str.splitlines`` would have them; it takes the last
+  ``include-system-site-packages`` and lets the system site-packages in unless
+  that says anything but ``true``. Both strip keys and values with
+  ``str.strip`` and compare keys lower-cased.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from pp1audit.safeio import NotRegular, TooLarge, read_regular
+
+CFG_MAX = 1 << 20
+"""Largest ``pyvenv.cfg`` read (venv writes a few hundred bytes)."""
+
+GETPATH_CFG_MAX = 32 * 1024
+"""``getpath`` refuses a ``pyvenv.cfg`` of this many bytes or more ("cannot read
+file larger than 32KB during initialization"): Python does not start."""
+
+SITE_NAMES = ("site-packages", "dist-packages")
+"""Names of a site directory (``dist-packages`` is Debian's)."""
+
+_LIB_NAME = re.compile(r"python(\d+)\.(\d+)(t?)")
+"""``lib/pythonX.Y`` (``t``: a free-threaded build)."""
+
+
+def site_dir_as_given(location: str, real_root: str, *, package_given: bool) -> str:
+    """The site directory as ``site`` spells it, from the path the audit was given.
+
+    ``os.path.abspath`` of the target (its parent when the package directory was
+    given), as ``site.makepath`` makes its paths: ``..`` collapsed as text and
+    symbolic links kept. When that path does not lead to ``real_root`` (a ``..``
+    after a symlink, which the OS resolves differently), ``real_root`` itself.
+    """
+    path = os.path.abspath(location)
+    if package_given:
+        path = os.path.dirname(path)
+    return path if os.path.realpath(path) == real_root else real_root
+
+
+@dataclass(frozen=True, slots=True)
+class Interpreter:
+    """What the interpreter of a ``<prefix>/lib/pythonX.Y/site-packages`` reads at startup."""
+
+    stdlib: str
+    """Its base standard library directory (not checked to exist)."""
+    origin: str
+    """Where that came from, for the summary."""
+    version: tuple[int, int] | None = None
+    """``X.Y`` from ``lib/pythonX.Y`` (else ``pyvenv.cfg``'s ``version``)."""
+    system_site: bool = False
+    """A venv that lets the base interpreter's site-packages in."""
+    system_site_origin: str = ""
+    notes: tuple[str, ...] = ()
+    """What the summary must say about the configuration (Python would not start…)."""
+
+
+def _cfg_bytes(path: str) -> bytes | None:
+    """A ``pyvenv.cfg``'s bytes, None when there is no regular file there;
+    ``TooLarge`` over ``CFG_MAX`` bytes. The target is untrusted: read through the
+    safe opener (never blocking, a FIFO refused, bounded); a final symlink is
+    followed, as ``open`` does."""
+    try:
+        return read_regular(path, CFG_MAX, follow=True)
+    except (OSError, NotRegular):
+        return None
+
+
+def _pairs(lines: list[str]) -> list[tuple[str, str]]:
+    """``key = value`` pairs as both readers split them: at the first ``=``, key
+    stripped and lower-cased, value stripped (``str.strip``)."""
+    out = []
+    for line in lines:
+        key, sep, value = line.partition("=")
+        if sep:
+            out.append((key.strip().lower(), value.strip()))
+    return out
+
+
+def getpath_pairs(data: bytes) -> list[tuple[str, str]]:
+    """``pyvenv.cfg`` as ``getpath`` reads it (``getpath.c`` ``readlines``): UTF-8
+    (surrogateescape) up to the first NUL, lines split at ``\\n`` only."""
+    text = data.decode("utf-8", "surrogateescape").split("\0", 1)[0]
+    return _pairs(text.split("\n"))
+
+
+def site_pairs(data: bytes) -> list[tuple[str, str]]:
+    """``pyvenv.cfg`` as ``site.venv`` reads it: a UTF-8 text file iterated by line,
+    so lines end at ``\\n``, ``\\r`` and ``\\r\\n`` only (a form feed, ``\\x1c`` or
+    U+2028 is inside a line, where ``str.splitlines`` would end it)."""
+    return _pairs(universal_lines(data.decode("utf-8", "replace")))
+
+
+def universal_lines(text: str) -> list[str]:
+    """Lines as a text file in universal-newline mode yields them (without their ends)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _version(name: str, pairs: list[tuple[str, str]]) -> tuple[int, int] | None:
+    """``X.Y`` from a ``pythonX.Y`` directory name, else from ``version = X.Y.Z``."""
+    if (m := _LIB_NAME.fullmatch(name)) is not None:
+        return int(m[1]), int(m[2])
+    value = next((v for k, v in pairs if k == "version"), "")
+    if (m := re.match(r"(\d+)\.(\d+)", value)) is not None:
+        return int(m[1]), int(m[2])
+    return None
+
+
+def interpreter(site_dir: str) -> Interpreter | None:
+    """The interpreter of a site directory laid out as ``<prefix>/lib/pythonX.Y/site-packages``,
+    None for any other layout.
+
+    ``<prefix>/lib/pythonX.Y`` itself, unless the prefix is a venv: then the
+    base interpreter's, under the directory above the one ``home`` names
+    (``getpath``'s reading), and the system site-packages as ``site`` reads the
+    file (see the module docstring).
+    """
+    parent = os.path.dirname(site_dir)
+    if os.path.basename(site_dir) not in SITE_NAMES or not os.path.basename(parent).startswith("python"):
+        return None
+    prefix = os.path.dirname(os.path.dirname(parent))
+    base = _getpath_base(prefix, os.path.basename(parent))
+    stdlib, origin = base.stdlib or parent, base.origin or f"the prefix of {site_dir}"
+    system_site, system_origin = _site_system_site(prefix)
+    return Interpreter(stdlib, origin, _version(os.path.basename(parent), base.pairs), system_site,
+                       system_origin, base.notes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Base:
+    """What ``getpath`` takes from ``pyvenv.cfg``: nothing (no venv), or its pairs and ``home``."""
+
+    stdlib: str | None = None
+    origin: str | None = None
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
+
+
+def _getpath_base(prefix: str, lib_name: str) -> _Base:
+    """The base standard library ``getpath`` derives from the first ``home`` of
+    ``<prefix>/pyvenv.cfg``, else of ``<prefix>/bin/pyvenv.cfg``."""
+    for cfg in (os.path.join(prefix, "pyvenv.cfg"), os.path.join(prefix, "bin", "pyvenv.cfg")):
+        try:
+            data = _cfg_bytes(cfg)
+        except TooLarge:
+            data = None
+            large = True
+        else:
+            large = data is not None and len(data) >= GETPATH_CFG_MAX
+        if large:
+            return _Base(notes=(f"{cfg} is {GETPATH_CFG_MAX >> 10} KiB or more: Python refuses to "
+                                "start with such a pyvenv.cfg (nothing runs)",))
+        if data is None:
+            continue
+        pairs = getpath_pairs(data)
+        home = next((v for k, v in pairs if k == "home"), None)
+        if not home:
+            return _Base(pairs=pairs)
+        return _Base(os.path.join(os.path.dirname(home), "lib", lib_name), f"home = {home} in {cfg}", pairs)
+    return _Base()
+
+
+def _site_system_site(prefix: str) -> tuple[bool, str]:
+    """Whether ``site`` lets the system site-packages in, and why: the last
+    ``include-system-site-packages`` of ``<prefix>/bin/pyvenv.cfg``, else of
+    ``<prefix>/pyvenv.cfg``; absent means in, anything but ``true`` out. No
+    ``pyvenv.cfg``: no venv (its own site-packages are the system's)."""
+    for cfg in (os.path.join(prefix, "bin", "pyvenv.cfg"), os.path.join(prefix, "pyvenv.cfg")):
+        try:
+            data = _cfg_bytes(cfg)
+        except TooLarge:
+            return True, (f"{cfg} is over the {CFG_MAX >> 20} MiB read; site reads it all, so the "
+                          "system site-packages are taken as let in")
+        if data is None:
+            continue
+        values = [v.lower() for k, v in site_pairs(data) if k == "include-system-site-packages"]
+        if not values:
+            return True, f"{cfg} does not set include-system-site-packages, which site reads as true"
+        return values[-1] == "true", f"include-system-site-packages = {values[-1]} in {cfg}"
+    return False, ""
