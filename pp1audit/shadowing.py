@@ -84,6 +84,7 @@ from pp1audit.record import (
     RecordError,
     dist_name,
     distributions,
+    is_bytecode,
     normalize,
     parse_record,
     read_record,
@@ -347,12 +348,38 @@ def _importer(func: ast.expr) -> bool:
 _STDLIB = frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names)
 
 
-def _of_module(path: str, module: str) -> bool:
-    """A RECORD path that belongs to top-level ``module``: under its directory, one
-    of its module files at the root, or the root ``__pycache__`` bytecode of one."""
+def _of_module(path: str, module: str, base: str = "") -> bool:
+    """A RECORD path that belongs to top-level ``module`` of directory ``base`` ('' the
+    root): under its directory, one of its module files, or the bytecode of one in
+    ``base``'s ``__pycache__``."""
+    if base:
+        if not path.startswith(base + "/"):
+            return False
+        path = path[len(base) + 1:]
     if path.startswith(module + "/") or path in module_names(module):
         return True
     return path.startswith(f"__pycache__/{module}.") and path.endswith(".pyc")
+
+
+def _module_owner(inv: Inventory, module: str, base: str = "") -> tuple[str, list[RecordEntry]] | None:
+    """The installed distribution whose RECORD installs ``module`` (of directory
+    ``base``), and its rows of it: the first ``*.dist-info`` with a ``METADATA``
+    (a bare RECORD is no installed distribution) whose RECORD lists files of it."""
+    for meta, kind in inv.children(""):
+        if kind != DIR or not meta.endswith(".dist-info"):
+            continue
+        if (m := inv.entry(f"{meta}/METADATA")) is None or m.kind != FILE:
+            continue
+        try:
+            data = read_record(inv, f"{meta}/RECORD")
+            if module.encode() not in data:
+                continue
+            rows = [_logical(inv, r) for r in parse_record(data, f"{meta}/RECORD")]
+        except RecordError:
+            continue
+        if mine := [r for r in rows if _of_module(r.path, module, base)]:
+            return meta, mine
+    return None
 
 
 def _logical(inv: Inventory, row: RecordEntry) -> RecordEntry:
@@ -388,7 +415,7 @@ def _verify_imports(scope: _Scope, pth: str, meta: str, lines: list[str], report
         if module == scope.package and not scope.shown:
             said.append(f"{module} (the audited package)")
         elif mine:
-            said.append(_verify_module(scope, pth, meta, module, mine, root, report))
+            said.append(_verify_module(scope, meta, module, mine, root, report, _pth_run(pth, meta)))
         elif module in _STDLIB and not _present(root, module):
             stdlib.append(module)
         else:
@@ -407,24 +434,26 @@ def _verify_imports(scope: _Scope, pth: str, meta: str, lines: list[str], report
 
 
 def _present(root: dict[str, str], module: str) -> bool:
-    """Whether the site directory holds something importable as ``module``."""
+    """Whether a directory (its children ``root``) holds something importable as ``module``."""
     return module in root or any(n in root for n in module_names(module))
 
 
-def _module_files(inv: Inventory, module: str, root: dict[str, str]) -> list[Entry]:
-    """Every entry of top-level ``module`` in the root: its directory walked, its
-    module files, and their bytecode in the root ``__pycache__``. ``TargetError``
-    when its directory leads outside the root."""
+def _module_files(inv: Inventory, module: str, root: dict[str, str], base: str = "") -> list[Entry]:
+    """Every entry of top-level ``module`` in directory ``base`` ('' the root; its
+    children ``root``): its directory walked, its module files, and their bytecode
+    in ``base``'s ``__pycache__``. ``TargetError`` when its directory leads outside
+    the root."""
+    pre = f"{base}/" if base else ""
     files: list[Entry] = []
     if root.get(module) in (DIR, SYMLINK):
-        files.extend(inv.walk(module))
+        files.extend(inv.walk(pre + module))
     for name in sorted(module_names(module) & set(root)):
-        if (e := inv.entry(name)) is not None:
+        if (e := inv.entry(pre + name)) is not None:
             files.append(e)
     if root.get("__pycache__") == DIR:
-        for name, _kind in inv.children("__pycache__"):
+        for name, _kind in inv.children(f"{pre}__pycache__"):
             if (name.startswith(module + ".") and name.endswith(".pyc")
-                    and (e := inv.entry(f"__pycache__/{name}")) is not None):
+                    and (e := inv.entry(f"{pre}__pycache__/{name}")) is not None):
                 files.append(e)
     return files
 
@@ -434,33 +463,37 @@ def _wheel(inv: Inventory) -> str | None:
     return inv.location if isinstance(inv, WheelInventory) else None
 
 
-def _hashed_module(scope: _Scope, module: str, root: dict[str, str],
-                   report: ShadowReport) -> tuple[list[Entry], dict[str, Digest]]:
-    """Every entry of ``module`` in the root (``_module_files``), hashed once (sources
+def _hashed_module(scope: _Scope, module: str, root: dict[str, str], report: ShadowReport,
+                   base: str = "") -> tuple[list[Entry], dict[str, Digest]]:
+    """Every entry of ``module`` in ``base`` (``_module_files``), hashed once (sources
     kept for the bytecode check), and added to the startup set. ``TargetError``
     when its directory leads outside the root: then in the set unread."""
     try:
-        files = _module_files(scope.inv, module, root)
+        files = _module_files(scope.inv, module, root, base)
     except TargetError:
-        report.startup[scope.name(module)] = None
+        report.startup[scope.name(f"{base}/{module}" if base else module)] = None
         raise
     digests = hash_entries(files, wheel=_wheel(scope.inv), keep=keep_for_bytecode)
     _startup_files(scope, report, files, digests)
     return files, digests
 
 
-def _startup_module(scope: _Scope, module: str, root: dict[str, str], report: ShadowReport) -> None:
-    """An imported module no RECORD vouches for (already a finding): its files are
-    startup code all the same."""
+def _startup_module(scope: _Scope, module: str, root: dict[str, str], report: ShadowReport,
+                    base: str = "") -> None:
+    """A module no RECORD vouches for (already a finding): its files are startup
+    code all the same."""
     with contextlib.suppress(TargetError):
-        _hashed_module(scope, module, root, report)
+        _hashed_module(scope, module, root, report, base)
 
 
 def _startup_files(scope: _Scope, report: ShadowReport, files: list[Entry],
                    digests: dict[str, Digest]) -> None:
-    """Add hashed entries to the startup set, bytecode caches left out (see ``ShadowReport``)."""
+    """Add hashed entries to the startup set, bytecode caches left out (see
+    ``ShadowReport``): files named as Python's cache names them, which the bytecode
+    check judges. A ``__pycache__/sitecustomize.pyc`` is no cache file: a path line
+    putting that directory on ``sys.path`` imports it."""
     for e in files:
-        if "__pycache__" not in e.path.split("/"):
+        if not is_bytecode(e.path):
             report.startup[scope.name(e.path)] = token_for(e, digests.get(e.path))
 
 
@@ -497,17 +530,33 @@ def _startup_os_path(scope: _Scope, report: ShadowReport, path: str) -> None:
         report.startup[path] = None
 
 
-def _verify_module(scope: _Scope, pth: str, meta: str, module: str, rows: list[RecordEntry],
-                   root: dict[str, str], report: ShadowReport) -> str:
-    """One imported module against its rows of the vouching RECORD, with the same
-    rules as the package's own check (``record.verify``), and its bytecode with
-    the bytecode check. Findings are added; the summary phrase is returned."""
-    inv = scope.inv
-    why = f"run at every interpreter start by {pth} (vouched for by {meta})"
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """Why a vouched module's files run, for its findings: the phrase and the id prefix."""
+
+    why: str
+    """``run at every interpreter start by x.pth (vouched for by M)``."""
+    cid: str
+    """Prefix of a finding's id; the file's path follows."""
+
+
+def _pth_run(pth: str, meta: str) -> _Run:
+    """A module a vouched ``.pth`` imports."""
+    return _Run(f"run at every interpreter start by {pth} (vouched for by {meta})", f"pth:{pth}:")
+
+
+def _verify_module(scope: _Scope, meta: str, module: str, rows: list[RecordEntry],
+                   root: dict[str, str], report: ShadowReport, run: _Run, base: str = "") -> str:
+    """One module that runs at startup (in directory ``base``) against its rows of
+    the vouching RECORD, with the same rules as the package's own check
+    (``record.verify``), and its bytecode with the bytecode check. Findings are
+    added; the summary phrase is returned."""
+    inv, why = scope.inv, run.why
     try:
-        files, digests = _hashed_module(scope, module, root, report)
+        files, digests = _hashed_module(scope, module, root, report, base)
     except TargetError as exc:
-        report.findings.append(Shadow(scope.name(module), f"{exc} ({why})", f"pth:{pth}:{module}"))
+        where = f"{base}/{module}" if base else module
+        report.findings.append(Shadow(scope.name(where), f"{exc} ({why})", run.cid + where))
         return f"{module} (not verified)"
     wheel = _wheel(inv)
     by_path = {e.path: e for e in files}
@@ -526,14 +575,14 @@ def _verify_module(scope: _Scope, pth: str, meta: str, module: str, rows: list[R
     for p in ver.problems:
         shown = scope.name(p.path)
         report.findings.append(Shadow(shown, f"{shown} is {why}, but does not match that RECORD: "
-                                      f"{p.message}", f"pth:{pth}:{p.path}"))
+                                      f"{p.message}", run.cid + p.path))
     rep = check_bytecode(files, digests, cache=scope.cache or default_cache())
     for f in rep.findings:
         shown = scope.name(f.path)
         if f.status == "skip":
-            report.notes.append(f"{shown} (imported by {pth}): {f.message}")
+            report.notes.append(f"{shown} ({why}): {f.message}")
             continue
-        report.findings.append(Shadow(shown, f"{shown} is {why}: {f.message}", f"pth:{pth}:{f.path}"))
+        report.findings.append(Shadow(shown, f"{shown} is {why}: {f.message}", run.cid + f.path))
     bad = len(ver.problems) + sum(f.status != "skip" for f in rep.findings)
     problems = f"; {bad} problem(s) reported separately" if bad else ""
     return (f"{module} ({ver.verified} file(s) matching it, {rep.verified} bytecode file(s) "
@@ -611,27 +660,36 @@ def _hooks_on_path(scope: _Scope, root: str, pth: str, n: int, head: str, real: 
                    report: ShadowReport) -> None:
     """A ``sitecustomize`` / ``usercustomize`` in a directory a path line adds: ``site``
     imports it after the ``.pth`` files. Inside ``root`` (the site directory) one an
-    installed distribution's RECORD lists with its hash is named; anything else fails."""
-    inv = scope.inv
-    rel = os.path.relpath(real, root) if _under(real, root) else None
-    for path in _hooks_in_dir(real):
-        name = os.path.basename(path)
+    installed distribution's RECORD installs is verified (``_judge_hook``) and
+    named; anything else fails."""
+    found = _hooks_in_dir(real)
+    if not found:
+        return
+    rel = os.path.relpath(real, root).replace(os.sep, "/") if _under(real, root) else None
+    children = dict(scope.inv.children(rel)) if rel is not None else {}
+    for hook in CUSTOMIZE:
+        paths = [p for p in found if _hook_of(os.path.basename(p)) == hook]
+        if not paths:
+            continue
         if rel is not None:
-            logical = f"{rel}/{name}".replace(os.sep, "/")
-            e = inv.entry(logical)
-            data = read_small(inv, logical) if e is not None and e.kind == FILE else None
-            digest = hashlib.sha256(data) if data is not None else None
-            _startup_entry(scope, report, logical, digest.hexdigest() if digest else None)
-            good = _owners(inv, logical, digest.digest()).good if digest is not None else []
-            if good:
-                report.notes.append(f"{scope.name(logical)} is on sys.path through {pth}:{n} and runs "
-                                    f"at startup, vouched for by {good[0]} (matches its RECORD)")
+            vouched = _judge_hook(scope, hook, children, report, cid=f"pth:{pth}:{n}:", base=rel,
+                                  via=f" through {pth}:{n}")
+            if vouched is not None:
+                report.notes.append(f"{scope.name(f'{rel}/{hook}')} is on sys.path through {pth}:{n} "
+                                    f"and runs at startup, vouched for by {vouched}")
                 continue
-        else:
-            report.startup[path] = None  # outside the site directory: never opened
-        report.findings.append(Shadow(
-            pth, f"{head}, where {path} is imported by site at every interpreter start, after the .pth "
-            "files; no installed distribution's RECORD vouches for it", f"pth:{pth}:{n}:{name}"))
+        for path in paths:
+            if rel is None:
+                report.startup[path] = None  # outside the site directory: never opened
+            report.findings.append(Shadow(
+                pth, f"{head}, where {path} is imported by site at every interpreter start, after the "
+                ".pth files; no installed distribution's RECORD vouches for it",
+                f"pth:{pth}:{n}:{os.path.basename(path)}"))
+
+
+def _hook_of(name: str) -> str | None:
+    """The startup hook a directory entry imports as, if any."""
+    return next((h for h in CUSTOMIZE if name == h or name in module_names(h)), None)
 
 
 def _zip_on_path(package: str, pth: str, n: int, head: str, real: str, report: ShadowReport) -> None:
@@ -987,23 +1045,51 @@ def check_copies(inv: Inventory, package: str, primary: str | None, report: Shad
 
 
 def check_customize(inv: Inventory, report: ShadowReport, scope: _Scope | None = None) -> None:
-    """``sitecustomize`` / ``usercustomize`` in the root: ``site`` imports them at every start."""
-    hooks = module_names("sitecustomize") | module_names("usercustomize")
+    """``sitecustomize`` / ``usercustomize`` in the root: ``site`` imports them at every
+    start. One an installed distribution's RECORD installs is verified as the
+    modules a vouched ``.pth`` imports are (``_judge_hook``); anything else fails."""
     scope = scope or _Scope(inv, "", None)
-    for name, kind in inv.children(""):
-        if name not in hooks and not (kind == DIR and name in CUSTOMIZE):
+    children = dict(inv.children(""))
+    for hook in CUSTOMIZE:
+        names = _hook_entries(children, hook)
+        if not names:
             continue
-        shown = scope.name(name)
-        data = read_small(inv, name) if kind == FILE else None
-        digest = hashlib.sha256(data) if data is not None else None
-        _startup_entry(scope, report, name, digest.hexdigest() if digest else None)
-        good = _owners(inv, name, digest.digest()).good if digest is not None else []
-        if good:
-            report.notes.append(f"{shown} runs at startup, vouched for by {good[0]} (matches its RECORD)")
+        vouched = _judge_hook(scope, hook, children, report, cid=f"shadow:{scope.shown}")
+        if vouched is not None:
+            report.notes.append(f"{scope.name(hook)} runs at startup, vouched for by {vouched}")
             continue
-        report.findings.append(Shadow(
-            shown, f"{shown} is imported by site at every interpreter start, before any package; "
-            "no installed distribution's RECORD vouches for it", f"shadow:{shown}"))
+        for name in names:
+            shown = scope.name(name)
+            report.findings.append(Shadow(
+                shown, f"{shown} is imported by site at every interpreter start, before any package; "
+                "no installed distribution's RECORD vouches for it", f"shadow:{shown}"))
+
+
+def _hook_entries(children: dict[str, str], hook: str) -> list[str]:
+    """The entries of a directory (its children) that import as ``hook``: its module
+    files in any form, and a package directory (or a link to one)."""
+    names = [n for n in module_names(hook) if n in children]
+    if children.get(hook) in (DIR, SYMLINK):
+        names.append(hook)
+    return sorted(names)
+
+
+def _judge_hook(scope: _Scope, hook: str, children: dict[str, str], report: ShadowReport, *,
+                cid: str, base: str = "", via: str = "") -> str | None:
+    """A startup hook of directory ``base`` (its children ``children``): verified
+    against the RECORD of the installed distribution that installs it, all its
+    files and bytecode (``_verify_module``), as the modules a vouched ``.pth``
+    imports are. Returns ``<meta>: <what was verified>`` for the summary (its
+    problems are findings), or None when no RECORD installs it: then only put in
+    the startup set, for the caller to fail. ``via``: how its directory is on
+    ``sys.path`` (a path line), for the messages."""
+    owner = _module_owner(scope.inv, hook, base)
+    if owner is None:
+        _startup_module(scope, hook, children, report, base)
+        return None
+    meta, rows = owner
+    run = _Run(f"imported by site at every interpreter start{via} (vouched for by {meta})", cid)
+    return f"{meta}: {_verify_module(scope, meta, hook, rows, children, report, run, base)}"
 
 
 def check_shadowing(inv: Inventory, package: str, primary: str | None,

@@ -222,8 +222,12 @@ def test_a_hook_under_the_root_is_judged_by_record(tmp_path: Path) -> None:
                                  encoding="utf-8")
     checks = run(root)
     assert bad(checks) == {}
-    assert "hooks/sitecustomize.py is on sys.path through hooks.pth:1 and runs at startup, vouched " \
-        "for by hooks-1.0.dist-info" in checks["shadowing"].message
+    assert ("hooks/sitecustomize is on sys.path through hooks.pth:1 and runs at startup, vouched "
+            "for by hooks-1.0.dist-info: sitecustomize (1 file(s) matching it, 0 bytecode file(s) "
+            "verified as their sources compiled)") in checks["shadowing"].message
+    # Verified as a module: a file beside it that its RECORD does not list fails.
+    (root / "hooks" / "sitecustomize.abi3.so").write_bytes(b"\x7fELF")
+    assert list(bad(run(root))) == ["pth:hooks.pth:1:hooks/sitecustomize.abi3.so"]
 
 
 def test_path_lines_without_hooks_pass(tmp_path: Path) -> None:

@@ -8,14 +8,18 @@ the running one can show it, as in ``test_shadowing_hooks``.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
+import marshal
 import os
+import py_compile
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from test_record_units import bad, install, run
+from test_record_units import bad, install, record_row, run
 from test_shadowing_hooks import BASE_EXE, HOOK, PYVER, fake_base, starts, venv, with_hack
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
@@ -143,3 +147,56 @@ def test_a_pyvenv_cfg_getpath_refuses_is_named(tmp_path: Path) -> None:
     assert probe.returncode != 0 and "larger than 32KB" in probe.stderr  # the premise
     assert (f"{v / 'pyvenv.cfg'} is 32 KiB or more: Python refuses to start with such a pyvenv.cfg "
             "(nothing runs)") in run(root)["shadowing"].message
+
+
+# --- sitecustomize / usercustomize verified as modules ---------------------------------------
+
+
+def hook_dist(root: Path, files: dict[str, str]) -> Path:
+    """A distribution installing a startup hook as pip installs it: its files, their
+    bytecode (listed without a hash) and a RECORD."""
+    rows = []
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+        rows.append(record_row(root, rel))
+        pyc = importlib.util.cache_from_source(str(root / rel))
+        py_compile.compile(str(root / rel), cfile=pyc, doraise=True)
+        rows.append([os.path.relpath(pyc, root), "", ""])
+    meta = root / "hook-1.0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Name: hook\nVersion: 1.0\n", encoding="utf-8")
+    rows += [record_row(root, "hook-1.0.dist-info/METADATA"), ["hook-1.0.dist-info/RECORD", "", ""]]
+    add_rows(root, "hook-1.0.dist-info", rows)
+    return root
+
+
+def test_a_sitecustomize_package_a_record_installs_passes(tmp_path: Path) -> None:
+    """``pip install sitecustomize-entrypoints`` installs a ``sitecustomize/`` package."""
+    root = hook_dist(install(tmp_path / "site"), {"sitecustomize/__init__.py": "from ._impl import run\n",
+                                                  "sitecustomize/_impl.py": "def run():\n    pass\n"})
+    checks = run(root)
+    assert bad(checks) == {}
+    assert ("sitecustomize runs at startup, vouched for by hook-1.0.dist-info: sitecustomize (2 file(s) "
+            "matching it, 2 bytecode file(s) verified as their sources compiled)"
+            ) in checks["shadowing"].message
+    (root / "sitecustomize" / "extra.py").write_text(HOOK, encoding="utf-8")
+    assert list(bad(run(root))) == ["shadow:sitecustomize/extra.py"]
+
+
+def test_tampered_bytecode_of_a_vouched_sitecustomize_fails(tmp_path: Path) -> None:
+    """A pyc whose header matches the source's mtime and size: Python runs it, while
+    the source still matches RECORD."""
+    v, root = venv(tmp_path)
+    hook_dist(root, {"sitecustomize.py": "pass\n"})
+    src = root / "sitecustomize.py"
+    pyc = Path(importlib.util.cache_from_source(str(src)))
+    st = src.stat()
+    header = importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF,
+                                                       st.st_size & 0xFFFFFFFF)
+    pyc.write_bytes(header + marshal.dumps(compile(HOOK, str(src), "exec", dont_inherit=True)))
+    assert "MARK: startup hook ran" in starts(v)  # the premise
+    checks = bad(run(root))
+    cid = f"shadow:{pyc.relative_to(root).as_posix()}"
+    assert list(checks) == [cid]
+    assert "tampered bytecode: Python would run this instead of sitecustomize.py" in checks[cid].message
