@@ -13,12 +13,16 @@ would execute something other than the audited files:
   distribution: a ``*.dist-info`` with its ``METADATA`` — a bare directory
   holding a one-line RECORD that names the ``.pth`` is not one (anyone who
   can drop a ``.pth`` can drop that). A vouched line runs the modules it
-  imports (``__import__('_distutils_hack')``), so those must match the same
-  RECORD too (every row of a present file hashed, nothing unlisted beside
-  them, their ``__pycache__`` judged by the bytecode check; a hash-less row
-  naming no file, as virtualenv's seeder writes, names nothing to run); a
-  module it names that RECORD
-  does not install fails, unless a standard-library name. The code shown is
+  imports (``__import__('_distutils_hack')``, or an ``import`` inside the
+  constant string it hands ``exec`` / ``eval`` / ``compile``, as coverage's
+  ``.pth`` does), so those must match the same RECORD too, or the RECORD of
+  the distribution that installs them (every row of a present file hashed,
+  nothing unlisted beside them, their ``__pycache__`` judged by the bytecode
+  check; a hash-less row naming no file, as virtualenv's seeder writes, names
+  nothing to run); a module no RECORD installs fails, unless a
+  standard-library name, and so does code or a module name the line computes
+  at run time (``exec(base64.b64decode(…))``): what it imports cannot be
+  known, and the vouched ``.pth`` bytes do not hold it. The code shown is
   cut at 120 characters, with how much was cut and the file's SHA-256 named,
   so no two different files read the same.
 * ``.pth`` path lines, resolved as ``site`` does (joined to the site
@@ -34,7 +38,9 @@ would execute something other than the audited files:
   includes the old distutils form, a single *file* ``name-1.0-py3.11.egg-info``
   in PKG-INFO format, which ``importlib.metadata`` reads as a distribution.
 * ``sitecustomize`` / ``usercustomize`` modules in the target root, which
-  ``site`` imports at every start (same RECORD attribution as ``.pth``).
+  ``site`` imports at every start: verified as a vouched ``.pth``'s modules
+  are, against the RECORD that installs them (a package directory as well as a
+  module, its bytecode by the bytecode check); none installing them fails.
 * Another importable ``<package>`` ahead of the target on ``sys.path``: the
   standard library directories of the interpreter this site-packages belongs
   to (``lib/pythonX.Y`` and ``lib-dynload``; for a venv, those of its base
@@ -93,6 +99,7 @@ from pp1audit.record import (
 )
 from pp1audit.sitemodel import Interpreter, interpreter
 from pp1audit.sources import installed_path
+from pp1audit.syntaxtree import constant_string
 from pp1audit.treedigest import path_order, token_for
 from pp1audit.zipindex import NotAFile, ZipError, ZipIndex
 
@@ -307,35 +314,115 @@ def _judge_executing(scope: _Scope, name: str, data: bytes, executing: list[tupl
 
 
 _IMPORTERS = ("__import__", "import_module")
-"""Calls that import the module their first argument names (``__import__('x')``,
-``importlib.import_module('x')``)."""
+"""Calls that import the module their first argument (or ``name=``) names
+(``__import__('x')``, ``importlib.import_module('x')``)."""
+
+_RUNNERS = ("exec", "eval", "compile")
+"""Builtins that run (or compile, for ``exec`` to run) the code their first
+argument (or ``source=``) holds: ``exec('import coverage')`` in coverage's ``.pth``."""
+
+RUN_DEPTH = 8
+"""Nested ``exec('exec(…)')`` strings followed; deeper code is taken as undetermined."""
 
 
-def imported_modules(lines: list[str]) -> list[str]:
-    """Top-level modules the executing lines of a ``.pth`` import, sorted.
+@dataclass(frozen=True, slots=True)
+class PthImports:
+    """What the executing lines of a ``.pth`` import."""
+
+    modules: list[str]
+    """Top-level modules named by a constant, sorted."""
+    dynamic: list[str]
+    """Calls whose module name or code is computed at run time, as written (cut at ``CUT``)."""
+
+
+def pth_imports(lines: list[str]) -> PthImports:
+    """What the executing lines of a ``.pth`` import.
 
     Each line is what ``site`` hands to ``exec``: parsed with ``ast``, its
     ``import`` / ``from … import`` statements (absolute ones) and calls of
-    ``__import__`` / ``import_module`` with a literal name give a module's
-    first component. A line that does not parse runs nothing (``exec``
-    raises), so it gives none.
+    ``__import__`` / ``import_module`` with a constant name give a module's first
+    component; the constant string (or bytes) ``exec``, ``eval`` or ``compile``
+    is given is parsed the same way, nested ones too. A string made of constants
+    (``'import ' + 'x'``) is folded (``syntaxtree.constant_string``). Any other
+    argument to those calls (``exec(base64.b64decode(…))``, ``__import__(name)``)
+    is code or a name computed at run time: ``dynamic``. A line or string that does
+    not parse runs nothing (``exec`` raises), so it gives none.
     """
-    out: set[str] = set()
+    modules: set[str] = set()
+    dynamic: list[str] = []
     for line in lines:
-        try:
-            tree = ast.parse(line)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                out.update(a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                out.add(node.module.split(".")[0])
-            elif isinstance(node, ast.Call) and node.args and _importer(node.func):
-                arg = node.args[0]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value:
-                    out.add(arg.value.split(".")[0])
-    return sorted(out)
+        _collect_imports(line, modules, dynamic, 0)
+    return PthImports(sorted(modules), dynamic)
+
+
+def imported_modules(lines: list[str]) -> list[str]:
+    """Top-level modules the executing lines of a ``.pth`` import by a constant name, sorted."""
+    return pth_imports(lines).modules
+
+
+def _collect_imports(code: str, modules: set[str], dynamic: list[str], depth: int) -> None:
+    """``pth_imports`` for one piece of code (a line, or a string it runs)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and _importer(node.func):
+            name = _constant_text(_first_argument(node, "name"))
+            if name is None:
+                dynamic.append(_cut_code(node))
+            elif name:
+                modules.add(name.split(".")[0])
+        elif isinstance(node, ast.Call) and _runner(node.func):
+            arg = _first_argument(node, "source")
+            if isinstance(arg, ast.Call) and _runner(arg.func):
+                continue  # exec(compile('…')): the inner call is walked on its own
+            text = _constant_text(arg)
+            if text is None or depth >= RUN_DEPTH:
+                dynamic.append(_cut_code(node))
+            else:
+                _collect_imports(text, modules, dynamic, depth + 1)
+
+
+def _first_argument(call: ast.Call, keyword: str) -> ast.expr | None:
+    """The first positional argument of a call, else its ``keyword`` argument; None
+    when there is neither, or when ``*args`` / ``**kwargs`` may supply it."""
+    if call.args:
+        return None if isinstance(call.args[0], ast.Starred) else call.args[0]
+    if any(k.arg is None for k in call.keywords):
+        return None
+    return next((k.value for k in call.keywords if k.arg == keyword), None)
+
+
+def _constant_text(node: ast.expr | None) -> str | None:
+    """The string a constant argument holds (bytes decoded as ``exec`` decodes
+    source), folded from constants when it is an expression of them; None when it
+    is computed at run time."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            return node.value
+        if isinstance(node.value, bytes):
+            return node.value.decode("utf-8", "replace")
+    return constant_string(ast.unparse(node))
+
+
+def _cut_code(node: ast.expr) -> str:
+    """A call as written, at most ``CUT`` characters, the cut counted."""
+    text = ast.unparse(node)
+    return text if len(text) <= CUT else f"{text[:CUT]}… ({len(text) - CUT} more characters)"
+
+
+def _runner(func: ast.expr) -> bool:
+    """``exec`` / ``eval`` / ``compile`` by name, or ``….exec`` / ``….eval`` (``builtins.exec``)."""
+    if isinstance(func, ast.Name):
+        return func.id in _RUNNERS
+    return isinstance(func, ast.Attribute) and func.attr in ("exec", "eval")
 
 
 def _importer(func: ast.expr) -> bool:
@@ -397,9 +484,16 @@ def _verify_imports(scope: _Scope, pth: str, meta: str, lines: list[str], report
     which is the code that runs. Returns the phrase the summary adds.
     """
     inv = scope.inv
-    modules = imported_modules(lines)
+    imports = pth_imports(lines)
+    if imports.dynamic:
+        more = f" (and {len(imports.dynamic) - 1} more)" if len(imports.dynamic) > 1 else ""
+        report.findings.append(Shadow(
+            pth, f"{pth} (vouched for by {meta}) runs code at every interpreter start that it computes "
+            f"at run time: {imports.dynamic[0]}{more}; what that imports cannot be determined, so "
+            "nothing vouches for the code it runs", f"pth:{pth}:dynamic"))
+    modules = imports.modules
     if not modules:
-        return ""
+        return "; imports what it computes at run time (not verified)" if imports.dynamic else ""
     try:
         rows = [_logical(inv, r) for r in parse_record(read_record(inv, f"{meta}/RECORD"),
                                                        f"{meta}/RECORD")]
@@ -418,6 +512,14 @@ def _verify_imports(scope: _Scope, pth: str, meta: str, lines: list[str], report
             said.append(_verify_module(scope, meta, module, mine, root, report, _pth_run(pth, meta)))
         elif module in _STDLIB and not _present(root, module):
             stdlib.append(module)
+        elif _present(root, module) and (owner := _module_owner(inv, module)) is not None:
+            # Installed by another distribution (coverage-enable-subprocess's .pth
+            # imports coverage): verified against the RECORD that installs it.
+            other, rows_of = owner
+            run = _Run(f"run at every interpreter start by {pth} (vouched for by {meta}; the module "
+                       f"by {other})", f"pth:{pth}:")
+            said.append(f"{_verify_module(scope, other, module, rows_of, root, report, run)} "
+                        f"installed by {other}")
         else:
             where = ""
             if _present(root, module):

@@ -22,6 +22,8 @@ import pytest
 from test_record_units import bad, install, record_row, run
 from test_shadowing_hooks import BASE_EXE, HOOK, PYVER, fake_base, starts, venv, with_hack
 
+from pp1audit import shadowing
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 
 
@@ -200,3 +202,69 @@ def test_tampered_bytecode_of_a_vouched_sitecustomize_fails(tmp_path: Path) -> N
     cid = f"shadow:{pyc.relative_to(root).as_posix()}"
     assert list(checks) == [cid]
     assert "tampered bytecode: Python would run this instead of sitecustomize.py" in checks[cid].message
+
+
+# --- what a vouched .pth imports through exec / eval / compile -------------------------------
+
+
+def test_code_run_through_exec_strings_is_read_for_imports() -> None:
+    imports = shadowing.pth_imports([
+        "import sys; exec('import os\\n\\nif os.getenv(\"X\"):\\n try:\\n  import cov\\n except:\\n  pass')",
+        "exec(u'exec(\"from deep.er import x\")'); eval(\"__import__('ev')\")",
+        "exec(compile(source='import comp', filename='<pth>', mode='exec'))",
+        "exec(b'import by'); exec('import ' + 'folded'); builtins.exec('import attr')",
+        "exec('import ((( no parse')",
+    ])
+    assert imports.modules == ["attr", "by", "comp", "cov", "deep", "ev", "folded", "os", "sys"]
+    assert imports.dynamic == []
+
+
+@pytest.mark.parametrize("line", [
+    "import os; exec(os.environ.get('CODE', ''))",
+    "import base64; exec(base64.b64decode('aW1wb3J0IHg='))",
+    "import os; __import__(os.environ['MOD'])",
+    "import importlib; importlib.import_module(*['x'])",
+    "exec(compile(open('/tmp/x').read(), 'x', 'exec'))",
+])
+def test_code_or_a_name_computed_at_run_time_is_dynamic(line: str) -> None:
+    assert shadowing.pth_imports([line]).dynamic != []
+
+
+def test_a_module_imported_in_an_exec_string_is_verified(tmp_path: Path) -> None:
+    """coverage's ``a1_coverage.pth``: ``import sys; exec('…import coverage…')``."""
+    v, root = venv(tmp_path)
+    with_hack(root, pth="import sys; exec('import _hack')\n")
+    assert bad(run(root)) == {}
+    with open(root / "_hack" / "__init__.py", "a", encoding="utf-8") as f:
+        f.write(HOOK)
+    assert "MARK: startup hook ran" in starts(v)  # the premise
+    assert list(bad(run(root))) == ["pth:hack-precedence.pth:_hack/__init__.py"]
+
+
+def test_code_a_vouched_pth_computes_at_run_time_fails(tmp_path: Path) -> None:
+    root = with_hack(install(tmp_path / "site"),
+                     pth="import os; exec(os.environ.get('HACK_CODE', 'import _hack'))\n")
+    checks = bad(run(root))
+    assert list(checks) == ["pth:hack-precedence.pth:dynamic"]
+    assert checks["pth:hack-precedence.pth:dynamic"].message == (
+        "hack-precedence.pth (vouched for by hack-1.0.dist-info) runs code at every interpreter start "
+        "that it computes at run time: exec(os.environ.get('HACK_CODE', 'import _hack')); what that "
+        "imports cannot be determined, so nothing vouches for the code it runs")
+
+
+def test_a_module_another_distribution_installs_is_verified_against_its_record(tmp_path: Path) -> None:
+    """coverage-enable-subprocess's ``.pth`` imports coverage, which coverage's RECORD
+    installs: verified against that RECORD, not failed as unvouched."""
+    root = with_hack(install(tmp_path / "site"), pth="import _hack, _other\n")
+    (root / "_other.py").write_text("X = 1\n", encoding="utf-8")
+    meta = root / "other-1.0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Name: other\nVersion: 1.0\n", encoding="utf-8")
+    add_rows(root, "other-1.0.dist-info", [record_row(root, "_other.py"),
+                                           ["other-1.0.dist-info/RECORD", "", ""]])
+    checks = run(root)
+    assert bad(checks) == {}
+    assert "_other (1 file(s) matching it, 0 bytecode file(s) verified as their sources compiled) " \
+        "installed by other-1.0.dist-info" in checks["shadowing"].message
+    (root / "_other.py").write_text(HOOK, encoding="utf-8")
+    assert list(bad(run(root))) == ["pth:hack-precedence.pth:_other.py"]
