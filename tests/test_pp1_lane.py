@@ -137,6 +137,24 @@ SEED_BREAKS = {
     "confidence-from-argmax": (WORKER, SEED_WORKER.replace(
         "self.confidence_head(head_logits)", "torch.argmax(head_logits, dim=-1).float()"),
         "lane-worker-confidence-separate"),
+    # The second review (3a6ff92): each passed its rule.
+    "capacity-then-keeps-q": (SPECULATOR, SEED_SPECULATOR + "\n    def propose(self, proposal):\n"
+                              "        if proposal.probs is not None:\n"
+                              "            self.draft_logits = proposal.probs\n"
+                              "        return proposal\n", "lane-capacity-sets-draft-logits-none"),
+    "field-topk-weights": (WIRE, SEED_WIRE + "    topk_weights: list[list[float]] | None\n",
+                           "lane-wire-carries-no-distribution"),
+    "field-draft-q": (WIRE, SEED_WIRE + "    draft_q: list[list[float]] | None\n",
+                      "lane-wire-carries-no-distribution"),
+    "margins-per-vocabulary": (WIRE, SEED_WIRE.replace("margins: list[float] | None",
+                                                       "margins: list[list[float]] | None"),
+                               "lane-wire-carries-no-distribution"),
+    "unbiased-row": (WORKER, SEED_WORKER.replace(
+        "head_logits[row] + self.markov_bias(prev)", "unbiased(head_logits[row])"),
+        "lane-worker-bias-then-argmax"),
+    "confidence-a-constant": (WORKER, SEED_WORKER.replace(
+        "import torch\n", "import torch\n\nMIN_CONFIDENCE = 0.0\n").replace(
+        "self.confidence_head(head_logits)", "MIN_CONFIDENCE"), "lane-worker-confidence-separate"),
 }
 
 
@@ -154,6 +172,15 @@ SEED_SPELLINGS = {
     "annotated-attribute": (SPECULATOR, SEED_SPECULATOR.replace(
         "        self.state = SpeculatorState(draft_logits=None)\n",
         "        self.draft_logits: Tensor | None = None\n")),
+    # The second review (3a6ff92): each failed its rule.
+    "keyword-among-several": (SPECULATOR, SEED_SPECULATOR.replace(
+        "SpeculatorState(draft_logits=None)",
+        "SpeculatorState(config, draft_logits=None, confidence=None, margins=None)")),
+    "sample-mode-annotated": (WIRE, "from typing import Final\n\n" + SEED_WIRE.replace(
+        "SAMPLE_GREEDY = 1\n", "SAMPLE_GREEDY = 1\nSAMPLE_PROBABILISTIC: Final = 2\n")),
+    "distance-field": (WIRE, SEED_WIRE + "    distance_to_anchor: int\n"),
+    "max-with-indices": (WORKER, SEED_WORKER.replace(
+        "prev = torch.argmax(biased, dim=-1)", "_, prev = biased.max(dim=-1)")),
 }
 
 
