@@ -6,6 +6,9 @@ would execute something other than the audited files:
 * ``.pth`` files in the target root (site-packages). ``site`` executes every
   line starting with ``import`` at *every* interpreter start (a classic
   persistence and import-hijack vector), and adds other lines to ``sys.path``.
+  Lines are read as the target interpreter's version reads them (3.13 strips a
+  BOM and splits with ``str.splitlines``; ``sitemodel.pth_lines``), every
+  reading's when the version is unknown (a wheel).
   An executing ``.pth`` that an installed distribution's RECORD lists with a
   matching hash (setuptools' ``distutils-precedence.pth`` in every fresh venv)
   is attributed to it and named, with the code it runs, in the summary; one
@@ -97,7 +100,7 @@ from pp1audit.record import (
     read_small,
     verify,
 )
-from pp1audit.sitemodel import Interpreter, interpreter
+from pp1audit.sitemodel import Interpreter, interpreter, pth_lines, pth_processed
 from pp1audit.sources import installed_path
 from pp1audit.syntaxtree import constant_string
 from pp1audit.treedigest import path_order, token_for
@@ -232,18 +235,14 @@ class _Scope:
     site_dir: str = ""
     """The directory as ``site`` spells it (``sitemodel.site_dir_as_given``): a
     relative path line is joined to it, symlinks not resolved. '' in a wheel."""
+    version: tuple[int, int] | None = None
+    """The target interpreter's ``X.Y``: how ``site`` reads a ``.pth`` (``sitemodel.pth_lines``);
+    None when unknown (a wheel, a layout not recognised): every reading's lines."""
 
     def name(self, rel: str) -> str:
         """How a file of this directory is named: a base site-packages' by its full
         path, so a finding there is never mistaken for one in the target root."""
         return self.shown + rel
-
-
-def _pth_lines(text: str) -> list[str]:
-    """Lines as ``site`` reads them: a text file in universal-newline mode, so only
-    ``\\n``, ``\\r`` and ``\\r\\n`` end a line (``str.splitlines`` would also split at
-    form feeds and U+2028, where ``exec`` sees one line)."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: _Scope | None = None) -> None:
@@ -253,6 +252,11 @@ def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: _Scope 
         if not name.endswith(".pth"):
             continue
         shown = scope.name(name)
+        if not pth_processed(name, scope.version):
+            version = ".".join(map(str, scope.version or ()))
+            report.notes.append(f"{shown} is not read: Python {version} skips a .pth whose name "
+                                "starts with '.'")
+            continue
         report.pth_files += 1
         if kind != FILE:
             report.findings.append(Shadow(shown, f"{shown} is a {kind}; not opened", f"pth:{shown}"))
@@ -265,7 +269,7 @@ def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: _Scope 
             _startup_entry(scope, report, name)
             continue
         executing: list[tuple[int, str]] = []
-        for n, raw in enumerate(_pth_lines(data.decode("utf-8", "replace")), 1):
+        for n, raw in pth_lines(data, scope.version):
             line = raw.rstrip()
             if not line or line.startswith("#"):
                 continue
@@ -909,7 +913,8 @@ def check_system_site(interp: Interpreter, root: str, package: str, report: Shad
     for d in dirs:
         inv = DirInventory(d)
         scope = _Scope(inv, package, _package_dir(DirInventory(root), package),
-                       shown=d.rstrip(os.sep) + os.sep, cache=cache, site_dir=os.path.abspath(d))
+                       shown=d.rstrip(os.sep) + os.sep, cache=cache, site_dir=os.path.abspath(d),
+                       version=interp.version)
         check_pth(inv, package, report, scope)
         check_customize(inv, report, scope)
 
@@ -1210,7 +1215,8 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None,
                             "looked at (give the site-packages by the path its interpreter uses)")
     if interp is not None:
         report.notes.extend(interp.notes)
-    scope = _Scope(inv, package, _package_dir(inv, package), cache=cache, site_dir=site)
+    scope = _Scope(inv, package, _package_dir(inv, package), cache=cache, site_dir=site,
+                   version=interp.version if interp else None)
     check_pth(inv, package, report, scope)
     check_customize(inv, report, scope)
     check_copies(inv, package, primary, report)

@@ -198,3 +198,53 @@ def _site_system_site(prefix: str) -> tuple[bool, str]:
             return True, f"{cfg} does not set include-system-site-packages, which site reads as true"
         return values[-1] == "true", f"include-system-site-packages = {values[-1]} in {cfg}"
     return False, ""
+
+
+MODERN_PTH = (3, 13)
+"""From 3.13, ``site.addpackage`` reads a ``.pth`` as bytes decoded UTF-8 with a BOM
+stripped (the locale's encoding when that fails) and splits it with
+``str.splitlines``; ``addsitedir`` skips names starting with ``.``. Before, it
+iterated a text file in the locale's encoding (UTF-8, BOM kept) by universal
+newlines."""
+
+
+def pth_processed(name: str, version: tuple[int, int] | None) -> bool:
+    """Whether ``site`` opens a ``.pth`` of this name: from 3.13 not one whose name
+    starts with ``.``. An unknown version opens it (the audit looks at it)."""
+    return not (name.startswith(".") and version is not None and version >= MODERN_PTH)
+
+
+def pth_lines(data: bytes, version: tuple[int, int] | None) -> list[tuple[int, str]]:
+    """A ``.pth``'s lines as ``site`` of Python ``version`` reads them, numbered from 1.
+
+    3.11 and 3.12: UTF-8 (a BOM is a character of the first line, which then
+    starts no ``import``), lines ended by ``\\n``, ``\\r`` and ``\\r\\n`` only.
+    3.13 on: a BOM stripped and ``str.splitlines``, which also ends a line at
+    ``\\x0c``, ``\\x1c``-``\\x1e``, ``\\x85`` and U+2028/9, so ``# c\\x0cimport x``
+    runs ``import x``. Bytes that are not UTF-8 are read as ``site`` falls back to
+    the locale's encoding: both UTF-8 with replacement characters and Latin-1 (a
+    single-byte locale, where ``\\x85`` ends a line), the lines of either. An
+    unknown version (a wheel; a layout not recognised) gets the lines of both
+    readings, so nothing either would run is missed.
+    """
+    if version is None:
+        return _merged(_legacy_pth(data), _modern_pth(data))
+    return _modern_pth(data) if version >= MODERN_PTH else _legacy_pth(data)
+
+
+def _legacy_pth(data: bytes) -> list[tuple[int, str]]:
+    return list(enumerate(universal_lines(data.decode("utf-8", "replace")), 1))
+
+
+def _modern_pth(data: bytes) -> list[tuple[int, str]]:
+    try:
+        return list(enumerate(data.decode("utf-8-sig").splitlines(), 1))
+    except UnicodeDecodeError:
+        replaced = data.decode("utf-8-sig", "replace").splitlines()
+        return _merged(list(enumerate(replaced, 1)), list(enumerate(data.decode("latin-1").splitlines(), 1)))
+
+
+def _merged(first: list[tuple[int, str]], second: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The lines of two readings: all of ``first``, then those of ``second`` it does not hold."""
+    seen = {line for _, line in first}
+    return first + [(n, line) for n, line in second if line not in seen]

@@ -13,13 +13,14 @@ import io
 import marshal
 import os
 import py_compile
+import shutil
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from test_record_units import bad, install, record_row, run
+from test_record_units import bad, install, record_row, run, wheel_of
 from test_shadowing_hooks import BASE_EXE, HOOK, PYVER, fake_base, starts, venv, with_hack
 
 from pp1audit import shadowing
@@ -268,3 +269,81 @@ def test_a_module_another_distribution_installs_is_verified_against_its_record(t
         "installed by other-1.0.dist-info" in checks["shadowing"].message
     (root / "_other.py").write_text(HOOK, encoding="utf-8")
     assert list(bad(run(root))) == ["pth:hack-precedence.pth:_other.py"]
+
+
+# --- .pth files as the target interpreter's version reads them ------------------------------
+
+BOM_PTH = b"\xef\xbb\xbfimport sys; print('MARK: bom.pth ran', file=sys.stderr)\n"
+FF_PTH = b"# a comment\x0cimport sys; print('MARK: ff.pth ran', file=sys.stderr)\n"
+
+
+def versioned_venv(tmp_path: Path, version: str, exe: str | None = None) -> tuple[Path, Path]:
+    """A venv laid out for Python ``version`` (``3.13``), ``pkg`` installed without
+    bytecode, ``bom.pth`` and ``ff.pth`` in it; its ``bin/python`` is ``exe``."""
+    v = tmp_path / f"venv{version}"
+    root = install(v / "lib" / f"python{version}" / "site-packages", compile_pyc=False)
+    (root / "bom.pth").write_bytes(BOM_PTH)
+    (root / "ff.pth").write_bytes(FF_PTH)
+    (root / ".hidden.pth").write_bytes(BOM_PTH[3:])
+    (v / "bin").mkdir()
+    home = os.path.dirname(exe) if exe else "/nonexistent/bin"
+    if exe:
+        (v / "bin" / "python").symlink_to(exe)
+    (v / "pyvenv.cfg").write_text(f"home = {home}\ninclude-system-site-packages = false\n",
+                                  encoding="utf-8")
+    return v, root
+
+
+@pytest.mark.parametrize(("version", "modern"), [("3.11", False), ("3.12", False), ("3.13", True),
+                                                 ("3.14", True)])
+def test_a_pth_is_read_as_the_target_version_reads_it(tmp_path: Path, version: str, modern: bool) -> None:
+    """3.13's site strips a BOM, splits with str.splitlines and skips names starting
+    with '.'; 3.11 and 3.12 keep the BOM in the first line, split at line ends only,
+    and read every name."""
+    _v, root = versioned_venv(tmp_path, version)
+    checks = run(root)
+    if modern:
+        assert set(bad(checks)) == {"pth:bom.pth", "pth:ff.pth"}
+        assert ("bom.pth executes code at every interpreter start (no installed distribution's "
+                "RECORD lists it): line 1: import sys;") in checks["pth:bom.pth"].message
+        assert ("ff.pth executes code at every interpreter start (no installed distribution's "
+                "RECORD lists it): line 2: import sys;") in checks["pth:ff.pth"].message
+        assert (f".hidden.pth is not read: Python {version} skips a .pth whose name starts "
+                "with '.'") in checks["shadowing"].message
+    else:
+        assert set(bad(checks)) == {"pth:.hidden.pth"}
+
+
+def _interpreter(version: str) -> str | None:
+    """A ``python<version>`` to show a premise with, if one runs here."""
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        return BASE_EXE
+    found = shutil.which(f"python{version}")
+    if found is None:
+        return None
+    try:
+        real = subprocess.run([found, "-c", "import sys; print(sys._base_executable)"],
+                              capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return os.path.realpath(real)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_the_premise_with_the_real_interpreter(tmp_path: Path, version: str) -> None:
+    exe = _interpreter(version)
+    if exe is None:
+        pytest.skip(f"no python{version} here")
+    v, root = versioned_venv(tmp_path, version, exe)
+    (root / ".hidden.pth").unlink()
+    out = starts(v)
+    ran = {name for name in ("bom.pth", "ff.pth") if f"MARK: {name} ran" in out}
+    assert ran == ({"bom.pth", "ff.pth"} if version >= "3.13" else set())
+    assert set(bad(run(root))) & {"pth:bom.pth", "pth:ff.pth"} == {f"pth:{name}" for name in ran}
+
+
+def test_a_wheel_pth_gets_the_lines_of_every_version(tmp_path: Path) -> None:
+    """A wheel installs into any version: a line either reading runs is judged."""
+    root = install(tmp_path / "site", compile_pyc=False)
+    whl = wheel_of(root, tmp_path, {"ff.pth": FF_PTH.decode()})
+    assert list(bad(run(whl))) == ["pth:ff.pth"]
