@@ -137,6 +137,11 @@ class ShadowReport:
     notes: list[str] = field(default_factory=list)
     pth_files: int = 0
     looked_in: list[str] = field(default_factory=list)
+    on_path: list[str] = field(default_factory=list)
+    """What ``site`` puts on ``sys.path`` besides the target root, in ``sys.path``
+    order, as ``site`` spells it: the directories and zips ``.pth`` path lines add
+    (outside the audited package), and the base site-packages a venv lets in.
+    ``importlib.metadata`` looks for distributions (entry points) in each."""
     startup: dict[str, str | None] = field(default_factory=dict)
     """The startup set: file as shown -> its token in the tree digest's format
     (hex SHA-256, or ``<type>:<detail>`` for a symlink or special file), None when
@@ -736,6 +741,8 @@ def _path_line(scope: _Scope, pth: str, n: int, line: str, report: ShadowReport)
         return
     if real == inv.root:
         return  # the site directory itself, already on sys.path
+    if (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)) and added not in report.on_path:
+        report.on_path.append(added)
     if stat.S_ISDIR(st.st_mode):
         copy = _copy_in(real, scope.package)
         if copy is not None:
@@ -911,6 +918,7 @@ def check_system_site(interp: Interpreter, root: str, package: str, report: Shad
                         f".pth files and startup hooks judged in {where}; the user site-packages of "
                         "whoever runs Python are too, and are not audited here")
     for d in dirs:
+        report.on_path.append(d)
         inv = DirInventory(d)
         scope = _Scope(inv, package, _package_dir(DirInventory(root), package),
                        shown=d.rstrip(os.sep) + os.sep, cache=cache, site_dir=os.path.abspath(d),

@@ -343,3 +343,79 @@ def test_vllm_own_entry_points_edited_fail(tree_copy: Path) -> None:
                                 "plugin:vllm-0.31.0.dist-info/entry_points.txt:5",
                                 "plugin:vllm-0.31.0.dist-info/entry_points.txt:6",
                                 "plugin:vllm-0.31.0.dist-info/entry_points.txt:7"}
+
+
+# --- distributions elsewhere on sys.path -------------------------------------------------------
+
+
+def venv_plugins(v: Path) -> list[str]:
+    """The ``pkg.plugins`` entry points the venv's interpreter finds (``entry_points()``)."""
+    code = ("from importlib.metadata import entry_points as e; "
+            "print(sorted(f'{x.name}={x.value}' for x in e(group='pkg.plugins')))")
+    return eval(subprocess.run([str(v / "bin" / "python"), "-I", "-c", code], capture_output=True,
+                               text=True, check=True, timeout=60, cwd="/").stdout)
+
+
+def plugin_zip(path: Path, meta: str) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(f"{meta}/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n")
+        zf.writestr(f"{meta}/entry_points.txt", "[pkg.plugins]\nz = zipped:register\n")
+    return path
+
+
+def test_a_plugin_in_a_directory_a_path_line_adds_fails(tmp_path: Path) -> None:
+    from test_shadowing_hooks import venv
+
+    v, root = venv(tmp_path)
+    elsewhere = tmp_path / "plugdir"
+    elsewhere.mkdir()
+    add_dist(elsewhere, "[pkg.plugins]\nx = helper:register\n")
+    (root / "zz-paths.pth").write_text(f"{elsewhere}\n", encoding="utf-8")
+    assert venv_plugins(v) == ["x=helper:register"]  # the premise
+    checks = run(root)
+    cid = f"plugin:{elsewhere}/{HELPER}/entry_points.txt:2"
+    assert list(bad(checks)) == [cid]
+    assert f"declared by {elsewhere}/{HELPER}, not by the audited distribution" in checks[cid].message
+    assert f"entry_points.txt file(s) read (in the target root and {elsewhere})" \
+        in checks["shadowing"].message
+
+
+@pytest.mark.parametrize(("name", "meta"), [("plugins.zip", "zipped-1.0.dist-info"),
+                                            ("zipped-1.0-py3.11.egg", "EGG-INFO")])
+def test_a_plugin_in_a_zip_a_path_line_adds_fails(tmp_path: Path, name: str, meta: str) -> None:
+    from test_shadowing_hooks import venv
+
+    v, root = venv(tmp_path)
+    z = plugin_zip(tmp_path / name, meta)
+    (root / "zz-paths.pth").write_text(f"{z}\n", encoding="utf-8")
+    assert venv_plugins(v) == ["z=zipped:register"]  # the premise
+    assert list(bad(run(root))) == [f"plugin:{z}/{meta}/entry_points.txt:2"]
+
+
+@pytest.mark.parametrize("system_site", [True, False])
+def test_a_plugin_in_the_system_site_packages_fails_when_they_are_let_in(
+        tmp_path: Path, system_site: bool) -> None:
+    from test_shadowing_hooks import PYVER, fake_base, venv
+
+    home = fake_base(tmp_path)
+    base_site = home.parent / "lib" / PYVER / "site-packages"
+    add_dist(base_site, "[pkg.plugins]\nx = helper:register\n")
+    v, root = venv(tmp_path, f"include-system-site-packages = {str(system_site).lower()}\n", home=home)
+    assert venv_plugins(v) == (["x=helper:register"] if system_site else [])  # the premise
+    expected = [f"plugin:{base_site}/{HELPER}/entry_points.txt:2"] if system_site else []
+    assert list(bad(run(root))) == expected
+
+
+def test_a_distribution_named_as_one_earlier_on_sys_path_is_passed_over(tmp_path: Path) -> None:
+    """``entry_points()`` keeps one distribution per normalised name, the first on
+    sys.path: a ``Helper`` in a later directory is never loaded."""
+    from test_shadowing_hooks import venv
+
+    v, root = venv(tmp_path)
+    add_dist(root, "[console_scripts]\nh = helper:main\n")
+    elsewhere = tmp_path / "plugdir"
+    elsewhere.mkdir()
+    add_dist(elsewhere, "[pkg.plugins]\nx = helper:register\n", meta="Helper-2.0.dist-info")
+    (root / "zz-paths.pth").write_text(f"{elsewhere}\n", encoding="utf-8")
+    assert venv_plugins(v) == []  # the premise
+    assert bad(run(root)) == {}

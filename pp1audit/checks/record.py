@@ -22,7 +22,9 @@ check that passes, plus one check per problem file:
   ``.pth`` files and other copies of the package (see ``pp1audit.shadowing``);
   ``plugin:<dist-info>/entry_points.txt[:<line>]`` — entry points in the
   package's own groups (``vllm.general_plugins``…) that another distribution
-  declares, or that the audited one declares without its RECORD vouching for
+  declares (in the target root, or in a directory or zip a ``.pth`` path line
+  or the admitted system site-packages put on ``sys.path``, named by its full
+  path), or that the audited one declares without its RECORD vouching for
   them (see ``pp1audit.entrypoints``). They are code the package itself imports
   and runs, so the shadowing summary names them too.
 """
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 from dataclasses import replace
 
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode, pyc_name
@@ -39,6 +42,7 @@ from pp1audit.entrypoints import (
     EntryPointsError,
     PluginFinding,
     PluginReport,
+    is_distribution,
     judge,
     parse_entry_points,
 )
@@ -68,10 +72,11 @@ from pp1audit.record import (
     verify,
 )
 from pp1audit.result import Check, Status
-from pp1audit.shadowing import ShadowReport, check_shadowing
+from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing
 from pp1audit.sitemodel import site_dir_as_given
 from pp1audit.sources import DirectorySource, Source, installed_path
 from pp1audit.treedigest import startup_digest, tree_digest
+from pp1audit.zipindex import ZipError, ZipIndex
 
 KIND = "record"
 
@@ -322,7 +327,8 @@ class RecordRun:
             checks.extend(_bytecode_checks(files, digests, progress, cache))
             unvouched = _unvouched(primary, rows, ver, record_problem)
             checks.extend(_shadow_checks(shadow, package, primary,
-                                         _plugin_report(inv, package, primary, unvouched)))
+                                         _plugin_report(inv, package, primary, unvouched,
+                                                        shadow.on_path)))
         if shadow is not None:
             checks.append(_startup_check(shadow, self.startup_sha256))
         return checks
@@ -478,7 +484,9 @@ def _plugin_summary(rep: PluginReport, package: str, primary: str | None) -> str
     own = (f"{rep.own} entry point(s) in {package}.* groups, all declared by {primary} and "
            "vouched for by its RECORD" if rep.own else f"no entry point in {package}.* groups")
     bad = f" ({len(rep.findings)} entry-point problem(s) reported separately)" if rep.findings else ""
-    return f"{own}{bad}; {rep.files} entry_points.txt file(s) read"
+    where = f" (in the target root and {', '.join(rep.elsewhere)})" if rep.elsewhere else ""
+    notes = "".join(f"; {note}" for note in rep.notes)
+    return f"{own}{bad}; {rep.files} entry_points.txt file(s) read{where}{notes}"
 
 
 def _unvouched(primary: str | None, rows: list[RecordEntry], ver: object,
@@ -503,28 +511,64 @@ def _unvouched(primary: str | None, rows: list[RecordEntry], ver: object,
 
 
 def _plugin_report(inv: Inventory, package: str, primary: str | None,
-                   unvouched: str | None) -> PluginReport:
-    """The entry points of every distribution in the target root, judged (``entrypoints.judge``).
+                   unvouched: str | None, elsewhere: list[str] | None = None) -> PluginReport:
+    """The entry points of every distribution ``importlib.metadata`` finds, judged
+    (``entrypoints.judge``): those of the target root, then those of ``elsewhere``,
+    what ``site`` puts on ``sys.path`` besides it (``ShadowReport.on_path``: the
+    directories and zips ``.pth`` path lines add, the system site-packages a venv
+    lets in), which ``importlib.metadata`` searches all the same. There a
+    distribution named as one found earlier on ``sys.path`` is passed over, as
+    ``entry_points()`` passes it over (one per normalised name, the first); the
+    standard library's directories are not looked at (trusted, as in the shadowing
+    check).
 
-    The distributions are the children ``importlib.metadata`` takes for one: a name
-    ending in ``.dist-info`` / ``.egg-info``, in any case. A directory's
-    ``entry_points.txt`` is read when it is a regular file within the size cap
-    (``read_small``: never a FIFO, never through a symlink); a file named like
-    metadata has no entry points (``importlib.metadata`` finds none in it); a
-    symlink would be followed by Python, and is not by the audit.
+    A distribution is a child ``importlib.metadata`` takes for one
+    (``entrypoints.is_distribution``). A directory's ``entry_points.txt`` is read
+    when it is a regular file within the size cap (``read_small``: never a FIFO,
+    never through a symlink); a file named like metadata has no entry points
+    (``importlib.metadata`` finds none in it); a symlink would be followed by
+    Python, and is not by the audit. A zip is read through its central directory.
     """
     rep = PluginReport()
-    for meta, kind in inv.children(""):
-        if not meta.lower().endswith((".dist-info", ".egg-info")) or kind not in (DIR, SYMLINK):
+    seen: set[str] = set()
+    _dir_plugins(rep, inv, "", package, primary, unvouched, seen)
+    for path in elsewhere or []:
+        try:
+            st = os.stat(path)
+        except OSError:
             continue
-        where = f"{meta}/entry_points.txt"
+        egg = dist_name(os.path.basename(path)) if path.endswith(".egg") else None
+        rep.elsewhere.append(path)
+        if stat.S_ISDIR(st.st_mode):
+            _dir_plugins(rep, DirInventory(path), path.rstrip(os.sep) + os.sep, package, None, None,
+                         seen, egg=egg)
+        elif stat.S_ISREG(st.st_mode):
+            _zip_plugins(rep, path, package, seen, egg=egg)
+    return rep
+
+
+def _dir_plugins(rep: PluginReport, inv: Inventory, shown: str, package: str, primary: str | None,
+                 unvouched: str | None, seen: set[str], *, egg: str | None = None) -> None:
+    """The distributions of one directory (``shown``: '' for the target root, else its
+    path + '/'), judged into ``rep``; ``seen`` holds the names found earlier on
+    ``sys.path`` and gets this directory's. ``egg``: the directory is a ``*.egg`` of
+    that distribution name (its ``EGG-INFO`` is one)."""
+    mine: set[str] = set()
+    for child, kind in inv.children(""):
+        if not is_distribution(child, egg=egg is not None) or kind not in (DIR, SYMLINK):
+            continue
+        name = _dist_key(child, egg)
+        if name in seen:
+            continue  # importlib.metadata takes the one earlier on sys.path
+        mine.add(name)
+        meta, where = shown + child, f"{shown}{child}/entry_points.txt"
         if kind == SYMLINK:
             rep.findings.append(PluginFinding(
                 f"plugin:{meta}", meta, "fail",
                 f"{meta} is a symbolic link named as distribution metadata: importlib.metadata "
                 f"follows it and {package} loads the entry points it finds there; not followed"))
             continue
-        e = inv.entry(where)
+        e = inv.entry(f"{child}/entry_points.txt")
         if e is None or e.kind == DIR:  # importlib.metadata finds no entry points
             continue
         if e.kind != FILE:
@@ -534,28 +578,81 @@ def _plugin_report(inv: Inventory, package: str, primary: str | None,
                 "plugins (a FIFO hangs it, a link reads what it names); not opened"))
             continue
         if e.size > ENTRY_POINTS_MAX:
-            rep.findings.append(PluginFinding(
-                f"plugin:{where}", where, "error",
-                f"{where} is {e.size:,} bytes, over the {ENTRY_POINTS_MAX >> 20} MiB read: "
-                f"which entry points it gives {package} is unknown"))
+            rep.findings.append(_unread_plugins(where, package, f"is {e.size:,} bytes, over the "
+                                                f"{ENTRY_POINTS_MAX >> 20} MiB read"))
             continue
-        data = read_small(inv, where, limit=ENTRY_POINTS_MAX)
+        data = read_small(inv, e.path, limit=ENTRY_POINTS_MAX)
         if data is None:
-            rep.findings.append(PluginFinding(
-                f"plugin:{where}", where, "error",
-                f"{where} cannot be read: which entry points it gives {package} is unknown"))
+            rep.findings.append(_unread_plugins(where, package, "cannot be read"))
             continue
-        rep.files += 1
-        try:
-            eps = parse_entry_points(data, where)
-        except EntryPointsError as exc:
-            rep.findings.append(PluginFinding(
-                f"plugin:{where}", where, "fail",
-                f"malformed: {exc}; importlib.metadata.entry_points() raises on it, for "
-                f"{package}'s plugin discovery as for every other caller"))
-            continue
-        found, passed = judge(meta, eps, package, own=meta == primary,
-                              unvouched=unvouched if meta == primary else None)
-        rep.findings.extend(found)
-        rep.own += passed
-    return rep
+        _judge_plugins(rep, meta, data, package, primary, unvouched)
+    seen.update(mine)
+
+
+def _zip_plugins(rep: PluginReport, path: str, package: str, seen: set[str], *, egg: str | None) -> None:
+    """The distributions of a zip on ``sys.path`` (an egg a path line adds): its
+    central directory read for ``<dist>/entry_points.txt``, those read and judged.
+    A zip that cannot be opened is a note (the shadowing check fails it already:
+    zipimport would import from it); a member that cannot be read is an error."""
+    try:
+        size = os.stat(path).st_size
+        if size > PATH_ZIP_MAX:
+            raise ZipError(f"{size:,} bytes, over the {PATH_ZIP_MAX >> 20} MiB looked into")
+        index = ZipIndex(path)
+    except (OSError, ZipError) as exc:
+        rep.notes.append(f"{path} (on sys.path) cannot be read ({exc}): whether it declares entry "
+                         f"points for {package} is unknown")
+        return
+    try:
+        mine: set[str] = set()
+        for member in index.names():
+            child, _, rest = member.partition("/")
+            if rest != "entry_points.txt" or not is_distribution(child, egg=egg is not None):
+                continue
+            name = _dist_key(child, egg)
+            if name in seen:
+                continue
+            mine.add(name)
+            meta, where = f"{path}/{child}", f"{path}/{member}"
+            try:
+                found = index.member(member)
+                data = index.read(found, limit=ENTRY_POINTS_MAX) if found is not None else None
+            except (OSError, ZipError) as exc:
+                rep.findings.append(_unread_plugins(where, package, f"cannot be read ({exc})"))
+                continue
+            if data is not None:
+                _judge_plugins(rep, meta, data, package, None, None)
+        seen.update(mine)
+    finally:
+        index.close()
+
+
+def _dist_key(child: str, egg: str | None) -> str:
+    """The name ``entry_points()`` keeps one distribution of: the metadata
+    directory's, or the egg's for its ``EGG-INFO``."""
+    return egg if egg is not None and child.lower() == "egg-info" else dist_name(child)
+
+
+def _unread_plugins(where: str, package: str, why: str) -> PluginFinding:
+    """An ``entry_points.txt`` the audit could not read: an error, never a pass."""
+    return PluginFinding(f"plugin:{where}", where, "error",
+                         f"{where} {why}: which entry points it gives {package} is unknown")
+
+
+def _judge_plugins(rep: PluginReport, meta: str, data: bytes, package: str, primary: str | None,
+                   unvouched: str | None) -> None:
+    """One ``entry_points.txt`` read: parsed as ``importlib.metadata`` parses it and judged."""
+    where = f"{meta}/entry_points.txt"
+    rep.files += 1
+    try:
+        eps = parse_entry_points(data, where)
+    except EntryPointsError as exc:
+        rep.findings.append(PluginFinding(
+            f"plugin:{where}", where, "fail",
+            f"malformed: {exc}; importlib.metadata.entry_points() raises on it, for "
+            f"{package}'s plugin discovery as for every other caller"))
+        return
+    own = primary is not None and meta == primary
+    found, passed = judge(meta, eps, package, own=own, unvouched=unvouched if own else None)
+    rep.findings.extend(found)
+    rep.own += passed
