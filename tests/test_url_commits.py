@@ -20,6 +20,8 @@ PP1 = REPO / "manifests" / "pp1.yaml"
 DONOR = "afe4d5e41ec6fa4db17c5cc88758af439a106913"
 UPSTREAM = "e4db46c79bca354fef07197465faea14ca563c09"
 DONOR_URL = "    url: https://github.com/HeNryous/deepseek-v41-1017-dgx-spark/blob/"
+GIST = "8f3a2b1c9d0e4f5a6b7c8d9e0f1a2b3c"
+WRONG = UPSTREAM[::-1]
 
 
 def where(text: str, needle: str, inside: str) -> tuple[int, int]:
@@ -97,12 +99,91 @@ references:
     pytest.param(f"https://github.com/o/r/blob/{UPSTREAM}0abc/x.py", UPSTREAM,
                  id="longer-than-a-commit"),
     pytest.param("https://github.com/o/r/blob/deadbeef/x.py", None, id="no-commit-pinned"),
-    pytest.param(f"https://h.example/{UPSTREAM}.patch", UPSTREAM[::-1], id="not-a-whole-segment"),
-    pytest.param(f"https://h.example/x?rev={UPSTREAM[::-1]}#L1", UPSTREAM, id="query-not-path"),
+    pytest.param(f"https://h.example/x?rev={UPSTREAM[::-1]}#L1", UPSTREAM, id="query-not-a-revision-key"),
+    # Only a segment a forge uses for a revision names a commit: never an owner, a gist
+    # id, a run or attachment number, a date, a branch under refs/heads, a repository.
+    pytest.param(f"https://gist.githubusercontent.com/someone/{GIST}/raw/{UPSTREAM}/0055.patch", UPSTREAM,
+                 id="gist-raw-at-the-pinned-revision"),
+    pytest.param(f"https://gist.github.com/someone/{GIST}/{UPSTREAM}", UPSTREAM, id="gist-page"),
+    pytest.param("https://github.com/o/r/actions/runs/12345678901/artifacts/2345678901", UPSTREAM,
+                 id="actions-run-artifact"),
+    pytest.param("https://github.com/user-attachments/files/17234567/x.patch", UPSTREAM,
+                 id="user-attachment"),
+    pytest.param(f"https://mirror.example.org/snapshots/20261023/blob/{UPSTREAM}/x.py", UPSTREAM,
+                 id="date-directory"),
+    pytest.param(f"https://github.com/facade1/r/blob/{UPSTREAM}/x.py", UPSTREAM, id="hex-owner"),
+    pytest.param("https://raw.githubusercontent.com/o/r/refs/heads/deadbeef/x.py", UPSTREAM,
+                 id="raw-branch-named-like-a-commit"),
+    pytest.param("https://github.com/o/r/blob/refs/heads/deadbeef/x.py", UPSTREAM,
+                 id="blob-branch-named-like-a-commit"),
+    pytest.param("https://github.com/o/r/blob/2026102/x.py", UPSTREAM, id="tag-of-digits"),
 ])
 def test_urls_that_agree_or_name_no_commit_load(url: str, commit: str | None) -> None:
     pinned = f", commit: {commit}" if commit else ""
     parse(MINIMAL.format(url=url, commit=pinned), "m.yaml")
+
+
+SOURCE = """\
+pp1audit: 1
+target: {{package: vllm}}
+sources:
+  s: {{kind: git, url: "{url}", commit: {commit}}}
+"""
+
+
+@pytest.mark.parametrize("url", [
+    pytest.param("https://github.com/c0ffee1/lane", id="hex-owner"),
+    pytest.param("https://git.example.org/projects/1234567/lane.git", id="numeric-project"),
+    pytest.param(f"https://git.example.org/{WRONG}/lane.git", id="commit-like-repository-name"),
+])
+def test_a_source_repository_address_names_no_commit(url: str) -> None:
+    parse(SOURCE.format(url=url, commit=UPSTREAM), "m.yaml")
+
+
+@pytest.mark.parametrize("url", [
+    pytest.param(f"https://github.com/o/r/commit/{WRONG}.patch", id="commit-patch"),
+    pytest.param(f"https://github.com/o/r/commit/{WRONG}.diff", id="commit-diff"),
+    pytest.param(f"https://github.com/o/r/pull/12/commits/{WRONG}", id="pull-request-commit"),
+    pytest.param(f"https://gitlab.com/o/r/-/blob/{WRONG}/x.py", id="gitlab-blob"),
+    pytest.param(f"https://gitlab.com/o/r/-/commit/{WRONG}", id="gitlab-commit"),
+    pytest.param(f"https://gitea.example/o/r/src/commit/{WRONG}/x.py", id="gitea-source"),
+    pytest.param(f"https://raw.githubusercontent.com/o/r/{WRONG}/x.py", id="raw-content"),
+    pytest.param(f"https://api.github.com/repos/o/r/contents/x.py?ref={WRONG}", id="api-ref-query"),
+    pytest.param(f"https://git.kernel.org/pub/scm/x.git/tree/x.c?id={WRONG}", id="cgit-id-query"),
+    pytest.param(f"https://github.com/o/r/blob/%{ord(WRONG[0]):x}{WRONG[1:]}/x.py", id="percent-escaped"),
+])
+def test_a_forge_revision_that_disagrees_is_rejected_where_it_is(url: str) -> None:
+    for text, keypath in ((MINIMAL.format(url=url, commit=f", commit: {UPSTREAM}"), "references.r.url"),
+                          (SOURCE.format(url=url, commit=UPSTREAM), "sources.s.url")):
+        err = load_error(text)
+        assert err.keypath == keypath
+        assert f"names commit {WRONG} " in err.message
+        [(offset, named)] = commit_segments(url)
+        assert named == WRONG
+        assert (err.line, err.column) == where(text, url, url[offset:offset + 10])
+
+
+BAD_URL = "https://[x/y"
+
+
+@pytest.mark.parametrize(("section", "entry"), [
+    pytest.param("donors", f'{{url: "{BAD_URL}", sha256: {"a" * 64}, commit: {UPSTREAM}}}', id="donor"),
+    pytest.param("references", f'{{url: "{BAD_URL}", commit: {UPSTREAM}}}', id="reference"),
+    pytest.param("references", f'{{url: "{BAD_URL}"}}', id="reference-without-commit"),
+    pytest.param("sources", f'{{kind: git, url: "{BAD_URL}", commit: {UPSTREAM}}}', id="source"),
+])
+def test_a_url_that_does_not_parse_is_a_one_line_error_at_it(section: str, entry: str,
+                                                             tmp_path: Path) -> None:
+    """The URL check ran urlsplit before any URL was validated: `internal error:
+    ValueError`, exit 2 without the place. It is the manifest error it was."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"pp1audit: 1\ntarget: {{package: vllm}}\n{section}:\n  s: {entry}\n",
+                   encoding="utf-8")
+    line, col = where(bad.read_text(), BAD_URL, '"')
+    proc = run_cli("report", "-m", str(bad))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"pp1audit: error: {bad}:{line}:{col}: not a valid URL (Invalid IPv6 URL) "
+                           f"(at {section}.s.url)\n")
 
 
 def test_a_disagreeing_url_in_a_small_manifest() -> None:
@@ -113,23 +194,26 @@ def test_a_disagreeing_url_in_a_small_manifest() -> None:
 
 
 def test_clashes_are_listed_for_every_entry_kind() -> None:
-    wrong = "https://h.example/blob/0123456/f"
+    wrong = "https://h.example/blob/0123abc/f"
     raw = {section: {"x": {"url": wrong, "commit": UPSTREAM}}
            for section in ("sources", "remotes", "donors", "references")}
     raw["donors"]["x"]["download"] = wrong
     got = [(c.keypath, c.named, c.offset) for c in url_commit_clashes(raw)]
-    assert got == [(("sources", "x", "url"), "0123456", 23), (("remotes", "x", "url"), "0123456", 23),
-                   (("donors", "x", "url"), "0123456", 23),
-                   (("donors", "x", "download"), "0123456", 23),
-                   (("references", "x", "url"), "0123456", 23)]
-    assert wrong[23:30] == "0123456"
+    assert got == [(("sources", "x", "url"), "0123abc", 23), (("remotes", "x", "url"), "0123abc", 23),
+                   (("donors", "x", "url"), "0123abc", 23),
+                   (("donors", "x", "download"), "0123abc", 23),
+                   (("references", "x", "url"), "0123abc", 23)]
+    assert wrong[23:30] == "0123abc"
 
 
 def test_commit_segments() -> None:
     assert commit_segments(f"https://a.example/o/r/blob/{DONOR}/p/0055.patch") == [(27, DONOR)]
-    assert commit_segments("https://a.example/1234567/abcdefg/ABCDEF0") == [
-        (18, "1234567"), (34, "ABCDEF0")]
+    # only after a revision marker; hex-looking names elsewhere are names
+    assert commit_segments("https://a.example/1234567/abcdefg/ABCDEF0") == []
+    assert commit_segments("https://a.example/o/r/commit/ABCDEF0.patch") == [(29, "ABCDEF0")]
     assert commit_segments("https://a.example") == []
     # the host spelled like the path does not shift the offset
-    assert commit_segments("https://1234567/1234567") == [(16, "1234567")]
-    assert commit_segments("HTTPS://a.example/abcdef0") == [(18, "abcdef0")]
+    assert commit_segments("https://blob/blob/abcdef0") == [(18, "abcdef0")]
+    assert commit_segments("HTTPS://a.example/o/r/tree/abcdef0") == [(27, "abcdef0")]
+    assert commit_segments(f"https://a.example/x?a=1&ref={DONOR}") == [(28, DONOR)]
+    assert commit_segments("https://[x/y") == []
