@@ -120,7 +120,9 @@ class Facts:
         self._binder_memo: dict[tuple[Key, str], list[SgNode]] = {}
         self._displays: dict[tuple[Key, str], SgNode | None] = {}
         self._names_index: dict[str, tuple[list[int], list[SgNode]]] | None = None
-        self._guard_memo: dict[tuple[Key, str], list[tuple[int, SgNode, SgNode]]] = {}
+        self._guard_memo: dict[Key, dict[str, list[tuple[int, SgNode, SgNode]]]] = {}
+        self._binding_index: dict[Key, dict[str, list[SgNode]]] = {}
+        self._declared: dict[Key, frozenset[str]] = {}
         self._nearest: dict[Key, SgNode | None] = {}
 
     # scopes
@@ -424,11 +426,25 @@ class Facts:
         k = (key(scope), name)
         hit = self._binding_lists.get(k)
         if hit is None:
-            body = scope if scope.kind() == "module" else scope.field("body")
             hit = self._binding_lists[k] = [
-                s for s in self._statements(body) if self._binds(s, name)
-                and self.dead(s, certain=True) is None] if body is not None else []
+                s for s in self._binders_of(scope).get(name, [])
+                if self.dead(s, certain=True) is None]
         return hit
+
+    def _binders_of(self, scope: SgNode) -> dict[str, list[SgNode]]:
+        """Every name ``scope``'s body binds → the statements binding it, in order (memoised
+        per scope: one walk of the body answers every name; a file that asks about thousands
+        of names, ``setattr(A1, n1, v)``, ``setattr(A2, n2, v)``…, would otherwise walk it
+        once per name)."""
+        k = key(scope)
+        index = self._binding_index.get(k)
+        if index is None:
+            index = self._binding_index[k] = {}
+            body = scope if scope.kind() == "module" else scope.field("body")
+            for stmt in self._statements(body) if body is not None else []:
+                for name in dict.fromkeys(self._bound_by(stmt)):
+                    index.setdefault(name, []).append(stmt)
+        return index
 
     def in_force(self, scope: SgNode, name: str, at: SgNode) -> list[SgNode]:
         """Statements of ``scope``'s body that may be the binding of ``name`` in force when
@@ -457,21 +473,21 @@ class Facts:
                 stack.extend(reversed(named_items(stmt.children())))
 
     @staticmethod
-    def _binds(stmt: SgNode, name: str) -> bool:
+    def _bound_by(stmt: SgNode) -> list[str]:
+        """The names one statement of a body binds itself (a compound statement's inner
+        statements are statements of the body in their own right: ``_statements``)."""
         kind = stmt.kind()
         if kind in ("function_definition", "class_definition", "decorated_definition"):
-            return name in bound_names(stmt)
+            return bound_names(stmt)
         if kind in _COMPOUND and kind not in ("for_statement", "with_statement"):
-            return False  # its statements are looked at one by one
-        if name not in stmt.text():  # cheap: most statements do not mention it at all
-            return False
+            return []  # its statements are looked at one by one
         if kind in ("for_statement", "with_statement"):
             clauses = [c for c in stmt.children() if c.kind() == "with_clause"]
             forms = [stmt] if stmt.kind() == "for_statement" else [
                 p for c in clauses for p in c.find_all(kind="as_pattern")]
-            return any(t.kind() == "identifier" and t.text() == name
-                       for node in forms for _, t, _ in assigned(node))
-        return name in bound_names(stmt)
+            return [t.text() for node in forms for _, t, _ in assigned(node)
+                    if t.kind() == "identifier"]
+        return bound_names(stmt)
 
     @staticmethod
     def _overrides(later: SgNode, earlier: SgNode) -> bool:
@@ -843,9 +859,19 @@ class Facts:
         if owner.kind() == "class_definition":
             path = self.class_path(owner)
             return [(text, None), *([(f"{path}.{text}", None)] if path is not None else [])]
-        declared = any(text in (i.text() for i in g.children() if i.kind() == "identifier")
-                       for g in owner.find_all(kind="global_statement"))
-        return [(text, None if declared else owner)]
+        return [(text, None if text in self._globals_declared(owner) else owner)]
+
+    def _globals_declared(self, function: SgNode) -> frozenset[str]:
+        """The names a ``global`` statement in ``function`` (nested functions included)
+        declares, memoised per function: a chain of thousands of aliases in one function
+        asks for each of them."""
+        k = key(function)
+        hit = self._declared.get(k)
+        if hit is None:
+            hit = self._declared[k] = frozenset(
+                i.text() for g in function.find_all(kind="global_statement")
+                for i in g.children() if i.kind() == "identifier")
+        return hit
 
     def _alias_pairs(self) -> list[tuple[SgNode, SgNode, SgNode, str]]:
         """(where, target, value, the value's text without spaces) for each name or dotted
@@ -948,7 +974,7 @@ class Facts:
                     and key(child) == key(then) and (cond := parent.field("condition")):
                 guard = parent, _membership(cond, name, "in")
             elif kind == "block":
-                guard = next(((s, c) for end, s, c in self._guards(parent, name)
+                guard = next(((s, c) for end, s, c in self._guards(parent).get(name, [])
                               if end <= child.range().start.index), None)
             if guard is not None and guard[1] is not None:
                 test, container = guard[0], guard[1]
@@ -961,26 +987,30 @@ class Facts:
             child = parent
         return None
 
-    def _guards(self, block: SgNode, name: str) -> list[tuple[int, SgNode, SgNode]]:
-        """(end, statement, container) of each ``_refusing`` guard of ``name`` among the
-        block's statements, memoised: every write of a long block asks the same."""
-        memo = (key(block), name)
-        hit = self._guard_memo.get(memo)
+    def _guards(self, block: SgNode) -> dict[str, list[tuple[int, SgNode, SgNode]]]:
+        """Each name a ``_refusing`` guard among the block's statements restricts → (end,
+        statement, container) of those guards, memoised per block: one pass over the block
+        answers every write in it, whatever the number of names they use."""
+        k = key(block)
+        hit = self._guard_memo.get(k)
         if hit is None:
-            hit = self._guard_memo[memo] = [
-                (s.range().end.index, s, c) for s in named_items(block.children())
-                if (c := self._refusing(s, name)) is not None]
+            hit = self._guard_memo[k] = {}
+            for stmt in named_items(block.children()):
+                got = self._refusing(stmt)
+                if got is not None:
+                    hit.setdefault(got[0], []).append((stmt.range().end.index, stmt, got[1]))
         return hit
 
-    def _refusing(self, stmt: SgNode, name: str) -> SgNode | None:
-        """The container of ``if name not in C:`` (no ``elif``/``else``) whose body certainly
-        leaves its block, else None."""
+    def _refusing(self, stmt: SgNode) -> tuple[str, SgNode] | None:
+        """(name, container) of ``if name not in C:`` (no ``elif``/``else``) whose body
+        certainly leaves its block, else None."""
         if stmt.kind() != "if_statement" or stmt.field("alternative") is not None:
             return None
         cond, then = stmt.field("condition"), stmt.field("consequence")
-        if cond is None or then is None or self._exit(then, certain=True) is None:
+        found = _tested(cond, "not in") if cond is not None else None
+        if found is None or then is None or self._exit(then, certain=True) is None:
             return None
-        return _membership(cond, name, "not in")
+        return found
 
     def _loop_values(self, loop: SgNode, name: str,
                      region: SgNode) -> tuple[bool, list[str] | None]:
@@ -1700,15 +1730,20 @@ def _forwarded(function: SgNode, name: str) -> bool:
 
 def _membership(test: SgNode, name: str, operator: str) -> SgNode | None:
     """The container ``C`` of the test ``name in C`` (or ``name not in C``), else None."""
+    found = _tested(test, operator)
+    return found[1] if found is not None and found[0] == name else None
+
+
+def _tested(test: SgNode, operator: str) -> tuple[str, SgNode] | None:
+    """(the variable, the container) of the test ``x in C`` (or ``x not in C``), else None."""
     test = unparen(test)
     if test.kind() != "comparison_operator":
         return None
     parts = named_items(test.children())
     ops = [c.text() for c in test.children() if not c.is_named()]
-    if len(parts) != 2 or ops != [operator] or unparen(parts[0]).kind() != "identifier" or \
-            unparen(parts[0]).text() != name:
+    if len(parts) != 2 or ops != [operator] or unparen(parts[0]).kind() != "identifier":
         return None
-    return parts[1]
+    return unparen(parts[0]).text(), parts[1]
 
 
 _PARAMETERS = ("parameters", "lambda_parameters", "default_parameter", "typed_parameter",
