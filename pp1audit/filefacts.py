@@ -706,10 +706,30 @@ class Facts:
         where, obj, attr, value = raw
         if attr is None or isinstance(attr, str):
             return [(where, obj, attr, value)]
+        if self._forwarding(obj, attr, where):
+            return []
         names = self._spelled(attr, where)
         if names is None:
             return [(where, obj, None, value)]
         return [(where, obj, n, value) for n in names]
+
+    def _forwarding(self, obj: SgNode, attr: SgNode, where: SgNode) -> bool:
+        """In ``__setattr__`` / ``__delattr__``, a write on the instance itself (its first
+        parameter, or ``super()``) of the name parameter, neither rebound: the write its caller
+        makes (``obj.x = v``), which is read where the caller is. On any other object
+        (``setattr(Cls, name, value)``, ``globals()[name] = value``) the name may be any."""
+        region = next((a for a in where.ancestors() if a.kind() in _SCOPE_KINDS), self.root)
+        attr, obj = unparen(attr), unparen(obj)
+        if attr.kind() != "identifier" or not _forwarded(region, attr.text()) or \
+                len(self._binders(region, attr.text())) != 1:
+            return False
+        if obj.kind() == "call":
+            return _builtin(obj.field("function")) == "super"
+        params = region.field("parameters")
+        first = named_items(params.children())[:1] if params is not None else []
+        return bool(first) and obj.kind() == "identifier" and \
+            _parameter_name(first[0]) == obj.text() and \
+            len(self._binders(region, obj.text())) == 1
 
     def _module_namespace(self, obj: SgNode, where: SgNode) -> bool:
         """``obj`` (written at ``where``) is the module's namespace: ``globals()``, or
@@ -952,14 +972,8 @@ class Facts:
         ``if name not in ALLOWED:`` whose body certainly leaves (``raise``, ``continue``…),
         with nothing binding it again after the test. ``ALLOWED`` is a display of
         constants or a name bound once to one and otherwise only read
-        (``_container_items``). Else None: the name may be any.
-
-        In ``__setattr__`` / ``__delattr__`` the name parameter, never rebound, is no name at
-        all ([]): ``object.__setattr__(self, name, value)`` there makes the write its caller
-        makes (``obj.x = v``), which is read where the caller is."""
+        (``_container_items``). Else None: the name may be any."""
         region = next((a for a in where.ancestors() if a.kind() in _SCOPE_KINDS), self.root)
-        if _forwarded(region, name) and len(self._binders(region, name)) == 1:
-            return []
         child = where
         for parent in where.ancestors():
             if key(parent) == key(region):
@@ -1574,8 +1588,9 @@ def _harmless_class_use(node: SgNode) -> bool:
         above = parent.parent()
         target = above is not None and above.kind() in ("assignment", "augmented_assignment") and (
             (left := above.field("left")) is not None and key(left) == key(parent))
-        return obj is not None and key(obj) == key(node) and attribute is not None and \
-            attribute.text() in _NAME_ATTRIBUTES and not target
+        if obj is None or key(obj) != key(node) or attribute is None or target:
+            return False
+        return attribute.text() in _NAME_ATTRIBUTES or _storing_into(parent)
     if kind == "keyword_argument":
         name = parent.field("name")
         if name is not None and key(name) == key(node):
@@ -1602,10 +1617,118 @@ _STORING = {"append": 0, "appendleft": 0, "add": 0, "insert": 1, "setdefault": 1
 
 def _stored(function: SgNode, items: list[SgNode], node: SgNode) -> bool:
     """``registry.append(cls)`` and the like (``_STORING``): ``node`` is the whole value a
-    container method stores, as ``registry[k] = cls`` stores it."""
+    container method stores, as ``registry[k] = cls`` stores it, and the container is one
+    whose method is the builtin's (``_builtin_container``): a same-file ``class Reg`` with
+    ``def append(self, c): c.sample = None`` is not a registry."""
     method = function.field("attribute") if function.kind() == "attribute" else None
+    receiver = function.field("object") if method is not None else None
     place = _STORING.get(method.text()) if method is not None else None
-    return place is not None and len(items) == place + 1 and key(items[place]) == key(node)
+    return place is not None and receiver is not None and len(items) == place + 1 and \
+        key(items[place]) == key(node) and _builtin_container(receiver, node)
+
+
+def _storing_into(container: SgNode) -> bool:
+    """``container`` (``cls.registry``) is the receiver of a storing method
+    (``cls.registry.append(…)``, ``_STORING``) and certainly a builtin container
+    (``_builtin_container``): reading it there runs no code of the class."""
+    method = container.parent()
+    if method is None or method.kind() != "attribute" or \
+            (name := method.field("attribute")) is None or name.text() not in _STORING:
+        return False
+    call = method.parent()
+    return call is not None and call.kind() == "call" and \
+        (fn := call.field("function")) is not None and key(fn) == key(method) and \
+        _builtin_container(container, container)
+
+
+_CONTAINER_TYPES = frozenset({"list", "set", "dict"})
+"""Builtins that make a container whose storing methods only store."""
+_COLLECTIONS = frozenset({"defaultdict", "OrderedDict", "deque"})
+"""``collections`` types that make one."""
+
+
+def _builtin_container(receiver: SgNode, use: SgNode) -> bool:
+    """``receiver`` (read where ``use`` is) is certainly a builtin container: a name every
+    binding of which in the file is an assignment of a display (``[]``, ``{}``, ``set()``…:
+    ``_container_value``), or ``X.name`` (``cls.registry``, ``Base.seen``) where every
+    binding of ``name`` in the file is such an assignment in a class body. Nothing else
+    in the file may rebind it: no star import, and no attribute write naming it or a name
+    not made of constants (``setattr(m, k, v)``, ``globals()[k] = v``). Anything else may
+    be an object whose ``append`` does what it likes."""
+    root = use.get_root().root()
+    receiver = unparen(receiver)
+    if receiver.kind() == "identifier":
+        name, in_class = receiver.text(), False
+    elif receiver.kind() == "attribute" and (obj := receiver.field("object")) is not None and \
+            unparen(obj).kind() == "identifier" and \
+            (attr := receiver.field("attribute")) is not None:
+        name, in_class = attr.text(), True
+    else:
+        return False
+    if root.find(kind="wildcard_import") is not None:
+        return False
+    binders = [i for i in root.find_all(kind="identifier") if i.text() == name and _binds_here(i)]
+    if not binders or not all(_container_binding(i, in_class, root) for i in binders):
+        return False
+    return not any(attr is None or not isinstance(attr, str) or attr == name
+                   for node in root.find_all(_WRITING) for _, _, attr, _ in _writes_of(node))
+
+
+def _container_binding(ident: SgNode, in_class: bool, root: SgNode) -> bool:
+    """``ident`` is the whole target of an assignment of a builtin container
+    (``_container_value``), in a class body when ``in_class``."""
+    stmt = ident.parent()
+    if stmt is None or stmt.kind() != "assignment" or \
+            (left := stmt.field("left")) is None or key(left) != key(ident):
+        return False
+    value = stmt.field("right")
+    if value is None or not _container_value(value, root):
+        return False
+    return not in_class or [a.kind() for a in stmt.ancestors()[:3]] == [
+        "expression_statement", "block", "class_definition"]
+
+
+def _container_value(value: SgNode, root: SgNode) -> bool:
+    """A display (``[]``, ``{}``, ``{1}``), ``list()`` / ``set()`` / ``dict()`` with the
+    builtin not bound in the file, or ``defaultdict(…)`` / ``OrderedDict(…)`` / ``deque(…)``
+    spelled ``collections.X`` or imported plainly from ``collections``."""
+    value = unparen(value)
+    if value.kind() in ("list", "set", "dictionary", "list_comprehension", "set_comprehension",
+                        "dictionary_comprehension"):
+        return True
+    if value.kind() != "call" or (fn := value.field("function")) is None:
+        return False
+    text = "".join(unparen(fn).text().split())
+    prefix, _, name = text.rpartition(".")
+    if prefix == "collections":
+        return name in _COLLECTIONS and not _bound_in(root, "collections", "import_statement")
+    if prefix or name not in _CONTAINER_TYPES | _COLLECTIONS:
+        return False
+    return not _bound_in(root, name, "import_from_statement" if name in _COLLECTIONS else None)
+
+
+def _bound_in(root: SgNode, name: str, allowed: str | None) -> bool:
+    """``name`` is bound in the file otherwise than by a plain ``allowed`` import
+    (``from collections import deque``, ``import collections``); no binding at all is not
+    allowed for a ``collections`` name, which then is not that type."""
+    binders = [i for i in root.find_all(kind="identifier") if i.text() == name and _binds_here(i)]
+    if allowed is None:
+        return bool(binders)
+    return not binders or not all(_plain_import(i, allowed) for i in binders)
+
+
+def _plain_import(ident: SgNode, kind: str) -> bool:
+    """``ident`` is a name a plain ``import collections`` / ``from collections import X``
+    (without ``as``) binds."""
+    stmt = next((a for a in ident.ancestors() if a.kind() in (
+        "import_statement", "import_from_statement")), None)
+    if stmt is None or stmt.kind() != kind or any(
+            a.kind() == "aliased_import" for a in ident.ancestors()):
+        return False
+    if kind == "import_statement":
+        return "".join(stmt.text().split()) == "importcollections"
+    module = stmt.field("module_name")
+    return module is not None and module.text() == "collections"
 
 
 def _class_definitions(statements: list[SgNode]) -> list[SgNode]:
@@ -1723,9 +1846,17 @@ def _forwarded(function: SgNode, name: str) -> bool:
             title.text() not in ("__setattr__", "__delattr__"):
         return False
     second = named_items(params.children())[1:2]
-    if second and second[0].kind() != "identifier":  # `name: str`
-        second = [c for c in second[0].children() if c.kind() == "identifier"][:1]
-    return bool(second) and second[0].kind() == "identifier" and second[0].text() == name
+    return bool(second) and _parameter_name(second[0]) == name
+
+
+def _parameter_name(param: SgNode) -> str | None:
+    """The name a plain parameter binds (``name``, ``name: str``), else None."""
+    if param.kind() == "identifier":
+        return param.text()
+    if param.kind() != "typed_parameter":
+        return None
+    inner = [c for c in param.children() if c.kind() == "identifier"][:1]
+    return inner[0].text() if inner else None
 
 
 def _membership(test: SgNode, name: str, operator: str) -> SgNode | None:

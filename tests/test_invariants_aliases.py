@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_invariants_evasion import RUNNER_CLASS, SAMPLER, at_end, hooked
+from test_invariants_evasion import RUNNER_CLASS, RUNNER_OF_BASE, SAMPLER, at_end, hooked
 from test_invariants_rules import MakeFiles, manifest_text, one
 from test_invariants_semantics import (
     MASK_FIRST,
@@ -291,3 +291,91 @@ def test_a_computed_instance_write_vllm_does_not_bound_fails(vllm_tree: Path) ->
     assert c.status is Status.FAIL and "PoolingParams.verify is replaced at line 125 " \
         "(`setattr(self, k, getattr(pooler_config, k))`)" in c.message, c.message
 
+
+
+# --- the registry idiom: only a builtin container stores without running code -------------
+
+def registering(hook: str, attributes: str = "pass", prelude: str = "") -> str:
+    """A base whose ``__init_subclass__`` runs ``hook`` (after ``super()``), and ``Runner``."""
+    return (f"{prelude}class Base:\n    {attributes}\n\n"
+            "    def __init_subclass__(cls, **kw):\n        super().__init_subclass__(**kw)\n"
+            f"        {hook}\n\n\n{RUNNER_OF_BASE}")
+
+
+@pytest.mark.parametrize("code", [
+    registering("REG.append(cls)", prelude="REG = []\n\n\n"),
+    registering("SEEN.add(cls)", prelude="SEEN: set[type] = set()\n\n\n"),
+    registering("cls.order.insert(0, cls)", "order: list[type] = []"),
+    registering("Base.seen.add(cls)", "seen = set()"),
+    registering("REG.setdefault(cls.__name__, cls)",
+                prelude="from collections import defaultdict\n\nREG = defaultdict(list)\n\n\n"),
+    registering("REG.appendleft(cls)", prelude="import collections\n\nREG = collections.deque()\n"),
+], ids=["module-list", "annotated-set", "class-attribute-list", "class-name-set",
+        "defaultdict", "deque"])
+def test_a_hook_storing_the_class_in_a_builtin_container_passes(make_files: MakeFiles,
+                                                                code: str) -> None:
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.PASS, c.message
+
+
+REG_CLASS = "class Reg:\n    def append(self, c):\n        c.sample = None\n\n\n"
+
+
+@pytest.mark.parametrize("code", [
+    registering("REG.append(cls)", prelude=f"{REG_CLASS}REG = Reg()\n\n\n"),
+    registering("REG.append(cls)", prelude=f"{REG_CLASS}REG = []\nREG = Reg()\n\n\n"),
+    registering("REG.append(cls)", prelude=f"{REG_CLASS}list = Reg\nREG = list()\n\n\n"),
+    registering("REG.append(cls)", prelude="from pkg.other import *\n\nREG = []\n\n\n"),
+    registering("REG.append(cls)", prelude=f"{REG_CLASS}REG = []\nglobals()['REG'] = Reg()\n\n\n"),
+    registering("REG.append(cls)", prelude="REG = []\nsetattr(mod, 'REG', value)\n\n\n"),
+    registering("REG.append(cls)",
+                prelude="from mylib import defaultdict\n\nREG = defaultdict(list)\n\n\n"),
+    registering("registry.append(cls)"),
+    registering("cls.order.append(cls)", "order = []\n\n    def f(self):\n"
+                "        self.order = Reg()"),
+    registering("reg.append(cls)", prelude="def f(reg):\n    pass\n\n\n"),
+], ids=["same-file-class", "rebound", "list-rebound", "star-import", "namespace-write",
+        "setattr-by-name", "defaultdict-from-elsewhere", "unbound", "instance-rebinds-it",
+        "a-parameter"])
+def test_a_hook_storing_the_class_in_another_object_fails(make_files: MakeFiles,
+                                                          code: str) -> None:
+    """``REG.append(cls)`` runs ``REG``'s ``append``: unless ``REG`` is certainly a builtin
+    container, that is code that may replace the class's methods."""
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.FAIL and "defines `__init_subclass__`" in c.message and \
+        ".append(cls)`" in c.message, c.message
+
+
+# --- __setattr__ forwarding: only the instance's own write is its caller's ----------------
+
+SETATTR = "def __setattr__(self, name, value):"
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    (f"{RUNNER_CLASS}class Proxy:\n    {SETATTR}\n        setattr(Runner, name, value)\n\n\n"
+     "Proxy().sample = None\n", "replaced at line 6 (`setattr(Runner, name, value)`)"),
+    (f"{RUNNER_CLASS}class Module:\n    {SETATTR}\n        globals()[name] = value\n\n\n"
+     "Module().Runner = object\n", "changed in place at line 6 (`globals()[name] = value`)"),
+    (method("setattr(type(self), name, value)\n", SETATTR), "replaced at line 6"),
+    (method("object.__setattr__(Runner, name, value)\n", SETATTR), "replaced at line 6"),
+    (method("vars(Runner)[name] = value\n", SETATTR), "replaced at line 6"),
+], ids=["to-the-class", "to-globals", "to-type-of-self", "object-setattr-on-the-class",
+        "to-the-class-namespace"])
+def test_a_setattr_that_forwards_to_another_object_fails(make_files: MakeFiles, code: str,
+                                                         words: str) -> None:
+    """In ``__setattr__`` the name parameter is the caller's, written on the caller's object;
+    forwarded to the class or the module's namespace, it may be any name there."""
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.FAIL and words in c.message, c.message
+
+
+@pytest.mark.parametrize("code", [
+    method("super().__setattr__(name, value)\n", SETATTR),
+    method("self.__dict__[name] = value\n", SETATTR),
+    method("object.__setattr__(me, name, value)\n", "def __setattr__(me, name: str, value):"),
+    method("object.__delattr__(self, name)\n", "def __delattr__(self, name):"),
+], ids=["super", "own-dict", "first-parameter-named-otherwise", "delattr"])
+def test_a_setattr_that_forwards_to_the_instance_passes(make_files: MakeFiles,
+                                                        code: str) -> None:
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.PASS, c.message

@@ -789,8 +789,9 @@ def hooked(hook_body: str, head: str = "def __init_subclass__(cls, **kw):") -> s
     "super().__init_subclass__(name=cls.__name__, **kw)\nlog(cls.__name__)\n",
     "print(kw.cls)\n",
     "registry.append(cls)\n",
-    "super().__init_subclass__(**kw)\nBase.seen.add(cls)\nlog(cls.__qualname__)\n",
-    "Base.order.insert(0, cls)\n",
+    "super().__init_subclass__(**kw)\nBase.registry.setdefault(cls.__name__, cls)\n"
+    "log(cls.__qualname__)\n",
+    "cls.registry.setdefault(0, cls)\n",
 ])
 def test_a_base_hook_that_only_registers_the_class_passes(make_files: MakeFiles,
                                                           hook_body: str) -> None:
