@@ -318,8 +318,20 @@ def _judge_executing(scope: _Scope, name: str, data: bytes, executing: list[tupl
                "distribution")
     else:
         why = "no installed distribution's RECORD lists it"
+    if scope.shown:
+        why += f"; {SYSTEM_SITE_HINT}"
     report.findings.append(Shadow(
         shown, f"{shown} executes code at every interpreter start ({why}): {code}", f"pth:{shown}"))
+
+
+SYSTEM_SITE_HINT = ("it is in the system site-packages, which a venv with include-system-site-packages = "
+                    "false leaves out")
+"""Said of a finding in a base site-packages. A distribution's own packages there
+(Debian's ``/usr/lib/python3/dist-packages``: ``python3-setuptools`` ships
+``distutils-precedence.pth`` with an ``*.egg-info`` and no RECORD) fail like any
+file no RECORD vouches for: trusting the directory would trust whatever else is
+in it (a ``.pth`` an administrator or an image build dropped there), and dpkg's
+own record of them is not read."""
 
 
 _IMPORTERS = ("__import__", "import_module")

@@ -404,7 +404,8 @@ def test_the_base_site_packages_pth_files_run_when_the_venv_lets_them_in(
     shown = f"{base_site}/b.pth"
     assert list(failed) == [f"pth:{shown}"]
     assert failed[f"pth:{shown}"].message.startswith(f"{shown} executes code at every interpreter start "
-                                                     "(no installed distribution's RECORD lists it)")
+                                                     "(no installed distribution's RECORD lists it; "
+                                                     "it is in the system site-packages")
     assert "the system site-packages are on sys.path (" in checks["shadowing"].message
 
 

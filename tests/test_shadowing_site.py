@@ -347,3 +347,29 @@ def test_a_wheel_pth_gets_the_lines_of_every_version(tmp_path: Path) -> None:
     root = install(tmp_path / "site", compile_pyc=False)
     whl = wheel_of(root, tmp_path, {"ff.pth": FF_PTH.decode()})
     assert list(bad(run(whl))) == ["pth:ff.pth"]
+
+
+# --- a distribution's own packages in the system site-packages ------------------------------
+
+
+def test_a_pth_without_record_in_the_system_site_packages_fails_and_says_how_to_leave_it_out(
+        tmp_path: Path) -> None:
+    """Debian's python3-setuptools ships /usr/lib/python3/dist-packages/distutils-precedence.pth
+    with an egg-info and no RECORD: a venv that lets the system site-packages in runs
+    it, and nothing the audit reads vouches for it, so it fails (the directory is not
+    trusted wholesale: anything else dropped there would be too); the message says
+    which setting leaves it out."""
+    home = fake_base(tmp_path)
+    base_site = home.parent / "lib" / PYVER / "site-packages"
+    (base_site / "distutils-precedence.pth").write_text(HOOK, encoding="utf-8")
+    (base_site / "setuptools-66.1.1.egg-info").mkdir()
+    (base_site / "setuptools-66.1.1.egg-info" / "PKG-INFO").write_text("Name: setuptools\n", encoding="utf-8")
+    v, root = venv(tmp_path, "include-system-site-packages = true\n", home=home)
+    assert "MARK: startup hook ran" in starts(v)  # the premise
+    shown = f"{base_site}/distutils-precedence.pth"
+    checks = bad(run(root))
+    assert list(checks) == [f"pth:{shown}"]
+    assert checks[f"pth:{shown}"].message.startswith(
+        f"{shown} executes code at every interpreter start (no installed distribution's RECORD lists "
+        "it; it is in the system site-packages, which a venv with include-system-site-packages = false "
+        "leaves out): line 1: ")
