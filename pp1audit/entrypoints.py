@@ -91,16 +91,6 @@ class PluginReport:
     """``sys.path`` entries besides the target root looked into."""
 
 
-def is_distribution(name: str, *, egg: bool = False) -> bool:
-    """Whether ``importlib.metadata`` takes a directory entry of this name for a
-    distribution: a name ending in ``.dist-info`` or ``.egg-info`` in any letter
-    case (``Lookup`` in CPython 3.10-3.13), and ``EGG-INFO`` in any case inside
-    a ``*.egg`` on ``sys.path`` (``egg``). Whether it is a directory is the
-    caller's question: a *file* so named is read as metadata too."""
-    low = name.lower()
-    return low.endswith((".dist-info", ".egg-info")) or (egg and low == "egg-info")
-
-
 def parse_entry_points(data: bytes, where: str) -> list[EntryPoint]:
     """Every entry point of an ``entry_points.txt``, as ``importlib.metadata`` reads it.
 

@@ -45,11 +45,13 @@ import binascii
 import csv
 import hashlib
 import io
+import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pp1audit.hashing import Digest
-from pp1audit.inventory import DIR, FILE, UNREADABLE, Entry, Inventory
+from pp1audit.inventory import DIR, FILE, UNREADABLE, DirInventory, Entry, Inventory, WheelInventory
+from pp1audit.sources import installed_path
 
 UNHASHED_OK = ("RECORD", "RECORD.jws", "RECORD.p7s")
 """Files of the verified dist-info a RECORD cannot hash: itself and its signatures."""
@@ -211,13 +213,45 @@ def _read_entry(inv: Inventory, e: Entry) -> Digest:
     return hash_here([e], wheel=wheel, keep=lambda _: True)[e.path]
 
 
+def is_distribution(name: str, *, egg: bool = False) -> bool:
+    """Whether ``importlib.metadata`` takes a directory entry of this name for a
+    distribution: a name ending in ``.dist-info`` or ``.egg-info`` in any letter
+    case (``Lookup`` in CPython 3.10-3.13), and ``EGG-INFO`` in any case inside a
+    ``*.egg`` on ``sys.path`` (``egg``). Whether it is a directory is the caller's
+    question: a *file* so named is read as metadata too. The one definition for
+    RECORD's distributions, the shadowing check's and the entry points'."""
+    low = name.lower()
+    return low.endswith((".dist-info", ".egg-info")) or (egg and low == "egg-info")
+
+
 def distributions(inv: Inventory, package: str) -> list[str]:
-    """``*.dist-info`` / ``*.egg-info`` directories at the root that install ``package``, sorted."""
+    """Metadata directories at the root (``is_distribution``) that install ``package``, sorted."""
     out = []
     for name, kind in inv.children(""):
-        if kind == DIR and name.endswith((".dist-info", ".egg-info")) and claims(inv, name, package):
+        if kind == DIR and is_distribution(name) and claims(inv, name, package):
             out.append(name)
     return out
+
+
+def logical_path(inv: Inventory, path: str) -> str:
+    """A RECORD path as a logical path: normalised, absolute paths under the root made
+    relative; in a wheel, where the member it names installs (a wheel's RECORD names
+    ``vllm-0.31.0.data/purelib/vllm/a.py``, the inventory holds ``vllm/a.py``)."""
+    if isinstance(inv, WheelInventory):
+        return installed_path(path)
+    if path.startswith("/") and isinstance(inv, DirInventory):
+        if path.startswith(inv.root + "/"):
+            return path[len(inv.root) + 1:]
+        return path
+    if "./" in path or "//" in path or path.endswith("/."):
+        return posixpath.normpath(path)
+    return path
+
+
+def logical_row(inv: Inventory, row: RecordEntry) -> RecordEntry:
+    """A RECORD row at its logical path (``logical_path``)."""
+    path = logical_path(inv, row.path)
+    return row if path == row.path else replace(row, path=path)
 
 
 def is_bytecode(path: str) -> bool:

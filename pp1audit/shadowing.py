@@ -82,7 +82,7 @@ import re
 import stat
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode
 from pp1audit.errors import TargetError
@@ -94,6 +94,8 @@ from pp1audit.record import (
     dist_name,
     distributions,
     is_bytecode,
+    is_distribution,
+    logical_row,
     normalize,
     parse_record,
     read_record,
@@ -101,7 +103,6 @@ from pp1audit.record import (
     verify,
 )
 from pp1audit.sitemodel import Interpreter, interpreter, pth_lines, pth_processed
-from pp1audit.sources import installed_path
 from pp1audit.syntaxtree import constant_string
 from pp1audit.treedigest import path_order, token_for
 from pp1audit.zipindex import NotAFile, ZipError, ZipIndex
@@ -482,20 +483,12 @@ def _module_owner(inv: Inventory, module: str, base: str = "") -> tuple[str, lis
             data = read_record(inv, f"{meta}/RECORD")
             if module.encode() not in data:
                 continue
-            rows = [_logical(inv, r) for r in parse_record(data, f"{meta}/RECORD")]
+            rows = [logical_row(inv, r) for r in parse_record(data, f"{meta}/RECORD")]
         except RecordError:
             continue
         if mine := [r for r in rows if _of_module(r.path, module, base)]:
             return meta, mine
     return None
-
-
-def _logical(inv: Inventory, row: RecordEntry) -> RecordEntry:
-    """A RECORD row at the path the inventory lists its file under."""
-    path = installed_path(row.path) if isinstance(inv, WheelInventory) else row.path
-    if "./" in path or "//" in path or path.endswith("/."):
-        path = posixpath.normpath(path)
-    return row if path == row.path else replace(row, path=path)
 
 
 def _verify_imports(scope: _Scope, pth: str, meta: str, lines: list[str], report: ShadowReport) -> str:
@@ -516,7 +509,7 @@ def _verify_imports(scope: _Scope, pth: str, meta: str, lines: list[str], report
     if not modules:
         return "; imports what it computes at run time (not verified)" if imports.dynamic else ""
     try:
-        rows = [_logical(inv, r) for r in parse_record(read_record(inv, f"{meta}/RECORD"),
+        rows = [logical_row(inv, r) for r in parse_record(read_record(inv, f"{meta}/RECORD"),
                                                        f"{meta}/RECORD")]
     except RecordError as exc:  # read once already, so this is a race
         report.findings.append(Shadow(pth, f"{pth}: what it imports cannot be verified: {exc}",
@@ -1121,10 +1114,10 @@ def _customize_note(path: str, report: ShadowReport) -> None:
 
 def _file_distributions(inv: Inventory, package: str, seen: list[str]) -> list[tuple[str, str]]:
     """Root entries ``importlib.metadata`` reads as a distribution of ``package``
-    that ``distributions`` (directories with the usual suffix) does not list.
+    that ``distributions`` (the directories) does not list.
 
-    importlib.metadata takes every child whose lower-cased name ends in
-    ``.dist-info`` / ``.egg-info`` and reads its metadata from the path itself
+    importlib.metadata takes every child so named (``record.is_distribution``),
+    and reads its metadata from the path itself
     when it is a file: the old distutils ``pkg-1.0-py3.11.egg-info`` is a
     single PKG-INFO file, and ``importlib.metadata.version`` may well return
     its version. Matched by the normalised name before the first ``-``.
@@ -1132,9 +1125,9 @@ def _file_distributions(inv: Inventory, package: str, seen: list[str]) -> list[t
     want = normalize(package)
     out = []
     for name, kind in inv.children(""):
-        if name in seen or not name.lower().endswith((".dist-info", ".egg-info")):
+        if name in seen or not is_distribution(name):
             continue
-        if kind == DIR and name.endswith((".dist-info", ".egg-info")):
+        if kind == DIR:
             continue  # distributions() judged it (by name, top_level.txt or RECORD)
         if dist_name(name) == want:
             out.append((name, kind))

@@ -32,7 +32,6 @@ check that passes, plus one check per problem file:
 from __future__ import annotations
 
 import os
-import posixpath
 import stat
 from dataclasses import replace
 
@@ -42,7 +41,6 @@ from pp1audit.entrypoints import (
     EntryPointsError,
     PluginFinding,
     PluginReport,
-    is_distribution,
     judge,
     parse_entry_points,
 )
@@ -65,6 +63,8 @@ from pp1audit.record import (
     RecordError,
     dist_name,
     distributions,
+    is_distribution,
+    logical_path,
     normalize,
     parse_record,
     read_record,
@@ -74,7 +74,7 @@ from pp1audit.record import (
 from pp1audit.result import Check, Status
 from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing
 from pp1audit.sitemodel import site_dir_as_given
-from pp1audit.sources import DirectorySource, Source, installed_path
+from pp1audit.sources import DirectorySource, Source
 from pp1audit.treedigest import startup_digest, tree_digest
 from pp1audit.zipindex import ZipError, ZipIndex
 
@@ -85,29 +85,14 @@ def _error(cid: str, message: str, path: str | None = None) -> Check:
     return Check(id=cid, kind=KIND, status=Status.ERROR, message=message, path=path)
 
 
-def _normal(inv: Inventory, path: str) -> str:
-    """A RECORD path as a logical path: normalised, absolute paths under the root made
-    relative; in a wheel, where the member it names installs (a wheel's RECORD names
-    ``vllm-0.31.0.data/purelib/vllm/a.py``, the inventory holds ``vllm/a.py``)."""
-    if isinstance(inv, WheelInventory):
-        return installed_path(path)
-    if path.startswith("/") and isinstance(inv, DirInventory):
-        if path.startswith(inv.root + "/"):
-            return path[len(inv.root) + 1:]
-        return path
-    if "./" in path or "//" in path or path.endswith("/."):
-        return posixpath.normpath(path)
-    return path
-
-
 def _logical_rows(inv: Inventory, rows: list[RecordEntry]) -> list[RecordEntry]:
-    """RECORD rows at their logical paths (``_normal``). When a wheel's RECORD lists
+    """RECORD rows at their logical paths (``record.logical_path``). When a wheel's RECORD lists
     two members that install to one path (a clash: an ``UNREADABLE`` entry naming
     both), only the first row is kept, so that path is reported once."""
     out: list[RecordEntry] = []
     seen: set[str] = set()
     for r in rows:
-        path = _normal(inv, r.path)
+        path = logical_path(inv, r.path)
         if (path in seen and isinstance(inv, WheelInventory)
                 and (e := inv.entry(path)) is not None and e.kind == UNREADABLE):
             continue
@@ -128,7 +113,7 @@ def _refused(inv: Inventory, path: str) -> bool:
     prefix when the root is laid out as ``<prefix>/lib/pythonX.Y/
     site-packages`` (console scripts in ``<prefix>/bin``, data files in
     ``<prefix>/share``), once symlinks are resolved; otherwise only ``bin``
-    beside that layout. An absolute row still absolute after ``_normal`` is
+    beside that layout. An absolute row still absolute after ``logical_path`` is
     outside by definition. Asked only for rows the listing of the package did
     not find (the listing never follows a symlink). A wheel never opens
     anything but its members, so it refuses nothing here.
@@ -168,7 +153,7 @@ def _primary(inv: Inventory, dists: list[str], package: str, present: set[str]) 
             rows = parse_record(read_record(inv, f"{meta}/RECORD"), meta)
         except RecordError:
             return -1, False
-        paths = {_normal(inv, r.path) for r in rows}
+        paths = {logical_path(inv, r.path) for r in rows}
         return len(paths & present), f"{meta}/RECORD" in paths
 
     return max(candidates, key=score)
@@ -523,7 +508,7 @@ def _plugin_report(inv: Inventory, package: str, primary: str | None,
     check).
 
     A distribution is a child ``importlib.metadata`` takes for one
-    (``entrypoints.is_distribution``). A directory's ``entry_points.txt`` is read
+    (``record.is_distribution``). A directory's ``entry_points.txt`` is read
     when it is a regular file within the size cap (``read_small``: never a FIFO,
     never through a symlink); a file named like metadata has no entry points
     (``importlib.metadata`` finds none in it); a symlink would be followed by
