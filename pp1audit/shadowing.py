@@ -78,7 +78,6 @@ import hashlib
 import importlib.machinery
 import os
 import posixpath
-import re
 import stat
 import sys
 from collections.abc import Iterator
@@ -102,7 +101,15 @@ from pp1audit.record import (
     read_small,
     verify,
 )
-from pp1audit.sitemodel import Interpreter, interpreter, pth_lines, pth_processed
+from pp1audit.sitemodel import (
+    Interpreter,
+    base_site_dirs,
+    interpreter,
+    pth_lines,
+    pth_processed,
+    stdlib_dirs,
+    stdlib_zip,
+)
 from pp1audit.syntaxtree import constant_string
 from pp1audit.treedigest import path_order, token_for
 from pp1audit.zipindex import NotAFile, ZipError, ZipIndex
@@ -819,12 +826,8 @@ def _zip_on_path(package: str, pth: str, n: int, head: str, real: str, report: S
     zip that cannot be looked into, since what it holds is unknown.
     """
     cid = f"pth:{pth}:{n}"
-    hooks_and_package = (package, *CUSTOMIZE)
     try:
-        size = os.stat(real).st_size
-        if size > PATH_ZIP_MAX:
-            raise ZipError(f"{size:,} bytes, over the {PATH_ZIP_MAX >> 20} MiB looked into")
-        index = ZipIndex(real)
+        names = _zip_members(real, PATH_ZIP_MAX, (package, *CUSTOMIZE))
     except ZipError as exc:
         if str(exc) == "File is not a zip file":
             return
@@ -836,10 +839,6 @@ def _zip_on_path(package: str, pth: str, n: int, head: str, real: str, report: S
         report.findings.append(Shadow(pth, f"{head}, a file that cannot be examined "
                                       f"({exc.strerror or exc})", cid))
         return
-    try:
-        names = _relevant(index.names_starting(_prefixes(hooks_and_package)), hooks_and_package)
-    finally:
-        index.close()
     hit = _zip_hit(real, names, package)
     if hit is not None:
         report.findings.append(Shadow(pth, f"{head}, and another copy of '{package}' is there "
@@ -888,28 +887,6 @@ def _path_line_in_wheel(scope: _Scope, pth: str, n: int, line: str, report: Shad
                                           f"there ({rel}/{name})", cid))
 
 
-def base_site_dirs(stdlib: str, root: str) -> list[str]:
-    """The base interpreter's site directories that exist, other than ``root``.
-
-    ``<stdlib>/site-packages`` and its ``lib64`` twin (``sys.platlibdir``), and
-    the ``dist-packages`` directories Debian's ``site`` adds.
-    """
-    prefix, version = os.path.dirname(os.path.dirname(stdlib)), os.path.basename(stdlib)
-    candidates = [os.path.join(stdlib, "site-packages"),
-                  os.path.join(prefix, "lib64", version, "site-packages"),
-                  os.path.join(prefix, "local", "lib", version, "dist-packages"),
-                  os.path.join(prefix, "lib", "python3", "dist-packages"),
-                  os.path.join(stdlib, "dist-packages")]
-    out: list[str] = []
-    seen = {os.path.realpath(root)}
-    for d in candidates:
-        real = os.path.realpath(d)
-        if real not in seen and os.path.isdir(real):
-            seen.add(real)
-            out.append(d)
-    return out
-
-
 def check_system_site(interp: Interpreter, root: str, package: str, report: ShadowReport,
                       cache: VerifiedCache | None = None) -> None:
     """The base site-packages of a venv that lets them in: ``site`` processes their
@@ -930,31 +907,6 @@ def check_system_site(interp: Interpreter, root: str, package: str, report: Shad
                        version=interp.version)
         check_pth(inv, package, report, scope)
         check_customize(inv, report, scope)
-
-
-def _ahead_dirs(stdlib: str, root: str) -> list[str]:
-    """Standard library directories searched before this site-packages.
-
-    ``stdlib`` (``interpreter``) and its ``lib-dynload``, those that exist.
-    """
-    out = [stdlib, os.path.join(stdlib, "lib-dynload")]
-    return [d for d in out if os.path.isdir(d) and os.path.realpath(d) != os.path.realpath(root)]
-
-
-_STDLIB_NAME = re.compile(r"python(\d+)\.(\d+)(t?)")
-
-
-def _stdlib_zip(stdlib: str) -> str | None:
-    """The zipped standard library ``sys.path`` lists first: ``lib/python311.zip``.
-
-    Beside ``stdlib``, named from its version (``python3.11`` →
-    ``python311.zip``, free-threaded ``python3.13t`` → ``python313t.zip``);
-    None when the directory's name carries no such version.
-    """
-    m = _STDLIB_NAME.fullmatch(os.path.basename(stdlib))
-    if m is None:
-        return None
-    return os.path.join(os.path.dirname(stdlib), f"python{m[1]}{m[2]}{m[3]}.zip")
 
 
 @dataclass(frozen=True, slots=True)
@@ -1008,27 +960,47 @@ def _zip_names(zpath: str, report: ShadowReport, packages: tuple[str, ...]) -> s
     """
     ahead = f"{zpath} (on sys.path ahead of the audited copy)"
     try:
-        st = os.stat(zpath)  # as zipimport opens it: through a final symlink
+        return _zip_members(zpath, STDLIB_ZIP_MAX, packages)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except OSError as exc:
-        report.notes.append(f"{ahead} cannot be examined: {exc.strerror or exc}")
-        return None
-    if not stat.S_ISREG(st.st_mode):
+    except NotAFile:
         report.notes.append(f"{ahead} is not a regular file; not opened")
-        return None
-    if st.st_size > STDLIB_ZIP_MAX:
-        report.notes.append(f"{ahead} is {st.st_size:,} bytes, over the {STDLIB_ZIP_MAX >> 20} MiB "
-                            "read for its member list; not looked into")
-        return None
-    try:
-        index = ZipIndex(zpath)
-    except NotAFile:  # swapped in after the stat
-        report.notes.append(f"{ahead} is not a regular file; not opened")
-        return None
+    except ZipTooLarge as exc:
+        report.notes.append(f"{ahead} is {exc.size:,} bytes, over the {exc.cap >> 20} MiB read for its "
+                            "member list; not looked into")
     except ZipError as exc:
         report.notes.append(f"{ahead} cannot be read ({exc}); whether it holds another copy is unknown")
-        return None
+    except OSError as exc:
+        report.notes.append(f"{ahead} cannot be examined: {exc.strerror or exc}")
+    return None
+
+
+class ZipTooLarge(ZipError):
+    """A zip on ``sys.path`` over the size whose central directory is read."""
+
+    def __init__(self, size: int, cap: int) -> None:
+        super().__init__(f"{size:,} bytes, over the {cap >> 20} MiB looked into")
+        self.size, self.cap = size, cap
+
+
+def open_zip(path: str, cap: int) -> ZipIndex:
+    """A file on ``sys.path`` opened as zipimport opens it (a final symlink followed),
+    for its central directory (``ZipIndex``: the open never blocks and is judged on
+    the descriptor). ``FileNotFoundError`` / ``OSError`` from the ``stat``;
+    ``NotAFile`` for anything but a regular file (one swapped in after the ``stat``
+    too), ``ZipTooLarge`` over ``cap`` bytes, ``ZipError`` when it is no readable zip."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotAFile(f"{path} is not a regular file")
+    if st.st_size > cap:
+        raise ZipTooLarge(st.st_size, cap)
+    return ZipIndex(path)
+
+
+def _zip_members(path: str, cap: int, packages: tuple[str, ...]) -> set[str]:
+    """The names of a zip on ``sys.path`` ``_zip_hit`` needs for ``packages``
+    (``_relevant``), read by ``open_zip``, whose errors it raises."""
+    index = open_zip(path, cap)
     try:
         return _relevant(index.names_starting(_prefixes(packages)), packages)
     finally:
@@ -1076,7 +1048,7 @@ def check_stdlib(root: str, package: str, report: ShadowReport, interp: Interpre
         return
     stdlib = interp.stdlib
     report.notes.append(f"base standard library taken as {stdlib} ({interp.origin}); not audited here")
-    for d in _ahead_dirs(stdlib, root):
+    for d in stdlib_dirs(stdlib, root):
         report.looked_in.append(d)
         copy = _copy_in(d, package)
         if copy is not None:
@@ -1086,7 +1058,7 @@ def check_stdlib(root: str, package: str, report: ShadowReport, interp: Interpre
         for hook in CUSTOMIZE:
             if (found := _copy_in(d, hook)) is not None:
                 _customize_note(found, report)
-    zpath = _stdlib_zip(stdlib)
+    zpath = stdlib_zip(stdlib)
     names = _zip_names(zpath, report, (package, *CUSTOMIZE)) if zpath else None
     if zpath is None or names is None:
         return

@@ -20,6 +20,16 @@ checked with the real interpreter:
   ``include-system-site-packages`` and lets the system site-packages in unless
   that says anything but ``true``. Both strip keys and values with
   ``str.strip`` and compare keys lower-cased.
+* Ahead of the site directory on ``sys.path``: the zipped standard library
+  (``lib/python311.zip``, ``stdlib_zip``), then ``lib/pythonX.Y`` and its
+  ``lib-dynload`` (``stdlib_dirs``). After it, for a venv that lets them in,
+  the base interpreter's site directories, Debian's ``dist-packages`` among
+  them (``base_site_dirs``).
+* ``site.addpackage`` reads a ``.pth`` as the interpreter's version does
+  (``pth_lines``, ``pth_processed``): 3.13 changed the decoding, the line
+  splitting and which names it opens.
+
+Where the audit judges what it finds there, it is ``pp1audit.shadowing``.
 """
 
 from __future__ import annotations
@@ -248,3 +258,48 @@ def _merged(first: list[tuple[int, str]], second: list[tuple[int, str]]) -> list
     """The lines of two readings: all of ``first``, then those of ``second`` it does not hold."""
     seen = {line for _, line in first}
     return first + [(n, line) for n, line in second if line not in seen]
+
+
+def base_site_dirs(stdlib: str, root: str) -> list[str]:
+    """The base interpreter's site directories that exist, other than ``root``.
+
+    ``<stdlib>/site-packages`` and its ``lib64`` twin (``sys.platlibdir``), and
+    the ``dist-packages`` directories Debian's ``site`` adds.
+    """
+    prefix, version = os.path.dirname(os.path.dirname(stdlib)), os.path.basename(stdlib)
+    candidates = [os.path.join(stdlib, "site-packages"),
+                  os.path.join(prefix, "lib64", version, "site-packages"),
+                  os.path.join(prefix, "local", "lib", version, "dist-packages"),
+                  os.path.join(prefix, "lib", "python3", "dist-packages"),
+                  os.path.join(stdlib, "dist-packages")]
+    out: list[str] = []
+    seen = {os.path.realpath(root)}
+    for d in candidates:
+        real = os.path.realpath(d)
+        if real not in seen and os.path.isdir(real):
+            seen.add(real)
+            out.append(d)
+    return out
+
+
+def stdlib_dirs(stdlib: str, root: str) -> list[str]:
+    """Standard library directories ``sys.path`` lists before this site-packages.
+
+    ``stdlib`` (``interpreter``) and its ``lib-dynload``, those that exist (the
+    zipped standard library before them: ``stdlib_zip``).
+    """
+    out = [stdlib, os.path.join(stdlib, "lib-dynload")]
+    return [d for d in out if os.path.isdir(d) and os.path.realpath(d) != os.path.realpath(root)]
+
+
+def stdlib_zip(stdlib: str) -> str | None:
+    """The zipped standard library ``sys.path`` lists first: ``lib/python311.zip``.
+
+    Beside ``stdlib``, named from its version (``python3.11`` →
+    ``python311.zip``, free-threaded ``python3.13t`` → ``python313t.zip``);
+    None when the directory's name carries no such version.
+    """
+    m = _LIB_NAME.fullmatch(os.path.basename(stdlib))
+    if m is None:
+        return None
+    return os.path.join(os.path.dirname(stdlib), f"python{m[1]}{m[2]}{m[3]}.zip")

@@ -72,11 +72,11 @@ from pp1audit.record import (
     verify,
 )
 from pp1audit.result import Check, Status
-from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing
+from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
 from pp1audit.sitemodel import site_dir_as_given
 from pp1audit.sources import DirectorySource, Source
 from pp1audit.treedigest import startup_digest, tree_digest
-from pp1audit.zipindex import ZipError, ZipIndex
+from pp1audit.zipindex import ZipError
 
 KIND = "record"
 
@@ -580,10 +580,7 @@ def _zip_plugins(rep: PluginReport, path: str, package: str, seen: set[str], *, 
     A zip that cannot be opened is a note (the shadowing check fails it already:
     zipimport would import from it); a member that cannot be read is an error."""
     try:
-        size = os.stat(path).st_size
-        if size > PATH_ZIP_MAX:
-            raise ZipError(f"{size:,} bytes, over the {PATH_ZIP_MAX >> 20} MiB looked into")
-        index = ZipIndex(path)
+        index = open_zip(path, PATH_ZIP_MAX)
     except (OSError, ZipError) as exc:
         rep.notes.append(f"{path} (on sys.path) cannot be read ({exc}): whether it declares entry "
                          f"points for {package} is unknown")
