@@ -68,39 +68,30 @@ write a ``*.dist-info`` with its METADATA, or re-hash a RECORD row. So the
 report also lists the *startup set* (``ShadowReport.startup``), the code that
 runs at every interpreter start, each file with its SHA-256, for the startup
 digest a manifest pins as ``target.startup_sha256`` (``pp1audit.treedigest``).
+
+This module finds what runs or shadows and words each finding. Two questions it
+asks are answered elsewhere, each a job of its own: what a ``.pth`` line
+imports (``pp1audit.pthimports``, pure parsing of text) and whether an installed
+distribution's RECORD vouches for startup code (``pp1audit.vouch``, which also
+keeps the startup set and the report types). Where Python looks is
+``pp1audit.sitemodel``.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import hashlib
 import importlib.machinery
 import os
 import posixpath
 import stat
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode
-from pp1audit.errors import TargetError
-from pp1audit.hashing import Digest, hash_entries
-from pp1audit.inventory import DIR, FILE, SYMLINK, DirInventory, Entry, Inventory, WheelInventory
-from pp1audit.record import (
-    RecordEntry,
-    RecordError,
-    dist_name,
-    distributions,
-    is_bytecode,
-    is_distribution,
-    logical_row,
-    normalize,
-    parse_record,
-    read_record,
-    read_small,
-    verify,
-)
+from pp1audit.bytecode import VerifiedCache
+from pp1audit.inventory import DIR, FILE, SYMLINK, DirInventory, Inventory
+from pp1audit.pthimports import cut
+from pp1audit.record import dist_name, distributions, is_distribution, normalize, read_small
 from pp1audit.sitemodel import (
     Interpreter,
     base_site_dirs,
@@ -110,8 +101,9 @@ from pp1audit.sitemodel import (
     stdlib_dirs,
     stdlib_zip,
 )
-from pp1audit.syntaxtree import constant_string
-from pp1audit.treedigest import path_order, token_for
+from pp1audit.vouch import Scope, judge_hook, module_names, owners_of, startup_entry, verify_imports
+from pp1audit.vouch import Shadow as Shadow  # the report types live beneath the checks
+from pp1audit.vouch import ShadowReport as ShadowReport
 from pp1audit.zipindex import NotAFile, ZipError, ZipIndex
 
 STDLIB_ZIP_MAX = 16 << 20
@@ -128,54 +120,6 @@ CUSTOMIZE = ("sitecustomize", "usercustomize")
 """Modules ``site`` imports at every interpreter start."""
 
 
-@dataclass(frozen=True, slots=True)
-class Shadow:
-    """One finding: ``fail`` always (a note goes in ``ShadowReport.notes`` instead)."""
-
-    path: str
-    message: str
-    id: str
-
-
-@dataclass
-class ShadowReport:
-    """Findings, plus what was looked at (for the passing summary)."""
-
-    findings: list[Shadow] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    pth_files: int = 0
-    looked_in: list[str] = field(default_factory=list)
-    on_path: list[str] = field(default_factory=list)
-    """What ``site`` puts on ``sys.path`` besides the target root, in ``sys.path``
-    order, as ``site`` spells it: the directories and zips ``.pth`` path lines add
-    (outside the audited package), and the base site-packages a venv lets in.
-    ``importlib.metadata`` looks for distributions (entry points) in each."""
-    startup: dict[str, str | None] = field(default_factory=dict)
-    """The startup set: file as shown -> its token in the tree digest's format
-    (hex SHA-256, or ``<type>:<detail>`` for a symlink or special file), None when
-    not read. Every ``.pth`` that executes code (and one that cannot be read or is
-    not a regular file: whether it does is unknown), every ``sitecustomize`` /
-    ``usercustomize`` found (the root, a directory or zip a path line adds, a base
-    site-packages the venv lets in; a package of that name by its files), and the
-    files of the modules a vouched ``.pth`` imports. Those modules' bytecode caches
-    (``__pycache__``) are left to the bytecode check, as in the tree digest; a hook
-    file a path line reaches is in whatever its directory. Not in it: the audited
-    package (``tree_sha256`` pins it) and hooks in the standard library (outside
-    the audit). Hooks outside the site directory and in a zip are never opened
-    (None): the digest is then not computable."""
-
-    def startup_files(self) -> list[tuple[str, str | None]]:
-        """The startup set as ``(path, token)`` pairs, sorted as the digest sorts them."""
-        return sorted(self.startup.items(), key=lambda pair: path_order(pair[0]))
-
-
-def module_names(package: str) -> set[str]:
-    """File names that import as top-level ``package`` (source, bytecode, extensions)."""
-    suffixes = (importlib.machinery.SOURCE_SUFFIXES + importlib.machinery.BYTECODE_SUFFIXES
-                + importlib.machinery.EXTENSION_SUFFIXES)
-    return {package + s for s in suffixes}
-
-
 def _copy_in(directory: str, package: str) -> str | None:
     """The path of an importable ``package`` in an OS directory, or None."""
     pkg = os.path.join(directory, package)
@@ -188,44 +132,6 @@ def _copy_in(directory: str, package: str) -> str | None:
     return None
 
 
-@dataclass
-class _Owners:
-    """The ``*.dist-info`` directories whose RECORD lists a root file, by verdict."""
-
-    good: list[str] = field(default_factory=list)
-    """Installed distributions listing it with its hash: they vouch for it."""
-    bad: list[str] = field(default_factory=list)
-    """Listing it with another hash."""
-    hollow: list[str] = field(default_factory=list)
-    """Listing it with its hash but without METADATA: no installed distribution."""
-
-
-def _owners(inv: Inventory, name: str, digest: bytes) -> _Owners:
-    """Distributions whose RECORD lists ``name`` at the root."""
-    out = _Owners()
-    for meta, kind in inv.children(""):
-        if kind != DIR or not meta.endswith(".dist-info"):
-            continue
-        try:
-            data = read_record(inv, f"{meta}/RECORD")
-            rows = parse_record(data, f"{meta}/RECORD") if name.encode() in data else []
-        except RecordError:
-            continue
-        for row in rows:
-            if row.path != name:
-                continue
-            if row.algorithm != "sha256" or row.digest != digest:
-                out.bad.append(meta)
-            elif (m := inv.entry(f"{meta}/METADATA")) is not None and m.kind == FILE:
-                out.good.append(meta)
-            else:
-                out.hollow.append(meta)
-    return out
-
-
-CUT = 120
-"""Characters of an executing ``.pth`` line shown; the rest is counted, never dropped silently."""
-
 PATH_ZIP_MAX = 64 << 20
 """Largest zip on a ``.pth`` path line looked into (its central directory only).
 An egg is rarely over a few MB; a larger file is a failure (what it holds is
@@ -233,34 +139,9 @@ unknown), not read: ``ZipIndex`` holds the whole central directory, and a
 hostile one of 300,000 members in 28 MB cost 1.6 s and 90 MB."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    """One directory ``site`` processes: the target root, or a base site-packages."""
-
-    inv: Inventory
-    package: str
-    package_dir: str | None
-    """The audited package directory, symlinks resolved (None in a wheel)."""
-    shown: str = ""
-    """Prefix naming its files in messages and ids: '' for the target root, else its path + '/'."""
-    cache: VerifiedCache | None = None
-    """Bytecode verification cache for the modules a vouched ``.pth`` imports."""
-    site_dir: str = ""
-    """The directory as ``site`` spells it (``sitemodel.site_dir_as_given``): a
-    relative path line is joined to it, symlinks not resolved. '' in a wheel."""
-    version: tuple[int, int] | None = None
-    """The target interpreter's ``X.Y``: how ``site`` reads a ``.pth`` (``sitemodel.pth_lines``);
-    None when unknown (a wheel, a layout not recognised): every reading's lines."""
-
-    def name(self, rel: str) -> str:
-        """How a file of this directory is named: a base site-packages' by its full
-        path, so a finding there is never mistaken for one in the target root."""
-        return self.shown + rel
-
-
-def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: _Scope | None = None) -> None:
+def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: Scope | None = None) -> None:
     """``.pth`` files at the root: executing lines, paths to other copies or startup hooks."""
-    scope = scope or _Scope(inv, package, _package_dir(inv, package))
+    scope = scope or Scope(inv, package, _package_dir(inv, package))
     for name, kind in inv.children(""):
         if not name.endswith(".pth"):
             continue
@@ -274,12 +155,12 @@ def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: _Scope 
         if kind != FILE:
             report.findings.append(Shadow(shown, f"{shown} is a {kind}; not opened", f"pth:{shown}"))
             if kind != DIR:  # site opens a symlink's target; a directory it cannot open
-                _startup_entry(scope, report, name)
+                startup_entry(scope, report, name)
             continue
         data = read_small(inv, name)
         if data is None:
             report.findings.append(Shadow(shown, f"{shown} cannot be read", f"pth:{shown}"))
-            _startup_entry(scope, report, name)
+            startup_entry(scope, report, name)
             continue
         executing: list[tuple[int, str]] = []
         for n, raw in pth_lines(data, scope.version):
@@ -295,27 +176,27 @@ def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: _Scope 
 
 
 def _shown_code(executing: list[tuple[int, str]], sha256: str) -> str:
-    """The first executing line, cut at ``CUT`` characters with the cut counted, and the
+    """The first executing line, cut at ``pthimports.CUT`` characters with the cut counted, and the
     file's SHA-256: two files that differ never read the same, a payload after
     the cut included."""
     first_n, first = executing[0]
-    shown = first if len(first) <= CUT else f"{first[:CUT]}… ({len(first) - CUT} more characters)"
+    shown = cut(first)
     more = f" (+{len(executing) - 1} more import lines)" if len(executing) > 1 else ""
     return f"line {first_n}: {shown}{more}; file sha256 {sha256[:12]}"
 
 
-def _judge_executing(scope: _Scope, name: str, data: bytes, executing: list[tuple[int, str]],
+def _judge_executing(scope: Scope, name: str, data: bytes, executing: list[tuple[int, str]],
                      report: ShadowReport) -> None:
     """An executing ``.pth``: vouched for (and the modules it imports verified) or a failure.
     Either way it is in the startup set."""
     inv, shown = scope.inv, scope.name(name)
     digest = hashlib.sha256(data)
     report.startup[shown] = digest.hexdigest()
-    owners = _owners(inv, name, digest.digest())
+    owners = owners_of(inv, name, digest.digest())
     code = _shown_code(executing, digest.hexdigest())
     if owners.good:
         meta = owners.good[0]
-        imported = _verify_imports(scope, shown, meta, [line for _, line in executing], report)
+        imported = verify_imports(scope, shown, meta, [line for _, line in executing], report)
         report.notes.append(f"{shown} executes code at startup, vouched for by {meta} "
                             f"(matches its RECORD{imported}): {code}")
         return
@@ -342,374 +223,15 @@ in it (a ``.pth`` an administrator or an image build dropped there), and dpkg's
 own record of them is not read."""
 
 
-_IMPORTERS = ("__import__", "import_module")
-"""Calls that import the module their first argument (or ``name=``) names
-(``__import__('x')``, ``importlib.import_module('x')``)."""
-
-_RUNNERS = ("exec", "eval", "compile")
-"""Builtins that run (or compile, for ``exec`` to run) the code their first
-argument (or ``source=``) holds: ``exec('import coverage')`` in coverage's ``.pth``."""
-
-RUN_DEPTH = 8
-"""Nested ``exec('exec(…)')`` strings followed; deeper code is taken as undetermined."""
-
-
-@dataclass(frozen=True, slots=True)
-class PthImports:
-    """What the executing lines of a ``.pth`` import."""
-
-    modules: list[str]
-    """Top-level modules named by a constant, sorted."""
-    dynamic: list[str]
-    """Calls whose module name or code is computed at run time, as written (cut at ``CUT``)."""
-
-
-def pth_imports(lines: list[str]) -> PthImports:
-    """What the executing lines of a ``.pth`` import.
-
-    Each line is what ``site`` hands to ``exec``: parsed with ``ast``, its
-    ``import`` / ``from … import`` statements (absolute ones) and calls of
-    ``__import__`` / ``import_module`` with a constant name give a module's first
-    component; the constant string (or bytes) ``exec``, ``eval`` or ``compile``
-    is given is parsed the same way, nested ones too. A string made of constants
-    (``'import ' + 'x'``) is folded (``syntaxtree.constant_string``). Any other
-    argument to those calls (``exec(base64.b64decode(…))``, ``__import__(name)``)
-    is code or a name computed at run time: ``dynamic``. A line or string that does
-    not parse runs nothing (``exec`` raises), so it gives none.
-    """
-    modules: set[str] = set()
-    dynamic: list[str] = []
-    for line in lines:
-        _collect_imports(line, modules, dynamic, 0)
-    return PthImports(sorted(modules), dynamic)
-
-
-def imported_modules(lines: list[str]) -> list[str]:
-    """Top-level modules the executing lines of a ``.pth`` import by a constant name, sorted."""
-    return pth_imports(lines).modules
-
-
-def _collect_imports(code: str, modules: set[str], dynamic: list[str], depth: int) -> None:
-    """``pth_imports`` for one piece of code (a line, or a string it runs)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            modules.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Call) and _importer(node.func):
-            name = _constant_text(_first_argument(node, "name"))
-            if name is None:
-                dynamic.append(_cut_code(node))
-            elif name:
-                modules.add(name.split(".")[0])
-        elif isinstance(node, ast.Call) and _runner(node.func):
-            arg = _first_argument(node, "source")
-            if isinstance(arg, ast.Call) and _runner(arg.func):
-                continue  # exec(compile('…')): the inner call is walked on its own
-            text = _constant_text(arg)
-            if text is None or depth >= RUN_DEPTH:
-                dynamic.append(_cut_code(node))
-            else:
-                _collect_imports(text, modules, dynamic, depth + 1)
-
-
-def _first_argument(call: ast.Call, keyword: str) -> ast.expr | None:
-    """The first positional argument of a call, else its ``keyword`` argument; None
-    when there is neither, or when ``*args`` / ``**kwargs`` may supply it."""
-    if call.args:
-        return None if isinstance(call.args[0], ast.Starred) else call.args[0]
-    if any(k.arg is None for k in call.keywords):
-        return None
-    return next((k.value for k in call.keywords if k.arg == keyword), None)
-
-
-def _constant_text(node: ast.expr | None) -> str | None:
-    """The string a constant argument holds (bytes decoded as ``exec`` decodes
-    source), folded from constants when it is an expression of them; None when it
-    is computed at run time."""
-    if node is None:
-        return None
-    if isinstance(node, ast.Constant):
-        if isinstance(node.value, str):
-            return node.value
-        if isinstance(node.value, bytes):
-            return node.value.decode("utf-8", "replace")
-    return constant_string(ast.unparse(node))
-
-
-def _cut_code(node: ast.expr) -> str:
-    """A call as written, at most ``CUT`` characters, the cut counted."""
-    text = ast.unparse(node)
-    return text if len(text) <= CUT else f"{text[:CUT]}… ({len(text) - CUT} more characters)"
-
-
-def _runner(func: ast.expr) -> bool:
-    """``exec`` / ``eval`` / ``compile`` by name, or ``….exec`` / ``….eval`` (``builtins.exec``)."""
-    if isinstance(func, ast.Name):
-        return func.id in _RUNNERS
-    return isinstance(func, ast.Attribute) and func.attr in ("exec", "eval")
-
-
-def _importer(func: ast.expr) -> bool:
-    """``__import__`` or ``….import_module``, by name."""
-    if isinstance(func, ast.Name):
-        return func.id in _IMPORTERS
-    return isinstance(func, ast.Attribute) and func.attr in _IMPORTERS
-
-
-_STDLIB = frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names)
-
-
-def _of_module(path: str, module: str, base: str = "") -> bool:
-    """A RECORD path that belongs to top-level ``module`` of directory ``base`` ('' the
-    root): under its directory, one of its module files, or the bytecode of one in
-    ``base``'s ``__pycache__``."""
-    if base:
-        if not path.startswith(base + "/"):
-            return False
-        path = path[len(base) + 1:]
-    if path.startswith(module + "/") or path in module_names(module):
-        return True
-    return path.startswith(f"__pycache__/{module}.") and path.endswith(".pyc")
-
-
-def _module_owner(inv: Inventory, module: str, base: str = "") -> tuple[str, list[RecordEntry]] | None:
-    """The installed distribution whose RECORD installs ``module`` (of directory
-    ``base``), and its rows of it: the first ``*.dist-info`` with a ``METADATA``
-    (a bare RECORD is no installed distribution) whose RECORD lists files of it."""
-    for meta, kind in inv.children(""):
-        if kind != DIR or not meta.endswith(".dist-info"):
-            continue
-        if (m := inv.entry(f"{meta}/METADATA")) is None or m.kind != FILE:
-            continue
-        try:
-            data = read_record(inv, f"{meta}/RECORD")
-            if module.encode() not in data:
-                continue
-            rows = [logical_row(inv, r) for r in parse_record(data, f"{meta}/RECORD")]
-        except RecordError:
-            continue
-        if mine := [r for r in rows if _of_module(r.path, module, base)]:
-            return meta, mine
-    return None
-
-
-def _verify_imports(scope: _Scope, pth: str, meta: str, lines: list[str], report: ShadowReport) -> str:
-    """Check the modules a vouched ``.pth`` imports against the vouching RECORD.
-
-    The hash of the ``.pth`` says nothing about ``_distutils_hack/__init__.py``,
-    which is the code that runs. Returns the phrase the summary adds.
-    """
-    inv = scope.inv
-    imports = pth_imports(lines)
-    if imports.dynamic:
-        more = f" (and {len(imports.dynamic) - 1} more)" if len(imports.dynamic) > 1 else ""
-        report.findings.append(Shadow(
-            pth, f"{pth} (vouched for by {meta}) runs code at every interpreter start that it computes "
-            f"at run time: {imports.dynamic[0]}{more}; what that imports cannot be determined, so "
-            "nothing vouches for the code it runs", f"pth:{pth}:dynamic"))
-    modules = imports.modules
-    if not modules:
-        return "; imports what it computes at run time (not verified)" if imports.dynamic else ""
-    try:
-        rows = [logical_row(inv, r) for r in parse_record(read_record(inv, f"{meta}/RECORD"),
-                                                       f"{meta}/RECORD")]
-    except RecordError as exc:  # read once already, so this is a race
-        report.findings.append(Shadow(pth, f"{pth}: what it imports cannot be verified: {exc}",
-                                      f"pth:{pth}"))
-        return ""
-    root = dict(inv.children(""))
-    said: list[str] = []
-    stdlib: list[str] = []
-    for module in modules:
-        mine = [r for r in rows if _of_module(r.path, module)]
-        if module == scope.package and not scope.shown:
-            said.append(f"{module} (the audited package)")
-        elif mine:
-            said.append(_verify_module(scope, meta, module, mine, root, report, _pth_run(pth, meta)))
-        elif module in _STDLIB and not _present(root, module):
-            stdlib.append(module)
-        elif _present(root, module) and (owner := _module_owner(inv, module)) is not None:
-            # Installed by another distribution (coverage-enable-subprocess's .pth
-            # imports coverage): verified against the RECORD that installs it.
-            other, rows_of = owner
-            run = _Run(f"run at every interpreter start by {pth} (vouched for by {meta}; the module "
-                       f"by {other})", f"pth:{pth}:")
-            said.append(f"{_verify_module(scope, other, module, rows_of, root, report, run)} "
-                        f"installed by {other}")
-        else:
-            where = ""
-            if _present(root, module):
-                where = "; another of that name is in the site directory"
-                _startup_module(scope, module, root, report)
-            report.findings.append(Shadow(
-                pth, f"{pth} (vouched for by {meta}) imports '{module}' at every interpreter start, "
-                f"which {meta}/RECORD does not install and is not a standard-library module"
-                f"{where}: nothing vouches for the code it runs", f"pth:{pth}:{module}"))
-            said.append(f"{module} (not in its RECORD)")
-    if stdlib:
-        said.append(f"{', '.join(stdlib)} (standard library, not audited here)")
-    return "; imports " + " and ".join(said)
-
-
-def _present(root: dict[str, str], module: str) -> bool:
-    """Whether a directory (its children ``root``) holds something importable as ``module``."""
-    return module in root or any(n in root for n in module_names(module))
-
-
-def _module_files(inv: Inventory, module: str, root: dict[str, str], base: str = "") -> list[Entry]:
-    """Every entry of top-level ``module`` in directory ``base`` ('' the root; its
-    children ``root``): its directory walked, its module files, and their bytecode
-    in ``base``'s ``__pycache__``. ``TargetError`` when its directory leads outside
-    the root."""
-    pre = f"{base}/" if base else ""
-    files: list[Entry] = []
-    if root.get(module) in (DIR, SYMLINK):
-        files.extend(inv.walk(pre + module))
-    for name in sorted(module_names(module) & set(root)):
-        if (e := inv.entry(pre + name)) is not None:
-            files.append(e)
-    if root.get("__pycache__") == DIR:
-        for name, _kind in inv.children(f"{pre}__pycache__"):
-            if (name.startswith(module + ".") and name.endswith(".pyc")
-                    and (e := inv.entry(f"{pre}__pycache__/{name}")) is not None):
-                files.append(e)
-    return files
-
-
-def _wheel(inv: Inventory) -> str | None:
-    """Where ``hash_entries`` reads an inventory's members: the wheel, or None on disk."""
-    return inv.location if isinstance(inv, WheelInventory) else None
-
-
-def _hashed_module(scope: _Scope, module: str, root: dict[str, str], report: ShadowReport,
-                   base: str = "") -> tuple[list[Entry], dict[str, Digest]]:
-    """Every entry of ``module`` in ``base`` (``_module_files``), hashed once (sources
-    kept for the bytecode check), and added to the startup set. ``TargetError``
-    when its directory leads outside the root: then in the set unread."""
-    try:
-        files = _module_files(scope.inv, module, root, base)
-    except TargetError:
-        report.startup[scope.name(f"{base}/{module}" if base else module)] = None
-        raise
-    digests = hash_entries(files, wheel=_wheel(scope.inv), keep=keep_for_bytecode)
-    _startup_files(scope, report, files, digests)
-    return files, digests
-
-
-def _startup_module(scope: _Scope, module: str, root: dict[str, str], report: ShadowReport,
-                    base: str = "") -> None:
-    """A module no RECORD vouches for (already a finding): its files are startup
-    code all the same."""
-    with contextlib.suppress(TargetError):
-        _hashed_module(scope, module, root, report, base)
-
-
-def _startup_files(scope: _Scope, report: ShadowReport, files: list[Entry],
-                   digests: dict[str, Digest]) -> None:
-    """Add hashed entries to the startup set, bytecode caches left out (see
-    ``ShadowReport``): files named as Python's cache names them, which the bytecode
-    check judges. A ``__pycache__/sitecustomize.pyc`` is no cache file: a path line
-    putting that directory on ``sys.path`` imports it."""
-    for e in files:
-        if not is_bytecode(e.path):
-            report.startup[scope.name(e.path)] = token_for(e, digests.get(e.path))
-
-
-def _startup_entry(scope: _Scope, report: ShadowReport, rel: str, sha256: str | None = None) -> None:
-    """Add the root entry ``rel`` to the startup set: with ``sha256`` when the caller
-    has read it already, else hashed here; a directory (a ``sitecustomize``
-    package) by its files. A file is added whatever its name: a path line can put
-    a ``__pycache__`` on ``sys.path``, and its ``sitecustomize.pyc`` then runs."""
-    inv = scope.inv
-    e = inv.entry(rel)
-    if e is not None and e.kind != DIR:
-        if e.kind != FILE:
-            sha256 = token_for(e, None)  # a symlink or special file: never opened
-        elif sha256 is None:
-            sha256 = token_for(e, hash_entries([e], wheel=_wheel(inv)).get(e.path))
-        report.startup[scope.name(rel)] = sha256
-        return
-    try:  # a directory (a wheel lists no entry for one)
-        files = inv.walk(rel)
-    except TargetError:
-        report.startup[scope.name(rel)] = None
-        return
-    _startup_files(scope, report, files, hash_entries(files, wheel=_wheel(inv)))
-
-
-def _startup_os_path(scope: _Scope, report: ShadowReport, path: str) -> None:
+def _startup_os_path(scope: Scope, report: ShadowReport, path: str) -> None:
     """A startup hook found by its OS path (a directory a path line adds): read
     through the inventory inside the site directory, else named unread (outside it
     only names and types are looked at)."""
     root = scope.inv.root if isinstance(scope.inv, DirInventory) else None
     if root is not None and _under(path, root) and path != root:
-        _startup_entry(scope, report, os.path.relpath(path, root).replace(os.sep, "/"))
+        startup_entry(scope, report, os.path.relpath(path, root).replace(os.sep, "/"))
     else:
         report.startup[path] = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Run:
-    """Why a vouched module's files run, for its findings: the phrase and the id prefix."""
-
-    why: str
-    """``run at every interpreter start by x.pth (vouched for by M)``."""
-    cid: str
-    """Prefix of a finding's id; the file's path follows."""
-
-
-def _pth_run(pth: str, meta: str) -> _Run:
-    """A module a vouched ``.pth`` imports."""
-    return _Run(f"run at every interpreter start by {pth} (vouched for by {meta})", f"pth:{pth}:")
-
-
-def _verify_module(scope: _Scope, meta: str, module: str, rows: list[RecordEntry],
-                   root: dict[str, str], report: ShadowReport, run: _Run, base: str = "") -> str:
-    """One module that runs at startup (in directory ``base``) against its rows of
-    the vouching RECORD, with the same rules as the package's own check
-    (``record.verify``), and its bytecode with the bytecode check. Findings are
-    added; the summary phrase is returned."""
-    inv, why = scope.inv, run.why
-    try:
-        files, digests = _hashed_module(scope, module, root, report, base)
-    except TargetError as exc:
-        where = f"{base}/{module}" if base else module
-        report.findings.append(Shadow(scope.name(where), f"{exc} ({why})", run.cid + where))
-        return f"{module} (not verified)"
-    wheel = _wheel(inv)
-    by_path = {e.path: e for e in files}
-    # A row without a hash for a file that is not there names nothing Python could
-    # run: virtualenv's seeder lists pycs it never writes outside __pycache__
-    # (``_distutils_hack/override.cpython-311.pyc,,``) and the __pycache__
-    # directory itself. A hash-less row of a present file still fails (unhashed).
-    rows = [r for r in rows if r.digest is not None or by_path.get(r.path) is not None]
-    extra: dict[tuple[str, str], bytes] = {}
-    for algo in sorted({r.algorithm for r in rows if r.algorithm not in (None, "sha256")} - {None}):
-        todo = [e for r in rows if r.algorithm == algo and (e := by_path.get(r.path)) is not None]
-        again = hash_entries(todo, wheel=wheel, algorithm=str(algo))
-        extra.update({(p, str(algo)): d.sha256 for p, d in again.items() if d.sha256 is not None})
-    located: dict[str, Entry | None] = {r.path: by_path.get(r.path) for r in rows}
-    ver = verify(rows, f"{meta}/RECORD", located, digests, files, module, extra_digests=extra)
-    for p in ver.problems:
-        shown = scope.name(p.path)
-        report.findings.append(Shadow(shown, f"{shown} is {why}, but does not match that RECORD: "
-                                      f"{p.message}", run.cid + p.path))
-    rep = check_bytecode(files, digests, cache=scope.cache or default_cache())
-    for f in rep.findings:
-        shown = scope.name(f.path)
-        if f.status == "skip":
-            report.notes.append(f"{shown} ({why}): {f.message}")
-            continue
-        report.findings.append(Shadow(shown, f"{shown} is {why}: {f.message}", run.cid + f.path))
-    bad = len(ver.problems) + sum(f.status != "skip" for f in rep.findings)
-    problems = f"; {bad} problem(s) reported separately" if bad else ""
-    return (f"{module} ({ver.verified} file(s) matching it, {rep.verified} bytecode file(s) "
-            f"verified as their sources compiled{problems})")
 
 
 def _package_dir(inv: Inventory, package: str) -> str | None:
@@ -724,7 +246,7 @@ def _hook_names() -> list[str]:
     return sorted(set(CUSTOMIZE) | module_names("sitecustomize") | module_names("usercustomize"))
 
 
-def _path_line(scope: _Scope, pth: str, n: int, line: str, report: ShadowReport) -> None:
+def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) -> None:
     """One ``.pth`` path line: where ``site`` would add it, and what would import from there."""
     cid = f"pth:{pth}:{n}"
     inv = scope.inv
@@ -781,11 +303,11 @@ def _hooks_in_dir(real: str) -> list[str]:
     return found
 
 
-def _hooks_on_path(scope: _Scope, root: str, pth: str, n: int, head: str, real: str,
+def _hooks_on_path(scope: Scope, root: str, pth: str, n: int, head: str, real: str,
                    report: ShadowReport) -> None:
     """A ``sitecustomize`` / ``usercustomize`` in a directory a path line adds: ``site``
     imports it after the ``.pth`` files. Inside ``root`` (the site directory) one an
-    installed distribution's RECORD installs is verified (``_judge_hook``) and
+    installed distribution's RECORD installs is verified (``judge_hook``) and
     named; anything else fails."""
     found = _hooks_in_dir(real)
     if not found:
@@ -797,7 +319,7 @@ def _hooks_on_path(scope: _Scope, root: str, pth: str, n: int, head: str, real: 
         if not paths:
             continue
         if rel is not None:
-            vouched = _judge_hook(scope, hook, children, report, cid=f"pth:{pth}:{n}:", base=rel,
+            vouched = judge_hook(scope, hook, children, report, cid=f"pth:{pth}:{n}:", base=rel,
                                   via=f" through {pth}:{n}")
             if vouched is not None:
                 report.notes.append(f"{scope.name(f'{rel}/{hook}')} is on sys.path through {pth}:{n} "
@@ -853,7 +375,7 @@ def _zip_on_path(package: str, pth: str, n: int, head: str, real: str, report: S
                 f"{cid}:{hook}"))
 
 
-def _path_line_in_wheel(scope: _Scope, pth: str, n: int, line: str, report: ShadowReport) -> None:
+def _path_line_in_wheel(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) -> None:
     """A path line of a ``.pth`` in a wheel, relative to where it installs (the
     site directory): into the package, or to a directory of the wheel holding a
     startup hook, fails. A path outside the wheel names the installing host's
@@ -878,7 +400,7 @@ def _path_line_in_wheel(scope: _Scope, pth: str, n: int, line: str, report: Shad
     hooks = set(_hook_names())
     for name, _kind in inv.children(rel):
         if name in hooks:
-            _startup_entry(scope, report, f"{rel}/{name}")
+            startup_entry(scope, report, f"{rel}/{name}")
             report.findings.append(Shadow(
                 pth, f"{head}, where {rel}/{name} is imported by site at every interpreter start, after "
                 "the .pth files; not vouched for", f"{cid}:{name}"))
@@ -902,7 +424,7 @@ def check_system_site(interp: Interpreter, root: str, package: str, report: Shad
     for d in dirs:
         report.on_path.append(d)
         inv = DirInventory(d)
-        scope = _Scope(inv, package, _package_dir(DirInventory(root), package),
+        scope = Scope(inv, package, _package_dir(DirInventory(root), package),
                        shown=d.rstrip(os.sep) + os.sep, cache=cache, site_dir=os.path.abspath(d),
                        version=interp.version)
         check_pth(inv, package, report, scope)
@@ -1136,17 +658,17 @@ def check_copies(inv: Inventory, package: str, primary: str | None, report: Shad
                 f"shadow:{name}"))
 
 
-def check_customize(inv: Inventory, report: ShadowReport, scope: _Scope | None = None) -> None:
+def check_customize(inv: Inventory, report: ShadowReport, scope: Scope | None = None) -> None:
     """``sitecustomize`` / ``usercustomize`` in the root: ``site`` imports them at every
     start. One an installed distribution's RECORD installs is verified as the
-    modules a vouched ``.pth`` imports are (``_judge_hook``); anything else fails."""
-    scope = scope or _Scope(inv, "", None)
+    modules a vouched ``.pth`` imports are (``judge_hook``); anything else fails."""
+    scope = scope or Scope(inv, "", None)
     children = dict(inv.children(""))
     for hook in CUSTOMIZE:
         names = _hook_entries(children, hook)
         if not names:
             continue
-        vouched = _judge_hook(scope, hook, children, report, cid=f"shadow:{scope.shown}")
+        vouched = judge_hook(scope, hook, children, report, cid=f"shadow:{scope.shown}")
         if vouched is not None:
             report.notes.append(f"{scope.name(hook)} runs at startup, vouched for by {vouched}")
             continue
@@ -1166,24 +688,6 @@ def _hook_entries(children: dict[str, str], hook: str) -> list[str]:
     return sorted(names)
 
 
-def _judge_hook(scope: _Scope, hook: str, children: dict[str, str], report: ShadowReport, *,
-                cid: str, base: str = "", via: str = "") -> str | None:
-    """A startup hook of directory ``base`` (its children ``children``): verified
-    against the RECORD of the installed distribution that installs it, all its
-    files and bytecode (``_verify_module``), as the modules a vouched ``.pth``
-    imports are. Returns ``<meta>: <what was verified>`` for the summary (its
-    problems are findings), or None when no RECORD installs it: then only put in
-    the startup set, for the caller to fail. ``via``: how its directory is on
-    ``sys.path`` (a path line), for the messages."""
-    owner = _module_owner(scope.inv, hook, base)
-    if owner is None:
-        _startup_module(scope, hook, children, report, base)
-        return None
-    meta, rows = owner
-    run = _Run(f"imported by site at every interpreter start{via} (vouched for by {meta})", cid)
-    return f"{meta}: {_verify_module(scope, meta, hook, rows, children, report, run, base)}"
-
-
 def check_shadowing(inv: Inventory, package: str, primary: str | None,
                     cache: VerifiedCache | None = None, site_dir: str | None = None) -> ShadowReport:
     """All shadowing checks for one target. ``cache``: the bytecode verification
@@ -1200,7 +704,7 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None,
                             "looked at (give the site-packages by the path its interpreter uses)")
     if interp is not None:
         report.notes.extend(interp.notes)
-    scope = _Scope(inv, package, _package_dir(inv, package), cache=cache, site_dir=site,
+    scope = Scope(inv, package, _package_dir(inv, package), cache=cache, site_dir=site,
                    version=interp.version if interp else None)
     check_pth(inv, package, report, scope)
     check_customize(inv, report, scope)

@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 from test_record_units import bad, install, record_row, run
 
-from pp1audit import shadowing
+from pp1audit import pthimports, shadowing
 from pp1audit.bytecode import VerifiedCache
 from pp1audit.inventory import DirInventory
 
@@ -343,10 +343,10 @@ def test_a_standard_library_name_in_the_site_directory_is_judged_too(tmp_path: P
 def test_the_real_setuptools_pth_imports() -> None:
     line = ("import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, 'local') == "
             "'local'; enabled and __import__('_distutils_hack').add_shim(); ")
-    assert shadowing.imported_modules([line]) == ["_distutils_hack", "os"]
-    assert shadowing.imported_modules(["import a.b as c, d; from e.f import g; from . import h",
-                             "import importlib; importlib.import_module('i.j')",
-                             "import ((( garbage", "import x\0y"]) == ["a", "d", "e", "i", "importlib"]
+    assert pthimports.imported_modules([line]) == ["_distutils_hack", "os"]
+    assert pthimports.imported_modules(["import a.b as c, d; from e.f import g; from . import h",
+                              "import importlib; importlib.import_module('i.j')",
+                              "import ((( garbage", "import x\0y"]) == ["a", "d", "e", "i", "importlib"]
 
 
 # --- 3. the code shown ----------------------------------------------------------------------
@@ -360,8 +360,8 @@ def test_a_payload_after_the_cut_changes_the_message(tmp_path: Path) -> None:
         data = (first + tail + "\n").encode()
         (root / "evil.pth").write_bytes(data)
         message = bad(run(root))["pth:evil.pth"].message
-        cut = len(first + tail) - shadowing.CUT
-        assert message.endswith(f": line 1: {first[:shadowing.CUT]}… ({cut} more characters); "
+        cut = len(first + tail) - pthimports.CUT
+        assert message.endswith(f": line 1: {first[:pthimports.CUT]}… ({cut} more characters); "
                                 f"file sha256 {hashlib.sha256(data).hexdigest()[:12]}")
         messages.append(message)
     assert messages[0] != messages[1]

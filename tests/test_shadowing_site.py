@@ -23,7 +23,7 @@ import pytest
 from test_record_units import bad, install, record_row, run, wheel_of
 from test_shadowing_hooks import BASE_EXE, HOOK, PYVER, fake_base, starts, venv, with_hack
 
-from pp1audit import shadowing
+from pp1audit import pthimports
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 
@@ -209,7 +209,7 @@ def test_tampered_bytecode_of_a_vouched_sitecustomize_fails(tmp_path: Path) -> N
 
 
 def test_code_run_through_exec_strings_is_read_for_imports() -> None:
-    imports = shadowing.pth_imports([
+    imports = pthimports.pth_imports([
         "import sys; exec('import os\\n\\nif os.getenv(\"X\"):\\n try:\\n  import cov\\n except:\\n  pass')",
         "exec(u'exec(\"from deep.er import x\")'); eval(\"__import__('ev')\")",
         "exec(compile(source='import comp', filename='<pth>', mode='exec'))",
@@ -228,7 +228,7 @@ def test_code_run_through_exec_strings_is_read_for_imports() -> None:
     "exec(compile(open('/tmp/x').read(), 'x', 'exec'))",
 ])
 def test_code_or_a_name_computed_at_run_time_is_dynamic(line: str) -> None:
-    assert shadowing.pth_imports([line]).dynamic != []
+    assert pthimports.pth_imports([line]).dynamic != []
 
 
 def test_a_module_imported_in_an_exec_string_is_verified(tmp_path: Path) -> None:
