@@ -15,7 +15,8 @@ import ast
 import re
 import symtable
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pp1audit.patterns import Hit, Pat, assign_parts, at, find, parse_pattern
@@ -89,6 +90,25 @@ holds in (None: anywhere)."""
 RawWrite = tuple["SgNode", "SgNode", "str | SgNode | None", "SgNode | None"]
 """A ``Write`` as one node spells it: the attribute may still be the expression that computes
 it (``Facts._resolved`` reads which names it can be)."""
+Resolve = Callable[["SgNode", "SgNode"], "list[SgNode]"]
+"""The namespaces a name read at a place may hold (``g = globals()`` … ``g[k] = v``): the
+objects whose attributes writing through it binds, as ``_namespace_of`` gives them."""
+
+
+@dataclass(frozen=True, eq=False)
+class AliasPair:
+    """One binding that may make a name denote what its value denotes (``_class_names``)."""
+
+    where: SgNode
+    """The binding node (for a parameter's default, the function's body: where it holds)."""
+    target: SgNode
+    value: SgNode
+    maybe: frozenset[str]
+    """Dotted names the value may evaluate to: itself, an arm of ``a if t else b``, an
+    operand of ``or`` / ``and``, the value of ``:=`` (what an instance alias follows)."""
+    mentions: frozenset[str]
+    """Every dotted name the value reads whole (``f(Cls)``, ``[Cls][0]``, ``{"k": Cls}``,
+    not ``Cls()`` or ``Cls.x``: ``_mentions``): what a class alias follows."""
 
 
 class Facts:
@@ -114,15 +134,17 @@ class Facts:
         self._binding_lists: dict[tuple[Key, str], list[SgNode]] = {}
         self._truths: dict[Key, bool | None] = {}
         self._aliases: dict[Key, tuple[list[Alias], list[Alias]]] = {}
-        self._pairs: list[tuple[SgNode, SgNode, SgNode, str]] | None = None
-        self._by_value: dict[str, list[tuple[SgNode, SgNode, SgNode, str]]] | None = None
-        self._by_class: dict[Key, list[tuple[SgNode, SgNode, SgNode, str]]] | None = None
+        self._pairs: list[AliasPair] | None = None
+        self._by_value: dict[tuple[str, bool], tuple[list[int], list[AliasPair]]] | None = None
+        self._by_class: dict[Key, list[AliasPair]] | None = None
         self._binder_memo: dict[tuple[Key, str], list[SgNode]] = {}
         self._displays: dict[tuple[Key, str], SgNode | None] = {}
         self._names_index: dict[str, tuple[list[int], list[SgNode]]] | None = None
         self._guard_memo: dict[Key, dict[str, list[tuple[int, SgNode, SgNode]]]] = {}
         self._binding_index: dict[Key, dict[str, list[SgNode]]] = {}
-        self._declared: dict[Key, frozenset[str]] = {}
+        self._declared: dict[tuple[Key, str], frozenset[str]] = {}
+        self._spaces: dict[tuple[str, Key | None], list[SgNode]] | None = None
+        self._class_texts: dict[str, bool] = {}
         self._nearest: dict[Key, SgNode | None] = {}
 
     # scopes
@@ -602,13 +624,15 @@ class Facts:
 
     def _a_class(self, obj: SgNode) -> bool:
         """``obj`` is a dotted name that denotes only class definitions of the file after its
-        module ran (``scope_chain``)."""
+        module ran (``scope_chain``; memoised per name: every write asks)."""
         text = "".join(unparen(obj).text().split())
-        if not all(part.isidentifier() for part in text.split(".")):
-            return False
-        chain, why = self.scope_chain(text)
-        return why is None and bool(chain) and all(
-            d.kind() == "class_definition" for d in chain[-1])
+        hit = self._class_texts.get(text)
+        if hit is None:
+            chain, why = self.scope_chain(text) if all(
+                part.isidentifier() for part in text.split(".")) else ([], "")
+            hit = self._class_texts[text] = why is None and bool(chain) and all(
+                d.kind() == "class_definition" for d in chain[-1])
+        return hit
 
     def attached(self, classes: list[SgNode]) -> list[SgNode]:
         """Code the file attaches to these classes from outside their bodies
@@ -697,13 +721,41 @@ class Facts:
         from values the file shows is each of them (``_resolved``)."""
         if self._writes is None:
             self._writes = [w for node in self.root.find_all(_WRITING)
-                            for raw in _writes_of(node) for w in self._resolved(raw)]
+                            for raw in _writes_of(node, self._namespace_names)
+                            for w in self._resolved(raw)]
         return self._writes
+
+    def _namespace_names(self, holder: SgNode, where: SgNode) -> list[SgNode]:
+        """``Resolve`` for the file: what a name read at ``where`` may hold of the namespaces
+        it is bound to (``g = globals()``, ``ns = locals()`` in a class body,
+        ``d = self.__dict__``, ``v = vars(x)``, and a name bound to one of these names in
+        turn), where that binding holds (``_alias_entries``)."""
+        holder = unparen(holder)
+        if holder.kind() != "identifier":
+            return []
+        if self._spaces is None:
+            self._spaces = {}
+            for pair in self._alias_pairs():  # in source order: `h = g` after `g = globals()`
+                if pair.target.kind() != "identifier":
+                    continue
+                spaces = [n for v in _may_be(pair.value)
+                          for n in _namespaces(v, pair.where, self._namespace_names)]
+                for text, scope in self._alias_entries(pair.target, pair.where) if spaces else []:
+                    if text == pair.target.text():
+                        self._spaces.setdefault(
+                            (text, key(scope) if scope is not None else None), []).extend(spaces)
+        scopes: list[Key | None] = [None]  # where a binding holds: anywhere, or a function
+        node: SgNode | None = where
+        while node is not None and (node := self.owner(node)) is not None:
+            scopes.append(key(node))
+        return [space for k in scopes for space in self._spaces.get((holder.text(), k), [])]
 
     def _resolved(self, raw: RawWrite) -> list[Write]:
         """One write per name a computed attribute may be (``_spelled``), or one of any name
         (None) when they are not visible."""
         where, obj, attr, value = raw
+        if attr == "__dict__":  # `self.__dict__ = kw`, `|= kw`: a namespace replaced whole
+            return [(where, obj, None, value)]
         if attr is None or isinstance(attr, str):
             return [(where, obj, attr, value)]
         if self._forwarding(obj, attr, where):
@@ -845,10 +897,11 @@ class Facts:
         if owner is not None and owner.kind() == "class_definition" and title is not None:
             todo += [((f"{outer}.{title.text()}", scope), False)
                      for outer, scope in self._class_names(owner)[0]]
-        for where, target, value, _text in self._pairs_in_class().get(k, []):
+        for pair in self._pairs_in_class().get(k, []):
             for instance in (False, True):
-                if self._own_reference(value, where, cls, instance):
-                    todo += [(e, instance) for e in self._alias_entries(target, where)]
+                if any(self._own_reference(v, pair.where, cls, instance)
+                       for v in _may_be(pair.value)):
+                    todo += [(e, instance) for e in self._alias_entries(pair.target, pair.where)]
                     break
         names: list[Alias] = []
         selves: list[Alias] = []
@@ -860,9 +913,8 @@ class Facts:
             seen.add((entry, instance))
             (selves if instance else names).append(entry)
             text, scope = entry
-            for where, target, _value, _text in self._pairs_by_value().get(text, []):
-                if scope is None or within(where, scope):
-                    todo += [(e, instance) for e in self._alias_entries(target, where)]
+            for pair in self._pairs_within((text, instance), scope):
+                todo += [(e, instance) for e in self._alias_entries(pair.target, pair.where)]
         self._aliases[k] = (names, selves)
         return names, selves
 
@@ -878,55 +930,78 @@ class Facts:
             return [(text, None)]
         if owner.kind() == "class_definition":
             path = self.class_path(owner)
-            return [(text, None), *([(f"{path}.{text}", None)] if path is not None else [])]
-        return [(text, None if text in self._globals_declared(owner) else owner)]
+            return [(text, None), (f"self.{text}", None), (f"cls.{text}", None),
+                    *([(f"{path}.{text}", None)] if path is not None else [])]
+        if text in self._declared_in(owner, "global_statement"):
+            return [(text, None)]
+        scope: SgNode | None = owner
+        while scope is not None and text in self._declared_in(scope, "nonlocal_statement"):
+            scope = self.owner(scope)  # the variable is an enclosing function's
+            if scope is not None and scope.kind() == "class_definition":
+                scope = None
+        return [(text, scope)]
 
-    def _globals_declared(self, function: SgNode) -> frozenset[str]:
-        """The names a ``global`` statement in ``function`` (nested functions included)
-        declares, memoised per function: a chain of thousands of aliases in one function
-        asks for each of them."""
-        k = key(function)
+    def _declared_in(self, function: SgNode, kind: str) -> frozenset[str]:
+        """The names a ``global`` (or ``nonlocal``: ``kind``) statement in ``function``
+        (nested functions included) declares, memoised per function: a chain of thousands
+        of aliases in one function asks for each of them."""
+        k = (key(function), kind)
         hit = self._declared.get(k)
         if hit is None:
             hit = self._declared[k] = frozenset(
-                i.text() for g in function.find_all(kind="global_statement")
+                i.text() for g in function.find_all(kind=kind)
                 for i in g.children() if i.kind() == "identifier")
         return hit
 
-    def _alias_pairs(self) -> list[tuple[SgNode, SgNode, SgNode, str]]:
-        """(where, target, value, the value's text without spaces) for each name or dotted
-        target the file assigns a name, a dotted name or ``type(x)`` (what may be a class or
-        an instance; memoised)."""
+    def _alias_pairs(self) -> list[AliasPair]:
+        """Each name or dotted target the file binds to a value that names something
+        (``AliasPair``), by any binding form: assignments of every shape (``*_, C = 1, Cls``,
+        ``(a, (C, b)) = …``), ``+=``, ``:=``, ``for`` and comprehension targets (paired with
+        what they run over), ``with … as`` / ``except … as``, and a parameter's default
+        (``def f(C=Cls)``, holding in the function). Memoised."""
         if self._pairs is None:
-            self._pairs = []
-            for node in self.root.find_all(ASSIGNING):
-                for target, value in _assigned_pairs(node):
-                    value = unparen(value)
-                    if target.kind() in ("identifier", "attribute") and (
-                            value.kind() in ("identifier", "attribute") or (
-                                value.kind() == "call"
-                                and _builtin(value.field("function")) == "type")):
-                        self._pairs.append((node, target, value, "".join(value.text().split())))
+            found = [(node, target, value) for node in self.root.find_all(ASSIGNING)
+                     for target, value in _assigned_pairs(node)]
+            for param in self.root.find_all(_DEFAULTED):
+                name, value, params = param.field("name"), param.field("value"), param.parent()
+                function = params.parent() if params is not None else None
+                body = function.field("body") if function is not None else None
+                if name is not None and value is not None and body is not None:
+                    found.append((body, name, value))
+            self._pairs = [p for where, target, value in found
+                           if (p := _alias_pair(where, target, value)) is not None]
         return self._pairs
 
-    def _pairs_in_class(self) -> dict[Key, list[tuple[SgNode, SgNode, SgNode, str]]]:
+    def _pairs_in_class(self) -> dict[Key, list[AliasPair]]:
         """``_alias_pairs`` by the innermost class holding them (memoised): only there can
         ``cls`` or ``self`` name that class."""
         if self._by_class is None:
             self._by_class = {}
             for pair in self._alias_pairs():
-                nearest = self._nearest_class(pair[0])
+                nearest = self._nearest_class(pair.where)
                 if nearest is not None:
                     self._by_class.setdefault(key(nearest), []).append(pair)
         return self._by_class
 
-    def _pairs_by_value(self) -> dict[str, list[tuple[SgNode, SgNode, SgNode, str]]]:
-        """``_alias_pairs`` by the value's text (memoised): what is assigned a given name."""
+    def _pairs_within(self, value: tuple[str, bool], scope: SgNode | None) -> list[AliasPair]:
+        """The ``_alias_pairs`` whose value mentions a dotted name (a class:
+        ``AliasPair.mentions``) or may be it (an instance, ``value[1]``: ``AliasPair.maybe``),
+        made in ``scope`` (None: anywhere). Indexed once, in source order, so a scope's share
+        is found by bisection (thousands of functions each binding ``C`` ask for theirs)."""
         if self._by_value is None:
             self._by_value = {}
-            for pair in self._alias_pairs():
-                self._by_value.setdefault(pair[3], []).append(pair)
-        return self._by_value
+            for pair in sorted(self._alias_pairs(), key=lambda p: p.where.range().start.index):
+                start = pair.where.range().start.index
+                for k in [*((t, False) for t in pair.mentions), *((t, True) for t in pair.maybe)]:
+                    starts, pairs = self._by_value.setdefault(k, ([], []))
+                    starts.append(start)
+                    pairs.append(pair)
+        starts, pairs = self._by_value.get(value, ([], []))
+        if scope is None:
+            return pairs
+        span = scope.range()
+        return [p for p in pairs[bisect_left(starts, span.start.index):
+                                 bisect_left(starts, span.end.index)] if within(p.where, scope)]
 
     def _nearest_class(self, node: SgNode) -> SgNode | None:
         """The innermost class definition holding ``node`` (memoised per node)."""
@@ -944,6 +1019,13 @@ class Facts:
         expr = unparen(expr)
         if expr.kind() == "identifier":
             return self._variable_values(expr.text(), where)
+        if expr.kind() == "binary_operator" and (op := expr.field("operator")) is not None \
+                and op.text() == "+" and (left := expr.field("left")) is not None and \
+                (right := expr.field("right")) is not None:  # "x_" + name
+            heads, tails = self._spelled_part(left, where), self._spelled_part(right, where)
+            if heads is None or tails is None or len(heads) * len(tails) > 64:
+                return None
+            return [h + t for h in heads for t in tails]
         parts = expr.children() if expr.kind() == "string" else []
         if not parts or parts[0].kind() != "string_start" or \
                 parts[0].text().lower() not in ('f"', "f'"):
@@ -963,41 +1045,63 @@ class Facts:
                 return None  # an escape, a conversion or a format: not read
         return texts
 
+    def _spelled_part(self, expr: SgNode, where: SgNode) -> list[str] | None:
+        """``_spelled`` of a part of a name that may also be a constant (``"x_"``)."""
+        constant = constant_name(expr)
+        return [constant] if constant is not None else self._spelled(expr, where)
+
     def _variable_values(self, name: str, where: SgNode) -> list[str] | None:
         """The strings the variable ``name`` may hold at ``where``, when its own function
         shows them all: the nearest enclosing ``for`` (of that function) that binds it runs
         over a display of constants, or a display of tuples whose column it takes
         (``for attr, dtype in [("a", x), ("b", y)]:``), and nothing else in the loop binds
-        it; or a guard restricts it: the write under ``if name in ALLOWED:``, or after
+        it (a comprehension's ``for`` clause the same); or a guard restricts it: the write
+        under ``if name in ALLOWED:`` (or ``elif``, or a comprehension's ``if``), or after
         ``if name not in ALLOWED:`` whose body certainly leaves (``raise``, ``continue``…),
         with nothing binding it again after the test. ``ALLOWED`` is a display of
         constants or a name bound once to one and otherwise only read
-        (``_container_items``). Else None: the name may be any."""
+        (``_container_items``); a guard by anything else (``if name in kw:``) restricts
+        nothing, and an enclosing loop or guard is looked for. Else None: the name may be
+        any."""
         region = next((a for a in where.ancestors() if a.kind() in _SCOPE_KINDS), self.root)
         child = where
         for parent in where.ancestors():
             if key(parent) == key(region):
                 break
             kind, body = parent.kind(), parent.field("body")
-            if kind == "for_statement" and body is not None and key(child) == key(body):
+            inside = body is not None and key(child) == key(body)
+            if kind == "for_statement" and inside:
                 binds, values = self._loop_values(parent, name, region)
                 if binds:
                     return values
-            guard: tuple[SgNode, SgNode | None] | None = None
-            if kind == "if_statement" and (then := parent.field("consequence")) is not None \
+            guards: list[tuple[SgNode, SgNode | None]] = []
+            if kind in ("if_statement", "elif_clause") and (
+                    then := parent.field("consequence")) is not None \
                     and key(child) == key(then) and (cond := parent.field("condition")):
-                guard = parent, _membership(cond, name, "in")
+                guards = [(parent, _membership(cond, name, "in"))]
             elif kind == "block":
-                guard = next(((s, c) for end, s, c in self._guards(parent).get(name, [])
-                              if end <= child.range().start.index), None)
-            if guard is not None and guard[1] is not None:
-                test, container = guard[0], guard[1]
-                items = self._container_items(container, region)
-                if items is None or any(b.range().start.index > test.range().start.index
-                                        for b in self._binders(region, name)):
+                guards = [next(((s, c) for end, s, c in self._guards(parent).get(name, [])
+                                if end <= child.range().start.index), (parent, None))]
+            elif kind in _COMPREHENSIONS and inside:
+                clauses = [c for c in parent.children() if c.kind() == "if_clause"]
+                guards = [(c, _membership(t, name, "in")) for c in clauses
+                          if (t := next(iter(named_items(c.children())), None)) is not None]
+                for clause in reversed([c for c in parent.children()
+                                        if c.kind() == "for_in_clause"]):
+                    binds, values = self._loop_values(clause, name, region)
+                    if binds and values is not None:
+                        return values
+            for test, container in guards:
+                items = self._container_items(container, region) \
+                    if container is not None else None
+                if items is None:
+                    continue  # not a restriction the file shows: look further out
+                if any(b.range().start.index > test.range().start.index
+                       for b in self._binders(region, name)):
                     return None
                 values = [v for i in items if (v := constant_name(i)) is not None]
-                return values if len(values) == len(items) else None
+                if len(values) == len(items):
+                    return values
             child = parent
         return None
 
@@ -1028,16 +1132,17 @@ class Facts:
 
     def _loop_values(self, loop: SgNode, name: str,
                      region: SgNode) -> tuple[bool, list[str] | None]:
-        """(whether this ``for`` binds ``name``, the constants it takes, or None)."""
+        """(whether this ``for`` (or a comprehension's ``for`` clause) binds ``name``, the
+        constants it takes, or None)."""
         left, right, body = loop.field("left"), loop.field("right"), loop.field("body")
-        if left is None or right is None or body is None:
+        if left is None or right is None or (body is None and loop.kind() == "for_statement"):
             return False, None
         targets = [unparen(t) for t, _ in flatten_targets(unparen(left))]
         if not any(t.kind() == "identifier" and t.text() == name for t in targets):
             return False, None
         single = unparen(left).kind() == "identifier"
         rows = self._container_items(right, region)
-        if rows is None or self._binders(body, name) or not all(
+        if rows is None or (body is not None and self._binders(body, name)) or not all(
                 t.kind() == "identifier" for t in targets):
             return True, None
         index = [t.text() for t in targets].index(name)
@@ -1387,16 +1492,26 @@ def _try_parts(stmt: SgNode) -> tuple[SgNode | None, list[SgNode | None], SgNode
     return stmt.field("body"), handlers, orelse, fin
 
 
-def _writes_of(node: SgNode) -> Iterator[RawWrite]:
+def _no_names(_holder: SgNode, _where: SgNode) -> list[SgNode]:
+    """``Resolve`` when no name is known to hold a namespace."""
+    return []
+
+
+def _writes_of(node: SgNode, resolve: Resolve = _no_names) -> Iterator[RawWrite]:
     """The attribute writes one node makes: assignment targets of every form, ``del``,
     ``setattr``/``delattr`` (also ``object.__setattr__``), ``x.__dict__["a"]``,
-    ``vars(x)["a"]``, ``globals()["a"]`` and the dict methods that write a namespace
-    (``_namespace_mutation``)."""
+    ``vars(x)["a"]``, ``globals()["a"]``, the dict methods that write a namespace
+    (``_namespace_mutation``), and the same through a name holding one (``resolve``;
+    ``g |= kw`` updates it in place)."""
     kind = node.kind()
     if kind == "call":
         yield from _setattr_call(node)
-        yield from _namespace_mutation(node)
+        yield from _namespace_mutation(node, resolve)
         return
+    if kind == "augmented_assignment" and (left := node.field("left")) is not None and \
+            unparen(left).kind() == "identifier":
+        for space in resolve(left, node):
+            yield node, space, None, node.field("right")
     if kind == "type_alias_statement":
         yield from _misread_type_call(node)
         return
@@ -1417,9 +1532,8 @@ def _writes_of(node: SgNode) -> Iterator[RawWrite]:
         targets = [t for _, t, _ in assigned(node)]
         value = None
     for target in targets:
-        got = _attribute_of(target)
-        if got is not None:
-            yield node, got[0], got[1], value
+        for obj, attr in _attribute_of(target, node, resolve):
+            yield node, obj, attr, value
 
 
 def _misread_type_call(node: SgNode) -> Iterator[Write]:
@@ -1434,34 +1548,33 @@ def _misread_type_call(node: SgNode) -> Iterator[Write]:
             yield node, obj, attr.text(), value[0] if value else None
 
 
-def _attribute_of(target: SgNode) -> tuple[SgNode, str | SgNode] | None:
-    """(object, attribute name) a target assigns: ``o.a``, ``o.__dict__["a"]``,
-    ``vars(o)["a"]``; ``locals()["a"]`` / ``vars()["a"]`` / ``globals()["a"]`` with the call
-    as the object (in a class body it is the class's namespace, at module level and for
-    ``globals()`` the module's). A subscript not made of constants is given as its node."""
+def _attribute_of(target: SgNode, where: SgNode,
+                  resolve: Resolve) -> list[tuple[SgNode, str | SgNode]]:
+    """(object, attribute name) a target (at ``where``) assigns: ``o.a``,
+    ``o.__dict__["a"]``, ``vars(o)["a"]``; ``locals()["a"]`` / ``vars()["a"]`` /
+    ``globals()["a"]`` with the call as the object (in a class body it is the class's
+    namespace, at module level and for ``globals()`` the module's); ``g["a"]`` for each
+    namespace the name ``g`` may hold (``resolve``). A subscript not made of constants is
+    given as its node."""
     target = unparen(target)
     if target.kind() == "attribute":
         obj, attr = target.field("object"), target.field("attribute")
-        return (obj, attr.text()) if obj is not None and attr is not None else None
+        return [(obj, attr.text())] if obj is not None and attr is not None else []
     if target.kind() != "subscript":
-        return None
+        return []
     holder, index = target.field("value"), target.field("subscript")
     if holder is None or index is None:
-        return None
+        return []
     constant = constant_name(index)
     name: str | SgNode = index if constant is None else constant
-    if holder.kind() == "attribute":
-        obj, attr = holder.field("object"), holder.field("attribute")
-        if obj is not None and attr is not None and attr.text() == "__dict__":
-            return obj, name
-    if holder.kind() == "call":
-        fn, args = holder.field("function"), holder.field("arguments")
-        items = named_items(args.children()) if args is not None else []
-        if _builtin(fn) == "vars" and len(items) == 1:
-            return items[0], name
-        if _builtin(fn) in ("vars", "locals", "globals") and not items:
-            return holder, name  # the namespace being run: a class body's (_names_class)
-    return None
+    return [(space, name) for space in _namespaces(holder, where, resolve)]
+
+
+def _namespaces(holder: SgNode, where: SgNode, resolve: Resolve) -> list[SgNode]:
+    """The objects whose namespace ``holder`` (read at ``where``) may be: the one it spells
+    (``_namespace_of``), else those a name holds (``resolve``)."""
+    space = _namespace_of(holder)
+    return [space] if space is not None else resolve(holder, where)
 
 
 def _setattr_call(call: SgNode) -> Iterator[RawWrite]:
@@ -1493,29 +1606,65 @@ def _setattr_call(call: SgNode) -> Iterator[RawWrite]:
            obj_items[2] if len(obj_items) > 2 else None)
 
 
-def _namespace_mutation(call: SgNode) -> Iterator[RawWrite]:
+def _namespace_mutation(call: SgNode, resolve: Resolve = _no_names) -> Iterator[RawWrite]:
     """``ns.update(…)``, ``ns.setdefault("a", v)``, ``ns.pop("a")``… (``_MUTATORS``) on a
-    namespace (``_namespace_of``): a write of the key named, or of any name (``update``,
-    ``clear``; the value given is the first argument, what ``attached`` reads)."""
+    namespace (``_namespaces``; also ``dict.update(ns, …)``): a write of each key named, or
+    of any name (``clear``, ``update`` of anything but keywords and a display of constant
+    keys; the value given is what ``attached`` reads)."""
     fn, args = call.field("function"), call.field("arguments")
     if fn is None or args is None or fn.kind() != "attribute":
         return
     method, holder = fn.field("attribute"), fn.field("object")
     if method is None or holder is None or method.text() not in _MUTATORS:
         return
-    obj = _namespace_of(holder)
-    if obj is None:
-        return
     items = named_items(args.children())
+    if _builtin(holder) == "dict":  # dict.update(globals(), …): the namespace comes first
+        if not items or items[0].kind() in (*_SPLATS, "keyword_argument"):
+            return
+        holder, items = items[0], items[1:]
+    spaces = _namespaces(holder, call, resolve)
+    for name, value in _keys_written(method.text(), items) if spaces else []:
+        for space in spaces:
+            yield call, space, name, value
+
+
+def _keys_written(method: str, items: list[SgNode]) -> list[tuple[str | SgNode | None,
+                                                                  SgNode | None]]:
+    """(key, value) for each key a dict method called with ``items`` binds or deletes: the
+    first argument of a ``_KEYED`` one (a node when not made of constants), each keyword and
+    each constant key of a display given to ``update`` / ``__ior__`` (``update(a=1)``,
+    ``update({"a": 1})``), else one of any name (None)."""
     first = items[0] if items and items[0].kind() not in (*_SPLATS, "keyword_argument") \
         else None
-    name: str | SgNode | None = None
-    if method.text() in _KEYED and first is not None:
+    if method in _KEYED:
+        if first is None:
+            return [(None, None)]
         constant = constant_name(first)
-        name = first if constant is None else constant
-    value = first if method.text() in ("update", "__ior__") else (
-        items[1] if method.text() in ("setdefault", "__setitem__") and len(items) > 1 else None)
-    yield call, obj, name, value
+        value = items[1] if method in ("setdefault", "__setitem__") and len(items) > 1 else None
+        return [(first if constant is None else constant, value)]
+    if method not in ("update", "__ior__"):
+        return [(None, None)]
+    named: list[tuple[str | SgNode | None, SgNode | None]] = []
+    for item in items:
+        if item.kind() == "keyword_argument" and (k := item.field("name")) is not None:
+            named.append((k.text(), item.field("value")))
+        elif item.kind() == "dictionary" and (pairs := _constant_pairs(item)) is not None:
+            named += pairs
+        else:
+            return [(None, first)]
+    return named
+
+
+def _constant_pairs(display: SgNode) -> list[tuple[str | SgNode | None, SgNode | None]] | None:
+    """(key, value) of a dict display whose every key is a constant string, else None."""
+    out: list[tuple[str | SgNode | None, SgNode | None]] = []
+    for pair in named_items(display.children()):
+        k, v = pair.field("key"), pair.field("value")
+        name = constant_name(k) if pair.kind() == "pair" and k is not None else None
+        if name is None:
+            return None
+        out.append((name, v))
+    return out
 
 
 def _namespace_of(holder: SgNode) -> SgNode | None:
@@ -1570,11 +1719,12 @@ def class_hook_use(hook: SgNode) -> SgNode | None:
     if body is None or not first or first[0].kind() != "identifier":
         return hook
     name = first[0].text()
+    containers = _Containers(hook.get_root().root())
     return next((n for n in body.find_all(kind="identifier")
-                 if n.text() == name and not _harmless_class_use(n)), None)
+                 if n.text() == name and not _harmless_class_use(n, containers)), None)
 
 
-def _harmless_class_use(node: SgNode) -> bool:
+def _harmless_class_use(node: SgNode, containers: _Containers) -> bool:
     """An identifier that is no use of the variable (an attribute's or keyword's name), or a
     use ``class_hook_use`` accepts."""
     parent = node.parent()
@@ -1590,7 +1740,7 @@ def _harmless_class_use(node: SgNode) -> bool:
             (left := above.field("left")) is not None and key(left) == key(parent))
         if obj is None or key(obj) != key(node) or attribute is None or target:
             return False
-        return attribute.text() in _NAME_ATTRIBUTES or _storing_into(parent)
+        return attribute.text() in _NAME_ATTRIBUTES or _storing_into(parent, containers)
     if kind == "keyword_argument":
         name = parent.field("name")
         if name is not None and key(name) == key(node):
@@ -1606,7 +1756,7 @@ def _harmless_class_use(node: SgNode) -> bool:
         function = call.field("function") if call is not None else None
         return function is not None and (
             "".join(function.text().split()) == "super().__init_subclass__"
-            or _stored(function, named_items(parent.children()), node))
+            or _stored(function, named_items(parent.children()), node, containers))
     return False
 
 
@@ -1615,22 +1765,23 @@ _STORING = {"append": 0, "appendleft": 0, "add": 0, "insert": 1, "setdefault": 1
 (``insert(i, x)``, ``setdefault(k, x)``) or alone (``append(x)``)."""
 
 
-def _stored(function: SgNode, items: list[SgNode], node: SgNode) -> bool:
+def _stored(function: SgNode, items: list[SgNode], node: SgNode,
+            containers: _Containers) -> bool:
     """``registry.append(cls)`` and the like (``_STORING``): ``node`` is the whole value a
     container method stores, as ``registry[k] = cls`` stores it, and the container is one
-    whose method is the builtin's (``_builtin_container``): a same-file ``class Reg`` with
+    whose method is the builtin's (``_Containers``): a same-file ``class Reg`` with
     ``def append(self, c): c.sample = None`` is not a registry."""
     method = function.field("attribute") if function.kind() == "attribute" else None
     receiver = function.field("object") if method is not None else None
     place = _STORING.get(method.text()) if method is not None else None
     return place is not None and receiver is not None and len(items) == place + 1 and \
-        key(items[place]) == key(node) and _builtin_container(receiver, node)
+        key(items[place]) == key(node) and containers.holds(receiver)
 
 
-def _storing_into(container: SgNode) -> bool:
+def _storing_into(container: SgNode, containers: _Containers) -> bool:
     """``container`` (``cls.registry``) is the receiver of a storing method
     (``cls.registry.append(…)``, ``_STORING``) and certainly a builtin container
-    (``_builtin_container``): reading it there runs no code of the class."""
+    (``_Containers``): reading it there runs no code of the class."""
     method = container.parent()
     if method is None or method.kind() != "attribute" or \
             (name := method.field("attribute")) is None or name.text() not in _STORING:
@@ -1638,7 +1789,112 @@ def _storing_into(container: SgNode) -> bool:
     call = method.parent()
     return call is not None and call.kind() == "call" and \
         (fn := call.field("function")) is not None and key(fn) == key(method) and \
-        _builtin_container(container, container)
+        containers.holds(container)
+
+
+class _Containers:
+    """Which names of one file certainly hold a builtin container, each judged once (a hook
+    may store into one thousands of times), from indexes of the file built once."""
+
+    def __init__(self, root: SgNode) -> None:
+        self.root = root
+        self._verdicts: dict[tuple[str, bool], bool] = {}
+        self._binders: dict[str, list[SgNode]] | None = None
+        self._written: tuple[bool, set[str]] | None = None
+
+    def holds(self, receiver: SgNode) -> bool:
+        """``receiver`` is certainly a builtin container: a name every binding of which in
+        the file is an assignment of one (``[]``, ``{}``, ``set()``…: ``_value``), or
+        ``X.name`` (``cls.registry``, ``Base.seen``) where every binding of ``name`` in the
+        file is such an assignment in a class body. Nothing else in the file may rebind it:
+        no star import, and no attribute write naming it or a name not made of constants
+        (``setattr(m, k, v)``, ``globals()[k] = v``, also through a name holding a
+        namespace). Anything else may be an object whose ``append`` does what it likes."""
+        receiver = unparen(receiver)
+        if receiver.kind() == "identifier":
+            name, in_class = receiver.text(), False
+        elif receiver.kind() == "attribute" and (obj := receiver.field("object")) is not None \
+                and unparen(obj).kind() == "identifier" and \
+                (attr := receiver.field("attribute")) is not None:
+            name, in_class = attr.text(), True
+        else:
+            return False
+        memo = (name, in_class)
+        if memo not in self._verdicts:
+            self._verdicts[memo] = self._judge(name, in_class)
+        return self._verdicts[memo]
+
+    def _judge(self, name: str, in_class: bool) -> bool:
+        binders = self.binders(name)
+        if not binders or not all(self._binding(i, in_class) for i in binders):
+            return False
+        anything, names = self._writes()
+        return not anything and name not in names
+
+    def binders(self, name: str) -> list[SgNode]:
+        """The identifiers of the file that bind ``name`` (``_binds_here``)."""
+        if self._binders is None:
+            self._binders = {}
+            for ident in self.root.find_all(kind="identifier"):
+                if _binds_here(ident):
+                    self._binders.setdefault(ident.text(), []).append(ident)
+        return self._binders.get(name, [])
+
+    def _writes(self) -> tuple[bool, set[str]]:
+        """(whether the file may write an attribute or namespace key it does not name (or has
+        a star import), the names it writes)."""
+        if self._written is None:
+            spaces = _namespace_holders(self.root)
+
+            def resolve(holder: SgNode, _where: SgNode) -> list[SgNode]:
+                return [holder] if unparen(holder).text() in spaces else []
+            attrs = [attr for node in self.root.find_all(_WRITING)
+                     for _, _, attr, _ in _writes_of(node, resolve)]
+            self._written = (
+                self.root.find(kind="wildcard_import") is not None or
+                any(not isinstance(a, str) or a == "__dict__" for a in attrs),
+                {a for a in attrs if isinstance(a, str)})
+        return self._written
+
+    def _binding(self, ident: SgNode, in_class: bool) -> bool:
+        """``ident`` is the whole target of an assignment of a builtin container
+        (``_value``), in a class body when ``in_class``."""
+        stmt = ident.parent()
+        if stmt is None or stmt.kind() != "assignment" or \
+                (left := stmt.field("left")) is None or key(left) != key(ident):
+            return False
+        value = stmt.field("right")
+        if value is None or not self._value(value):
+            return False
+        return not in_class or [a.kind() for a in stmt.ancestors()[:3]] == [
+            "expression_statement", "block", "class_definition"]
+
+    def _value(self, value: SgNode) -> bool:
+        """A display (``[]``, ``{}``, ``{1}``), ``list()`` / ``set()`` / ``dict()`` with the
+        builtin not bound in the file, or ``defaultdict(…)`` / ``OrderedDict(…)`` /
+        ``deque(…)`` spelled ``collections.X`` or imported plainly from ``collections``."""
+        value = unparen(value)
+        if value.kind() in ("list", "set", "dictionary", "list_comprehension",
+                            "set_comprehension", "dictionary_comprehension"):
+            return True
+        if value.kind() != "call" or (fn := value.field("function")) is None:
+            return False
+        text = "".join(unparen(fn).text().split())
+        prefix, _, name = text.rpartition(".")
+        if prefix == "collections":
+            return name in _COLLECTIONS and self._imported(name="collections",
+                                                           kind="import_statement")
+        if prefix or name not in _CONTAINER_TYPES | _COLLECTIONS:
+            return False
+        if name in _CONTAINER_TYPES:
+            return not self.binders(name)
+        return self._imported(name=name, kind="import_from_statement")
+
+    def _imported(self, name: str, kind: str) -> bool:
+        """``name`` is bound in the file, and only by plain ``kind`` imports of ``collections``
+        (``from collections import deque``, ``import collections``)."""
+        binders = self.binders(name)
+        return bool(binders) and all(_plain_import(i, kind) for i in binders)
 
 
 _CONTAINER_TYPES = frozenset({"list", "set", "dict"})
@@ -1647,74 +1903,28 @@ _COLLECTIONS = frozenset({"defaultdict", "OrderedDict", "deque"})
 """``collections`` types that make one."""
 
 
-def _builtin_container(receiver: SgNode, use: SgNode) -> bool:
-    """``receiver`` (read where ``use`` is) is certainly a builtin container: a name every
-    binding of which in the file is an assignment of a display (``[]``, ``{}``, ``set()``…:
-    ``_container_value``), or ``X.name`` (``cls.registry``, ``Base.seen``) where every
-    binding of ``name`` in the file is such an assignment in a class body. Nothing else
-    in the file may rebind it: no star import, and no attribute write naming it or a name
-    not made of constants (``setattr(m, k, v)``, ``globals()[k] = v``). Anything else may
-    be an object whose ``append`` does what it likes."""
-    root = use.get_root().root()
-    receiver = unparen(receiver)
-    if receiver.kind() == "identifier":
-        name, in_class = receiver.text(), False
-    elif receiver.kind() == "attribute" and (obj := receiver.field("object")) is not None and \
-            unparen(obj).kind() == "identifier" and \
-            (attr := receiver.field("attribute")) is not None:
-        name, in_class = attr.text(), True
-    else:
-        return False
-    if root.find(kind="wildcard_import") is not None:
-        return False
-    binders = [i for i in root.find_all(kind="identifier") if i.text() == name and _binds_here(i)]
-    if not binders or not all(_container_binding(i, in_class, root) for i in binders):
-        return False
-    return not any(attr is None or not isinstance(attr, str) or attr == name
-                   for node in root.find_all(_WRITING) for _, _, attr, _ in _writes_of(node))
-
-
-def _container_binding(ident: SgNode, in_class: bool, root: SgNode) -> bool:
-    """``ident`` is the whole target of an assignment of a builtin container
-    (``_container_value``), in a class body when ``in_class``."""
-    stmt = ident.parent()
-    if stmt is None or stmt.kind() != "assignment" or \
-            (left := stmt.field("left")) is None or key(left) != key(ident):
-        return False
-    value = stmt.field("right")
-    if value is None or not _container_value(value, root):
-        return False
-    return not in_class or [a.kind() for a in stmt.ancestors()[:3]] == [
-        "expression_statement", "block", "class_definition"]
-
-
-def _container_value(value: SgNode, root: SgNode) -> bool:
-    """A display (``[]``, ``{}``, ``{1}``), ``list()`` / ``set()`` / ``dict()`` with the
-    builtin not bound in the file, or ``defaultdict(…)`` / ``OrderedDict(…)`` / ``deque(…)``
-    spelled ``collections.X`` or imported plainly from ``collections``."""
-    value = unparen(value)
-    if value.kind() in ("list", "set", "dictionary", "list_comprehension", "set_comprehension",
-                        "dictionary_comprehension"):
-        return True
-    if value.kind() != "call" or (fn := value.field("function")) is None:
-        return False
-    text = "".join(unparen(fn).text().split())
-    prefix, _, name = text.rpartition(".")
-    if prefix == "collections":
-        return name in _COLLECTIONS and not _bound_in(root, "collections", "import_statement")
-    if prefix or name not in _CONTAINER_TYPES | _COLLECTIONS:
-        return False
-    return not _bound_in(root, name, "import_from_statement" if name in _COLLECTIONS else None)
-
-
-def _bound_in(root: SgNode, name: str, allowed: str | None) -> bool:
-    """``name`` is bound in the file otherwise than by a plain ``allowed`` import
-    (``from collections import deque``, ``import collections``); no binding at all is not
-    allowed for a ``collections`` name, which then is not that type."""
-    binders = [i for i in root.find_all(kind="identifier") if i.text() == name and _binds_here(i)]
-    if allowed is None:
-        return bool(binders)
-    return not binders or not all(_plain_import(i, allowed) for i in binders)
+def _namespace_holders(root: SgNode) -> set[str]:
+    """Every name the file binds anywhere to a namespace (``g = globals()``, ``d = vars(x)``)
+    or to such a name: where it holds is not asked (what ``_Containers`` needs is only
+    that writing through it may rebind anything)."""
+    todo: list[str] = []
+    bound_to: dict[str, list[str]] = {}  # a name → the names bound to it
+    for node in root.find_all(ASSIGNING):
+        for target, value in _assigned_pairs(node):
+            if unparen(target).kind() != "identifier":
+                continue
+            for v in _may_be(value):
+                if _namespace_of(v) is not None:
+                    todo.append(unparen(target).text())
+                elif v.kind() == "identifier":
+                    bound_to.setdefault(v.text(), []).append(unparen(target).text())
+    names: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in names:
+            names.add(name)
+            todo += bound_to.get(name, [])
+    return names
 
 
 def _plain_import(ident: SgNode, kind: str) -> bool:
@@ -1808,11 +2018,92 @@ def constant_name(node: SgNode) -> str | None:
     return constant_string(node.text())
 
 
+def _alias_pair(where: SgNode, target: SgNode, value: SgNode) -> AliasPair | None:
+    """One binding as ``_alias_pairs`` keeps it: its target can be named (a name or a dotted
+    name) and its value names something (or may be ``type(self)``)."""
+    target = unparen(target)
+    if target.kind() not in ("identifier", "attribute"):
+        return None
+    maybe = _may_be(value)
+    texts = frozenset(t for v in maybe if (t := _dotted(v)) is not None)
+    mentions = texts | _mentions(value)
+    if not mentions and not any(v.kind() == "call" for v in maybe):
+        return None
+    return AliasPair(where, target, unparen(value), texts, mentions)
+
+
+_COMPREHENSIONS = ("list_comprehension", "set_comprehension", "dictionary_comprehension",
+                   "generator_expression")
+"""Expressions whose body runs once per pass of their ``for`` clauses."""
+_DEFAULTED: Any = {"rule": {"any": [{"kind": "default_parameter"},
+                                     {"kind": "typed_default_parameter"}]}}
+"""Parameters with a default value: ``C=Cls`` binds ``C`` to it unless the caller passes one."""
+_NAMES: Any = {"rule": {"any": [{"kind": "identifier"}, {"kind": "attribute"}]}}
+
+
+def _may_be(value: SgNode) -> list[SgNode]:
+    """What ``value`` may evaluate to, as far as its form shows: an arm of a conditional
+    expression, an operand of ``or`` / ``and``, the value of ``:=``, else itself."""
+    value = unparen(value)
+    kind = value.kind()
+    if kind == "conditional_expression":
+        parts = named_items(value.children())
+        if len(parts) == 3:
+            return [*_may_be(parts[0]), *_may_be(parts[2])]
+    if kind == "boolean_operator":
+        left, right = value.field("left"), value.field("right")
+        if left is not None and right is not None:
+            return [*_may_be(left), *_may_be(right)]
+    if kind == "named_expression" and (inner := value.field("value")) is not None:
+        return _may_be(inner)
+    return [value]
+
+
+def _dotted(node: SgNode) -> str | None:
+    """``a.b.c`` without spaces when ``node`` is a name or a chain of attributes of names."""
+    if node.kind() not in ("identifier", "attribute"):
+        return None
+    text = "".join(node.text().split())
+    return text if all(part.isidentifier() for part in text.split(".")) else None
+
+
+def _mentions(value: SgNode) -> frozenset[str]:
+    """The dotted names ``value`` reads whole: not a callee (``Cls()`` is what the call
+    returns), nor a ``default_factory=Cls`` (a field's factory: the field holds what calling
+    it returns), not the object of an attribute (``Cls.helper`` is another thing), not an
+    attribute's or a keyword's own name."""
+    out: set[str] = set()
+    seen: set[Key] = set()
+    for node in [unparen(value), *value.find_all(_NAMES)]:
+        if key(node) in seen:
+            continue
+        seen.add(key(node))
+        parent = node.parent()
+        if parent is not None:
+            pk = parent.kind()
+            field = "function" if pk == "call" else "name" if pk == "keyword_argument" else None
+            if pk == "attribute":
+                if any((f := parent.field(n)) is not None and key(f) == key(node)
+                       for n in ("object", "attribute")):
+                    continue
+            elif field is not None and (f := parent.field(field)) is not None and \
+                    key(f) == key(node):
+                continue
+            if pk == "keyword_argument" and (k := parent.field("name")) is not None and \
+                    k.text() == "default_factory":
+                continue
+        text = _dotted(node)
+        if text is not None:
+            out.add(text)
+    return frozenset(out)
+
+
 def _assigned_pairs(node: SgNode) -> Iterator[tuple[SgNode, SgNode]]:
     """(target, value) for each target ``node`` binds, paired with its own value where the
     form shows it: plain, annotated and chained assignments (``C = D = Cls``), a tuple
-    target against a display of the same length, ``:=``, and a ``for`` of one name over a
-    display (each element in turn)."""
+    target against a display of the same length (any other shape: each target with the
+    whole value), ``+=``, ``:=``, ``with … as`` / ``except … as``, and each target of a
+    ``for`` with what it runs over (and, for one name over a display, each element)."""
     kind = node.kind()
     if kind == "assignment":
         left, right = node.field("left"), node.field("right")
@@ -1830,10 +2121,20 @@ def _assigned_pairs(node: SgNode) -> Iterator[tuple[SgNode, SgNode]]:
         name, value = node.field("name"), node.field("value")
         if name is not None and value is not None:
             yield name, value
+    elif kind == "augmented_assignment":
+        left, right = node.field("left"), node.field("right")
+        if left is not None and right is not None:
+            yield left, right
+    elif kind == "as_pattern":
+        for _where, target, value in assigned(node):
+            yield target, value
     elif kind in ("for_statement", "for_in_clause"):
         left, right = node.field("left"), node.field("right")
-        if left is not None and right is not None and unparen(left).kind() == "identifier" \
-                and unparen(right).kind() in _DISPLAYS:
+        if left is None or right is None:
+            return
+        for target, _direct in flatten_targets(unparen(left)):
+            yield target, right
+        if unparen(left).kind() == "identifier" and unparen(right).kind() in _DISPLAYS:
             for item in named_items(unparen(right).children()):
                 if item.kind() not in _SPLATS:
                     yield unparen(left), item

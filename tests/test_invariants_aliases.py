@@ -328,6 +328,8 @@ REG_CLASS = "class Reg:\n    def append(self, c):\n        c.sample = None\n\n\n
     registering("REG.append(cls)", prelude="from pkg.other import *\n\nREG = []\n\n\n"),
     registering("REG.append(cls)", prelude=f"{REG_CLASS}REG = []\nglobals()['REG'] = Reg()\n\n\n"),
     registering("REG.append(cls)", prelude="REG = []\nsetattr(mod, 'REG', value)\n\n\n"),
+    registering("REG.append(cls)", prelude=f"{REG_CLASS}REG = []\ng = globals()\n"
+                "g['REG'] = Reg()\n\n\n"),
     registering("REG.append(cls)",
                 prelude="from mylib import defaultdict\n\nREG = defaultdict(list)\n\n\n"),
     registering("registry.append(cls)"),
@@ -335,8 +337,8 @@ REG_CLASS = "class Reg:\n    def append(self, c):\n        c.sample = None\n\n\n
                 "        self.order = Reg()"),
     registering("reg.append(cls)", prelude="def f(reg):\n    pass\n\n\n"),
 ], ids=["same-file-class", "rebound", "list-rebound", "star-import", "namespace-write",
-        "setattr-by-name", "defaultdict-from-elsewhere", "unbound", "instance-rebinds-it",
-        "a-parameter"])
+        "setattr-by-name", "namespace-through-a-name", "defaultdict-from-elsewhere", "unbound",
+        "instance-rebinds-it", "a-parameter"])
 def test_a_hook_storing_the_class_in_another_object_fails(make_files: MakeFiles,
                                                           code: str) -> None:
     """``REG.append(cls)`` runs ``REG``'s ``append``: unless ``REG`` is certainly a builtin
@@ -379,3 +381,149 @@ def test_a_setattr_that_forwards_to_the_instance_passes(make_files: MakeFiles,
                                                         code: str) -> None:
     c = one(make_files, SAMPLER, code)
     assert c.status is Status.PASS, c.message
+
+
+# --- every binding form whose value may be the class ------------------------------------
+
+@pytest.mark.parametrize(("code", "line"), [
+    (f"{RUNNER_CLASS}C = Runner if flag else object\nC.sample = None\n", 5),
+    (f"{RUNNER_CLASS}C = None or Runner\nC.sample = None\n", 5),
+    (f"{RUNNER_CLASS}C = [Runner][0]\nC.sample = None\n", 5),
+    (f"{RUNNER_CLASS}C = pick({{'a': Runner}})\nsetattr(C, 'sample', None)\n", 5),
+    (f"{RUNNER_CLASS}def f(C=Runner):\n    C.sample = None\n", 5),
+    (f"{RUNNER_CLASS}def f(*, C: type = Runner):\n    del C.sample\n", 5),
+    (f"{RUNNER_CLASS}f = lambda C=Runner: setattr(C, 'sample', None)\n", 4),
+    (f"{RUNNER_CLASS}for i, C in enumerate([Runner]):\n    C.sample = None\n", 5),
+    (f"{RUNNER_CLASS}for _, C in [(1, Runner)]:\n    C.sample = None\n", 5),
+    (f"{RUNNER_CLASS}for (C) in [Runner]:\n    C.sample = None\n", 5),
+    (f"{RUNNER_CLASS}[setattr(C, 'sample', None) for C in (Runner,)]\n", 4),
+    (f"{RUNNER_CLASS}*_, C = 1, Runner\nC.sample = None\n", 5),
+    (f"{RUNNER_CLASS}(a, (C, b)) = (1, (Runner, 2))\nC.sample = None\n", 5),
+    (f"{RUNNER_CLASS}with keep(Runner) as C:\n    C.sample = None\n", 5),
+    (f"{RUNNER_CLASS}def f():\n    C = None\n\n    def g():\n        nonlocal C\n"
+     "        C = Runner\n    g()\n    C.sample = None\n", 11),
+    (f"{RUNNER_CLASS}class Holder:\n    C = Runner\n\n    def patch(self):\n"
+     "        self.C.sample = None\n", 8),
+], ids=["conditional", "or", "subscript-of-a-display", "call-argument", "default",
+        "typed-keyword-default", "lambda-default", "enumerate", "tuple-of-a-pair",
+        "parenthesized-target", "comprehension", "starred-target", "nested-target", "with-as",
+        "nonlocal", "class-attribute-through-self"])
+def test_a_name_bound_to_anything_mentioning_the_class_is_an_alias(
+        make_files: MakeFiles, code: str, line: int) -> None:
+    """Any binding whose value mentions the class (not as a callee or through an attribute
+    of it) may make the name denote it: a write through that name may replace a method."""
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.FAIL and f"Runner.sample is replaced at line {line}" in \
+        c.message, c.message
+
+
+@pytest.mark.parametrize("code", [
+    f"{RUNNER_CLASS}h = Runner.helper\nh.sample = None\n",
+    f"{RUNNER_CLASS}C = make(kind=1)\nC.sample = None\n",
+    f"{RUNNER_CLASS}C = Runner if flag else object\nC.other = None\n",
+    f"{RUNNER_CLASS}def f(C=Other):\n    C.sample = None\n",
+], ids=["an-attribute-of-the-class", "no-mention",
+        "another-attribute", "a-default-of-another-class"])
+def test_a_binding_that_does_not_name_the_class_passes(make_files: MakeFiles,
+                                                       code: str) -> None:
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.PASS, c.message
+
+
+# --- a namespace through a name, or replaced whole -------------------------------------
+
+@pytest.mark.parametrize(("code", "words"), [
+    (f"{RUNNER_CLASS}g = globals()\ng['Runner'] = object\n", "changed in place at line 5"),
+    (f"{RUNNER_CLASS}g = globals()\nh = g\nh.update(table)\n", "changed in place at line 6"),
+    (f"{RUNNER_CLASS}def load(table):\n    g = globals()\n    g |= table\n",
+     "changed in place at line 6 (`g |= table`)"),
+    (f"{RUNNER_CLASS}    ns = locals()\n    ns['sample'] = None\n", "replaced at line 5"),
+    (method("d = self.__dict__\nd.update(kw)\n"), "replaced at line 7 (`d.update(kw)`)"),
+    (method("d = vars(self)\nd[kw['k']] = 1\n"), "replaced at line 7"),
+    (method("self.__dict__ = kw\n"), "replaced at line 6 (`self.__dict__ = kw`)"),
+    (method("self.__dict__ |= kw\n"), "replaced at line 6 (`self.__dict__ |= kw`)"),
+    (method("object.__setattr__(self, '__dict__', kw)\n"), "replaced at line 6"),
+    (f"{RUNNER_CLASS}dict.update(globals(), Runner=object)\n", "changed in place at line 4"),
+    (f"{RUNNER_CLASS}dict.__setitem__(vars(Runner), name, None)\n", "replaced at line 4"),
+], ids=["globals-through-a-name", "through-two-names", "in-place-or", "class-body-locals",
+        "instance-dict-through-a-name", "vars-through-a-name", "instance-dict-replaced",
+        "instance-dict-or", "instance-dict-by-setattr", "dict-update-of-globals",
+        "dict-setitem-of-vars"])
+def test_a_namespace_written_through_a_name_or_whole_fails(make_files: MakeFiles, code: str,
+                                                           words: str) -> None:
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.FAIL and words in c.message, c.message
+
+
+@pytest.mark.parametrize("code", [
+    f"{RUNNER_CLASS}g = globals()\ng['OTHER'] = 1\n",
+    f"{RUNNER_CLASS}def f():\n    g = globals()\n\n\ndef h(g):\n    g['Runner'] = 1\n",
+    method("d = self.__dict__\nx = d.get('sample')\n"),
+    method("vars(self).update(a=1, b=2)\n"),
+    method("self.__dict__.update({'a': 1, 'b': 2})\n"),
+    f"{RUNNER_CLASS}dict.update(table, Runner=object)\n",
+], ids=["another-global", "a-name-local-to-another-function", "a-read", "update-keywords",
+        "update-a-display-of-constant-keys", "dict-update-of-a-plain-dict"])
+def test_a_namespace_write_the_file_names_passes(make_files: MakeFiles, code: str) -> None:
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.PASS, c.message
+
+
+@pytest.mark.parametrize(("code", "line"), [
+    (method("vars(self).update(a=1, sample=2)\n"), 6),
+    (method("self.__dict__.update({'a': 1}, **kw)\n"), 6),
+    (method("self.__dict__.update({'a': 1, name: 2})\n"), 6),
+], ids=["a-keyword-naming-it", "keywords-not-shown", "a-key-not-constant"])
+def test_an_update_that_may_name_the_method_fails(make_files: MakeFiles, code: str,
+                                                  line: int) -> None:
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.FAIL and f"replaced at line {line}" in c.message, c.message
+
+
+# --- names the file shows in more places ----------------------------------------------
+
+@pytest.mark.parametrize("code", [
+    method("for n in ('a', 'b'):\n    if n in kw:\n        setattr(self, n, kw[n])\n"),
+    method("if k == 'x':\n    pass\nelif k in ('a', 'b'):\n    setattr(self, k, v)\n",
+           "def m(self, k, v):"),
+    method("[setattr(self, k, v) for k in ('a', 'b')]\n", "def m(self, v):"),
+    method("[setattr(self, k, v) for k in kw if k in ('a', 'b')]\n", "def m(self, v, **kw):"),
+    method("for n in ('a', 'b'):\n    setattr(self, 'x_' + n, v)\n", "def m(self, v):"),
+    method("for n in ('a', 'b'):\n    setattr(self, n + '_' + n, v)\n", "def m(self, v):"),
+], ids=["loop-then-a-guard-by-the-caller's-dict", "elif-guard", "comprehension-loop",
+        "comprehension-guard", "constant-prefix", "concatenated-names"])
+def test_a_computed_name_shown_by_an_outer_loop_elif_or_comprehension_passes(
+        make_files: MakeFiles, code: str) -> None:
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.PASS, c.message
+
+
+@pytest.mark.parametrize(("code", "line"), [
+    (method("for n in ('a', 'sample'):\n    if n in kw:\n        setattr(self, n, kw[n])\n"),
+     8),
+    (method("if k == 'x':\n    pass\nelif k in ('a', 'sample'):\n    setattr(self, k, v)\n",
+            "def m(self, k, v):"), 9),
+    (method("[setattr(self, k, v) for k in ('a', 'sample')]\n", "def m(self, v):"), 6),
+    (method("[setattr(self, k, v) for k in kw if k in names]\n", "def m(self, v, **kw):"), 6),
+    (method("for n in ('sam', 'b'):\n    setattr(self, n + 'ple', v)\n", "def m(self, v):"), 7),
+    (method("for n in ('a', 'b'):\n    setattr(self, prefix + n, v)\n", "def m(self, v):"), 7),
+], ids=["loop-naming-it", "elif-naming-it", "comprehension-naming-it",
+        "comprehension-guard-not-shown", "concatenation-naming-it", "prefix-not-shown"])
+def test_a_computed_name_that_may_be_the_method_still_fails(make_files: MakeFiles, code: str,
+                                                            line: int) -> None:
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.FAIL and f"replaced at line {line}" in c.message, c.message
+
+
+def test_a_field_made_by_a_default_factory_is_not_the_class(make_files: MakeFiles) -> None:
+    """vLLM's ``KernelConfig.ir_op_priority = Field(default_factory=IrOpPriorityConfig)``:
+    the field holds an instance the factory makes, so writing names on it is no write on the
+    class (an attribute of the instance, like any other object's)."""
+    code = (f"{RUNNER_CLASS}class Config:\n    runner: Runner = Field(default_factory=Runner)\n\n"
+            "    def load(self, table):\n        for name, value in table.items():\n"
+            "            setattr(self.runner, name, value)\n")
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.PASS, c.message
+    factory = code.replace("default_factory=Runner", "default_factory=lambda: Runner")
+    c = one(make_files, SAMPLER, factory)
+    assert c.status is Status.FAIL and "replaced at line 9" in c.message, c.message

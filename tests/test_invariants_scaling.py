@@ -110,10 +110,31 @@ def alias_chain(n: int) -> str:
         f"    c{i + 1} = c{i}\n" for i in range(n))
 
 
+def stores(n: int) -> str:
+    """A base whose ``__init_subclass__`` stores the class ``n`` times in a module list."""
+    body = "".join("        REG.append(cls)\n" for _ in range(n))
+    return ("REG = []\n\n\nclass Base:\n    def __init_subclass__(cls, **kw):\n"
+            f"{body}\n\n{RUNNER.replace('class Runner:', 'class Runner(Base):')}")
+
+
+def namespaces(n: int) -> str:
+    """``n`` functions, each writing a global of its own through a name for ``globals()``."""
+    return RUNNER + "".join(f"def f{i}():\n    g = globals()\n    g['x{i}'] = 1\n\n\n"
+                            for i in range(n))
+
+
+def local_aliases(n: int) -> str:
+    """``n`` functions, each with aliases of its own of the class, one written harmlessly."""
+    return RUNNER + "".join(f"def f{i}():\n    C = Runner\n    D = C\n    D.x{i} = 1\n\n\n"
+                            for i in range(n))
+
+
 @pytest.mark.parametrize(("make_code", "status"), [
     (guards, Status.PASS), (classes, Status.PASS), (objects, Status.PASS),
-    (alias_chain, Status.PASS), (written, Status.FAIL)],
-    ids=["guards", "classes", "setattr-on-another-object", "alias-chain", "alias-written"])
+    (alias_chain, Status.PASS), (written, Status.FAIL), (stores, Status.PASS),
+    (namespaces, Status.PASS), (local_aliases, Status.PASS)],
+    ids=["guards", "classes", "setattr-on-another-object", "alias-chain", "alias-written",
+         "registry-stores", "namespace-names", "local-aliases"])
 def test_the_work_grows_linearly_with_the_file(make_files: MakeFiles,
                                                monkeypatch: pytest.MonkeyPatch,
                                                make_code: Callable[[int], str],
