@@ -83,6 +83,10 @@ class Interpreter:
     system_site_origin: str = ""
     notes: tuple[str, ...] = ()
     """What the summary must say about the configuration (Python would not start…)."""
+    release: str | None = None
+    """``X.Y.Z (where it was read)`` from a venv's ``pyvenv.cfg`` (``version``, or
+    virtualenv's ``version_info``): patch releases share a bytecode cache tag but
+    not always their compiler. None when not said."""
 
 
 def _cfg_bytes(path: str) -> bytes | None:
@@ -153,7 +157,17 @@ def interpreter(site_dir: str) -> Interpreter | None:
     stdlib, origin = base.stdlib or parent, base.origin or f"the prefix of {site_dir}"
     system_site, system_origin = _site_system_site(prefix)
     return Interpreter(stdlib, origin, _version(os.path.basename(parent), base.pairs), system_site,
-                       system_origin, base.notes)
+                       system_origin, base.notes, _release(base))
+
+
+def _release(base: _Base) -> str | None:
+    """``X.Y.Z (version in <cfg>)`` from ``pyvenv.cfg``: ``version = 3.11.2`` (venv) or
+    ``version_info = 3.11.2.final.0`` (virtualenv); None when neither says."""
+    for key in ("version", "version_info"):
+        value = next((v for k, v in base.pairs if k == key), "")
+        if (m := re.match(r"(\d+)\.(\d+)\.(\d+)", value)) is not None:
+            return f"{m[1]}.{m[2]}.{m[3]} ({key} in {base.cfg})"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +178,8 @@ class _Base:
     origin: str | None = None
     pairs: list[tuple[str, str]] = field(default_factory=list)
     notes: tuple[str, ...] = ()
+    cfg: str = ""
+    """The ``pyvenv.cfg`` the pairs come from."""
 
 
 def _getpath_base(prefix: str, lib_name: str) -> _Base:
@@ -185,8 +201,9 @@ def _getpath_base(prefix: str, lib_name: str) -> _Base:
         pairs = getpath_pairs(data)
         home = next((v for k, v in pairs if k == "home"), None)
         if not home:
-            return _Base(pairs=pairs)
-        return _Base(os.path.join(os.path.dirname(home), "lib", lib_name), f"home = {home} in {cfg}", pairs)
+            return _Base(pairs=pairs, cfg=cfg)
+        return _Base(os.path.join(os.path.dirname(home), "lib", lib_name), f"home = {home} in {cfg}",
+                     pairs, cfg=cfg)
     return _Base()
 
 
