@@ -81,7 +81,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.machinery
 import os
 import posixpath
 import stat
@@ -93,15 +92,18 @@ from pp1audit.inventory import DIR, FILE, SYMLINK, DirInventory, Inventory
 from pp1audit.pthimports import cut
 from pp1audit.record import dist_name, distributions, is_distribution, normalize, read_small
 from pp1audit.sitemodel import (
+    MODULE_SUFFIXES,
     Interpreter,
     base_site_dirs,
+    imports_as,
     interpreter,
+    module_files,
     pth_lines,
     pth_processed,
     stdlib_dirs,
     stdlib_zip,
 )
-from pp1audit.vouch import Scope, judge_hook, module_names, owners_of, startup_entry, verify_imports
+from pp1audit.vouch import Scope, judge_hook, owners_of, startup_entry, verify_imports
 from pp1audit.vouch import Shadow as Shadow  # the report types live beneath the checks
 from pp1audit.vouch import ShadowReport as ShadowReport
 from pp1audit.zipindex import NotAFile, ZipError, ZipIndex
@@ -120,12 +122,34 @@ CUSTOMIZE = ("sitecustomize", "usercustomize")
 """Modules ``site`` imports at every interpreter start."""
 
 
-def _copy_in(directory: str, package: str) -> str | None:
-    """The path of an importable ``package`` in an OS directory, or None."""
+def _os_names(directory: str, modules: tuple[str, ...]) -> list[str]:
+    """The entries of an OS directory, for matching module names (``imports_as``).
+
+    One the audit cannot list (no read permission for whoever runs it) is probed
+    by ``lstat`` for the names of ``modules`` that every version imports: a
+    version-tagged extension module there cannot be named without listing it."""
+    try:
+        return os.listdir(directory)
+    except (OSError, ValueError):
+        pass
+    probe = [m + s for m in modules for s in ("", *MODULE_SUFFIXES)]
+    return [n for n in probe if _lexists(os.path.join(directory, n))]
+
+
+def _lexists(path: str) -> bool:
+    try:
+        os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _copy_in(directory: str, package: str, version: tuple[int, int] | None) -> str | None:
+    """The path of an importable ``package`` (for Python ``version``) in an OS directory, or None."""
     pkg = os.path.join(directory, package)
     if os.path.isdir(pkg):
         return pkg
-    for name in sorted(module_names(package)):
+    for name in module_files(_os_names(directory, (package,)), package, version):
         p = os.path.join(directory, name)
         if os.path.isfile(p):
             return p
@@ -239,13 +263,6 @@ def _package_dir(inv: Inventory, package: str) -> str | None:
     return os.path.realpath(os.path.join(inv.root, package)) if isinstance(inv, DirInventory) else None
 
 
-def _hook_names() -> list[str]:
-    """Entry names that import as a startup hook in a directory on ``sys.path``: the
-    module files in any form (source, sourceless ``.pyc``, extension) and a package
-    directory."""
-    return sorted(set(CUSTOMIZE) | module_names("sitecustomize") | module_names("usercustomize"))
-
-
 def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) -> None:
     """One ``.pth`` path line: where ``site`` would add it, and what would import from there."""
     cid = f"pth:{pth}:{n}"
@@ -265,7 +282,7 @@ def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) 
         return
     head = f"{pth}:{n} adds {added} to sys.path"
     if scope.package_dir is not None and _under(real, scope.package_dir):
-        hooks = _hooks_in_dir(real) if stat.S_ISDIR(st.st_mode) else []
+        hooks = _hooks_in_dir(real, scope.version) if stat.S_ISDIR(st.st_mode) else []
         for hook in hooks:
             _startup_os_path(scope, report, hook)
         also = f"; {', '.join(hooks)} there is imported by site at every start" if hooks else ""
@@ -278,7 +295,7 @@ def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) 
     if (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)) and added not in report.on_path:
         report.on_path.append(added)
     if stat.S_ISDIR(st.st_mode):
-        copy = _copy_in(real, scope.package)
+        copy = _copy_in(real, scope.package, scope.version)
         if copy is not None:
             report.findings.append(Shadow(pth, f"{head}, and another copy of '{scope.package}' is "
                                           f"there ({copy})", cid))
@@ -291,16 +308,11 @@ def _under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
-def _hooks_in_dir(real: str) -> list[str]:
-    """Startup hooks in an OS directory, by name and type only (``lstat``: nothing opened)."""
-    found = []
-    for name in _hook_names():
-        try:
-            os.lstat(os.path.join(real, name))
-        except OSError:
-            continue
-        found.append(os.path.join(real, name))
-    return found
+def _hooks_in_dir(real: str, version: tuple[int, int] | None) -> list[str]:
+    """Startup hooks in an OS directory, by name only (nothing opened): the entries
+    Python ``version`` imports as one (``_hook_of``), sorted."""
+    return [os.path.join(real, n) for n in sorted(_os_names(real, CUSTOMIZE))
+            if _hook_of(n, version) is not None]
 
 
 def _hooks_on_path(scope: Scope, root: str, pth: str, n: int, head: str, real: str,
@@ -309,13 +321,13 @@ def _hooks_on_path(scope: Scope, root: str, pth: str, n: int, head: str, real: s
     imports it after the ``.pth`` files. Inside ``root`` (the site directory) one an
     installed distribution's RECORD installs is verified (``judge_hook``) and
     named; anything else fails."""
-    found = _hooks_in_dir(real)
+    found = _hooks_in_dir(real, scope.version)
     if not found:
         return
     rel = os.path.relpath(real, root).replace(os.sep, "/") if _under(real, root) else None
     children = dict(scope.inv.children(rel)) if rel is not None else {}
     for hook in CUSTOMIZE:
-        paths = [p for p in found if _hook_of(os.path.basename(p)) == hook]
+        paths = [p for p in found if _hook_of(os.path.basename(p), scope.version) == hook]
         if not paths:
             continue
         if rel is not None:
@@ -334,9 +346,10 @@ def _hooks_on_path(scope: Scope, root: str, pth: str, n: int, head: str, real: s
                 f"pth:{pth}:{n}:{os.path.basename(path)}"))
 
 
-def _hook_of(name: str) -> str | None:
-    """The startup hook a directory entry imports as, if any."""
-    return next((h for h in CUSTOMIZE if name == h or name in module_names(h)), None)
+def _hook_of(name: str, version: tuple[int, int] | None) -> str | None:
+    """The startup hook a directory entry imports as for Python ``version``, if any:
+    a package directory or any module file of it (``imports_as``)."""
+    return next((h for h in CUSTOMIZE if name == h or imports_as(name, h, version)), None)
 
 
 def _zip_on_path(package: str, pth: str, n: int, head: str, real: str, report: ShadowReport) -> None:
@@ -397,14 +410,13 @@ def _path_line_in_wheel(scope: Scope, pth: str, n: int, line: str, report: Shado
         report.findings.append(Shadow(pth, f"{head}, a {e.kind} of the wheel zipimport would import "
                                       "from: not looked into", cid))
         return
-    hooks = set(_hook_names())
     for name, _kind in inv.children(rel):
-        if name in hooks:
+        if _hook_of(name, scope.version) is not None:
             startup_entry(scope, report, f"{rel}/{name}")
             report.findings.append(Shadow(
                 pth, f"{head}, where {rel}/{name} is imported by site at every interpreter start, after "
                 "the .pth files; not vouched for", f"{cid}:{name}"))
-        elif name == scope.package or name in module_names(scope.package):
+        elif name == scope.package or imports_as(name, scope.package, scope.version):
             report.findings.append(Shadow(pth, f"{head}, and another copy of '{scope.package}' is "
                                           f"there ({rel}/{name})", cid))
 
@@ -461,12 +473,17 @@ def _zip_hit(zpath: str, names: set[str], package: str) -> ZipHit | None:
         return ZipHit(f"{zpath}/{package}", imported=False,
                       why_not="a directory without __init__.py: a namespace portion, which the "
                       "audited package outranks")
-    extensions = sorted(n for n in names if "/" not in n and n.startswith(f"{package}.")
-                        and n.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)))
+    extensions = sorted(n for n in names if _extension_of(n, package))
     if extensions:
         return ZipHit(f"{zpath}/{extensions[0]}", imported=False,
                       why_not="zipimport does not load extension modules")
     return None
+
+
+def _extension_of(name: str, package: str) -> bool:
+    """A zip member named as an extension module of ``package`` for any version
+    (zipimport never loads one, so which version is moot: a second copy all the same)."""
+    return name.endswith((".so", ".pyd")) and imports_as(name, package, None)
 
 
 def _zip_names(zpath: str, report: ShadowReport, packages: tuple[str, ...]) -> set[str] | None:
@@ -547,7 +564,6 @@ def _relevant(names: Iterator[str], packages: tuple[str, ...]) -> set[str]:
     module ``pkg.*`` in sorted order (the one it names)."""
     wanted = set(packages)
     exact = {f"{p}{tail}" for p in packages for tail in ("/__init__.pyc", "/__init__.py", ".pyc", ".py")}
-    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
     kept: dict[tuple[str, str], str] = {}
     for name in names:
         if name in exact:
@@ -555,7 +571,7 @@ def _relevant(names: Iterator[str], packages: tuple[str, ...]) -> set[str]:
         elif (head := name.split("/", 1)[0]) != name:
             if head in wanted:
                 kept.setdefault((head, "/"), name)
-        elif name.endswith(suffixes) and (head := name.split(".", 1)[0]) in wanted:
+        elif (head := name.split(".", 1)[0]) in wanted and _extension_of(name, head):
             kept[head, "."] = min(kept.get((head, "."), name), name)
     return set(kept.values())
 
@@ -572,13 +588,13 @@ def check_stdlib(root: str, package: str, report: ShadowReport, interp: Interpre
     report.notes.append(f"base standard library taken as {stdlib} ({interp.origin}); not audited here")
     for d in stdlib_dirs(stdlib, root):
         report.looked_in.append(d)
-        copy = _copy_in(d, package)
+        copy = _copy_in(d, package, interp.version)
         if copy is not None:
             report.findings.append(Shadow(
                 copy, f"another '{package}' at {copy} is ahead of the audited copy on sys.path "
                 f"(standard library directory): Python imports that one", f"shadow:{copy}"))
         for hook in CUSTOMIZE:
-            if (found := _copy_in(d, hook)) is not None:
+            if (found := _copy_in(d, hook, interp.version)) is not None:
                 _customize_note(found, report)
     zpath = stdlib_zip(stdlib)
     names = _zip_names(zpath, report, (package, *CUSTOMIZE)) if zpath else None
@@ -628,8 +644,10 @@ def _file_distributions(inv: Inventory, package: str, seen: list[str]) -> list[t
     return out
 
 
-def check_copies(inv: Inventory, package: str, primary: str | None, report: ShadowReport) -> None:
-    """Other distributions for the package, module files beside it, copies ahead on sys.path."""
+def check_copies(inv: Inventory, package: str, primary: str | None, report: ShadowReport,
+                 version: tuple[int, int] | None = None) -> None:
+    """Other distributions for the package, module files beside it (as Python
+    ``version`` names them; None: any version's), copies ahead on sys.path."""
     dists = distributions(inv, package)
     besides = f" besides {primary}" if primary else ""
     for meta in dists:
@@ -649,9 +667,8 @@ def check_copies(inv: Inventory, package: str, primary: str | None, report: Shad
             meta, f"second installed distribution for '{package}': {meta}{besides} ({what}, which "
             "importlib.metadata reads as a distribution: an uninstall leftover or a second version)",
             f"shadow:{meta}"))
-    names = module_names(package)
     for name, _kind in inv.children(""):
-        if name in names:
+        if imports_as(name, package, version):
             report.findings.append(Shadow(
                 name, f"another importable '{package}' beside the package: {name} "
                 f"(the package directory wins in the same directory; a second copy nonetheless)",
@@ -665,7 +682,7 @@ def check_customize(inv: Inventory, report: ShadowReport, scope: Scope | None = 
     scope = scope or Scope(inv, "", None)
     children = dict(inv.children(""))
     for hook in CUSTOMIZE:
-        names = _hook_entries(children, hook)
+        names = _hook_entries(children, hook, scope.version)
         if not names:
             continue
         vouched = judge_hook(scope, hook, children, report, cid=f"shadow:{scope.shown}")
@@ -679,10 +696,10 @@ def check_customize(inv: Inventory, report: ShadowReport, scope: Scope | None = 
                 "no installed distribution's RECORD vouches for it", f"shadow:{shown}"))
 
 
-def _hook_entries(children: dict[str, str], hook: str) -> list[str]:
-    """The entries of a directory (its children) that import as ``hook``: its module
-    files in any form, and a package directory (or a link to one)."""
-    names = [n for n in module_names(hook) if n in children]
+def _hook_entries(children: dict[str, str], hook: str, version: tuple[int, int] | None) -> list[str]:
+    """The entries of a directory (its children) that Python ``version`` imports as
+    ``hook``: its module files in any form, and a package directory (or a link to one)."""
+    names = module_files(children, hook, version)
     if children.get(hook) in (DIR, SYMLINK):
         names.append(hook)
     return sorted(names)
@@ -708,7 +725,7 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None,
                    version=interp.version if interp else None)
     check_pth(inv, package, report, scope)
     check_customize(inv, report, scope)
-    check_copies(inv, package, primary, report)
+    check_copies(inv, package, primary, report, scope.version)
     if interp is not None and isinstance(inv, DirInventory):
         check_stdlib(inv.root, package, report, interp)
         check_system_site(interp, inv.root, package, report, cache)

@@ -28,6 +28,10 @@ checked with the real interpreter:
 * ``site.addpackage`` reads a ``.pth`` as the interpreter's version does
   (``pth_lines``, ``pth_processed``): 3.13 changed the decoding, the line
   splitting and which names it opens.
+* A top-level module is imported from the file names the target's version
+  imports (``imports_as``): the extension modules of *its* ABI tag
+  (``.cpython-312-x86_64-linux-gnu.so`` for 3.12), never those of the
+  interpreter running the audit.
 
 Where the audit judges what it finds there, it is ``pp1audit.shadowing``.
 """
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pp1audit.safeio import NotRegular, TooLarge, read_regular
@@ -257,6 +262,48 @@ def pth_lines(data: bytes, version: tuple[int, int] | None) -> list[tuple[int, s
     if version is None:
         return _merged(_legacy_pth(data), _modern_pth(data))
     return _modern_pth(data) if version >= MODERN_PTH else _legacy_pth(data)
+
+
+MODULE_SUFFIXES = (".py", ".pyc", ".abi3.so", ".so")
+"""Module file suffixes every CPython 3 on POSIX imports: source, sourceless
+bytecode, the stable-ABI and the untagged extension module."""
+
+_TAGGED_EXTENSION = re.compile(r"\.cpython-3(\d+)[a-z]*(?:-[^./]+)?\.so")
+"""An extension module tagged for one version: ``.cpython-3XY<abiflags>-<multiarch>.so``
+(Linux, macOS ``-darwin``), ``.cpython-3XY.so`` (FreeBSD, no multiarch). ABI flags
+(``t`` free-threaded, ``d`` debug) are accepted for the version: the safe side,
+as whether the target is such a build is not known."""
+
+_WINDOWS_ONLY = re.compile(r"(?:\.cp3\d+-[^./]+)?\.pyd|\.pyw")
+"""A Windows extension module (``.cp312-win_amd64.pyd``, ``.pyd``) or windowed
+source (``.pyw``): only when the version, hence a POSIX layout, is unknown (a wheel)."""
+
+
+def imports_as(name: str, module: str, version: tuple[int, int] | None) -> bool:
+    """Whether a directory entry ``name`` imports as top-level ``module`` for the
+    target's Python ``version`` (source, bytecode, extension module).
+
+    The target's own suffixes, never the running interpreter's
+    (``importlib.machinery.EXTENSION_SUFFIXES``): an audit run by 3.11 of a 3.12
+    site-packages must see ``sitecustomize.cpython-312-x86_64-linux-gnu.so``,
+    which 3.12 imports at every start, and not a ``.cpython-311`` one, which it
+    never imports. An unknown version (a wheel, a layout not recognised) takes
+    every version's forms: any file named like a startup hook counts.
+    """
+    if not name.startswith(module + "."):
+        return False
+    suffix = name[len(module):]
+    if suffix in MODULE_SUFFIXES:
+        return True
+    if (m := _TAGGED_EXTENSION.fullmatch(suffix)) is not None:
+        return version is None or (version[0] == 3 and m.group(1) == str(version[1]))
+    return version is None and _WINDOWS_ONLY.fullmatch(suffix) is not None
+
+
+def module_files(names: Iterable[str], module: str, version: tuple[int, int] | None) -> list[str]:
+    """The ``names`` (entries of one directory) that import as top-level ``module``
+    for Python ``version`` (``imports_as``), sorted."""
+    return sorted(n for n in names if imports_as(n, module, version))
 
 
 def _legacy_pth(data: bytes) -> list[tuple[int, str]]:

@@ -19,7 +19,6 @@ and the startup set into them; ``pp1audit.shadowing`` re-exports them.
 from __future__ import annotations
 
 import contextlib
-import importlib.machinery
 import sys
 from dataclasses import dataclass, field
 
@@ -37,6 +36,7 @@ from pp1audit.record import (
     read_record,
     verify,
 )
+from pp1audit.sitemodel import imports_as, module_files
 from pp1audit.treedigest import path_order, token_for
 
 
@@ -79,14 +79,6 @@ class ShadowReport:
     def startup_files(self) -> list[tuple[str, str | None]]:
         """The startup set as ``(path, token)`` pairs, sorted as the digest sorts them."""
         return sorted(self.startup.items(), key=lambda pair: path_order(pair[0]))
-
-
-def module_names(package: str) -> set[str]:
-    """File names that import as top-level ``package`` (source, bytecode, extensions)."""
-    suffixes = (importlib.machinery.SOURCE_SUFFIXES + importlib.machinery.BYTECODE_SUFFIXES
-                + importlib.machinery.EXTENSION_SUFFIXES)
-    return {package + s for s in suffixes}
-
 
 
 @dataclass
@@ -154,20 +146,21 @@ class Scope:
 _STDLIB = frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names)
 
 
-def _of_module(path: str, module: str, base: str = "") -> bool:
+def _of_module(path: str, module: str, version: tuple[int, int] | None, base: str = "") -> bool:
     """A RECORD path that belongs to top-level ``module`` of directory ``base`` ('' the
-    root): under its directory, one of its module files, or the bytecode of one in
-    ``base``'s ``__pycache__``."""
+    root): under its directory, one of its module files as Python ``version`` names
+    them (``sitemodel.imports_as``), or the bytecode of one in ``base``'s ``__pycache__``."""
     if base:
         if not path.startswith(base + "/"):
             return False
         path = path[len(base) + 1:]
-    if path.startswith(module + "/") or path in module_names(module):
+    if path.startswith(module + "/") or imports_as(path, module, version):
         return True
     return path.startswith(f"__pycache__/{module}.") and path.endswith(".pyc")
 
 
-def _module_owner(inv: Inventory, module: str, base: str = "") -> tuple[str, list[RecordEntry]] | None:
+def _module_owner(inv: Inventory, module: str, version: tuple[int, int] | None,
+                  base: str = "") -> tuple[str, list[RecordEntry]] | None:
     """The installed distribution whose RECORD installs ``module`` (of directory
     ``base``), and its rows of it: the first ``*.dist-info`` with a ``METADATA``
     (a bare RECORD is no installed distribution) whose RECORD lists files of it."""
@@ -183,7 +176,7 @@ def _module_owner(inv: Inventory, module: str, base: str = "") -> tuple[str, lis
             rows = [logical_row(inv, r) for r in parse_record(data, f"{meta}/RECORD")]
         except RecordError:
             continue
-        if mine := [r for r in rows if _of_module(r.path, module, base)]:
+        if mine := [r for r in rows if _of_module(r.path, module, version, base)]:
             return meta, mine
     return None
 
@@ -194,7 +187,7 @@ def verify_imports(scope: Scope, pth: str, meta: str, lines: list[str], report: 
     The hash of the ``.pth`` says nothing about ``_distutils_hack/__init__.py``,
     which is the code that runs. Returns the phrase the summary adds.
     """
-    inv = scope.inv
+    inv, version = scope.inv, scope.version
     imports = pth_imports(lines)
     if imports.dynamic:
         more = f" (and {len(imports.dynamic) - 1} more)" if len(imports.dynamic) > 1 else ""
@@ -216,14 +209,14 @@ def verify_imports(scope: Scope, pth: str, meta: str, lines: list[str], report: 
     said: list[str] = []
     stdlib: list[str] = []
     for module in modules:
-        mine = [r for r in rows if _of_module(r.path, module)]
+        mine = [r for r in rows if _of_module(r.path, module, version)]
         if module == scope.package and not scope.shown:
             said.append(f"{module} (the audited package)")
         elif mine:
             said.append(_verify_module(scope, meta, module, mine, root, report, _pth_run(pth, meta)))
-        elif module in _STDLIB and not _present(root, module):
+        elif module in _STDLIB and not _present(root, module, version):
             stdlib.append(module)
-        elif _present(root, module) and (owner := _module_owner(inv, module)) is not None:
+        elif _present(root, module, version) and (owner := _module_owner(inv, module, version)) is not None:
             # Installed by another distribution (coverage-enable-subprocess's .pth
             # imports coverage): verified against the RECORD that installs it.
             other, rows_of = owner
@@ -233,7 +226,7 @@ def verify_imports(scope: Scope, pth: str, meta: str, lines: list[str], report: 
                         f"installed by {other}")
         else:
             where = ""
-            if _present(root, module):
+            if _present(root, module, version):
                 where = "; another of that name is in the site directory"
                 _startup_module(scope, module, root, report)
             report.findings.append(Shadow(
@@ -246,21 +239,24 @@ def verify_imports(scope: Scope, pth: str, meta: str, lines: list[str], report: 
     return "; imports " + " and ".join(said)
 
 
-def _present(root: dict[str, str], module: str) -> bool:
-    """Whether a directory (its children ``root``) holds something importable as ``module``."""
-    return module in root or any(n in root for n in module_names(module))
+def _present(root: dict[str, str], module: str, version: tuple[int, int] | None) -> bool:
+    """Whether a directory (its children ``root``) holds something Python ``version``
+    imports as ``module``."""
+    return module in root or any(imports_as(n, module, version) for n in root)
 
 
-def _module_files(inv: Inventory, module: str, root: dict[str, str], base: str = "") -> list[Entry]:
+def _module_files(inv: Inventory, module: str, root: dict[str, str], version: tuple[int, int] | None,
+                  base: str = "") -> list[Entry]:
     """Every entry of top-level ``module`` in directory ``base`` ('' the root; its
-    children ``root``): its directory walked, its module files, and their bytecode
+    children ``root``): its directory walked, its module files (as Python ``version``
+    names them), and their bytecode
     in ``base``'s ``__pycache__``. ``TargetError`` when its directory leads outside
     the root."""
     pre = f"{base}/" if base else ""
     files: list[Entry] = []
     if root.get(module) in (DIR, SYMLINK):
         files.extend(inv.walk(pre + module))
-    for name in sorted(module_names(module) & set(root)):
+    for name in module_files(root, module, version):
         if (e := inv.entry(pre + name)) is not None:
             files.append(e)
     if root.get("__pycache__") == DIR:
@@ -282,7 +278,7 @@ def _hashed_module(scope: Scope, module: str, root: dict[str, str], report: Shad
     kept for the bytecode check), and added to the startup set. ``TargetError``
     when its directory leads outside the root: then in the set unread."""
     try:
-        files = _module_files(scope.inv, module, root, base)
+        files = _module_files(scope.inv, module, root, scope.version, base)
     except TargetError:
         report.startup[scope.name(f"{base}/{module}" if base else module)] = None
         raise
@@ -402,7 +398,7 @@ def judge_hook(scope: Scope, hook: str, children: dict[str, str], report: Shadow
     problems are findings), or None when no RECORD installs it: then only put in
     the startup set, for the caller to fail. ``via``: how its directory is on
     ``sys.path`` (a path line), for the messages."""
-    owner = _module_owner(scope.inv, hook, base)
+    owner = _module_owner(scope.inv, hook, scope.version, base)
     if owner is None:
         _startup_module(scope, hook, children, report, base)
         return None
