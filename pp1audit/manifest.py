@@ -289,16 +289,26 @@ def _as_commit(revision: str) -> str | None:
     return text
 
 
+_REF_KINDS = frozenset({"commit", "branch", "tag"})
+"""Gitea's segment between the marker and the revision: ``/src/commit/<sha>``,
+``/raw/branch/<name>``."""
+
+
 def _path_revisions(path: str, start: int, host: str | None) -> list[tuple[int, str]]:
     """(offset in the URL, text) of the path segments a forge uses for a revision: the one
-    after a marker (``_REVISION_MARKERS``), and a raw-content host's third segment
-    (``path`` starts at ``start`` in the URL)."""
+    after the first marker (``_REVISION_MARKERS``), past a Gitea ref kind (``_REF_KINDS``),
+    or a raw-content host's third segment (``path`` starts at ``start`` in the URL). Later
+    markers are the file's path (``blob/<C>/tests/tree/cafebabe``), never a revision."""
     segments = [(start + m.start(), m.group()) for m in re.finditer(r"[^/]+", path)]
-    revisions = [segments[i + 1] for i, (_, name) in enumerate(segments[:-1])
-                 if name in _REVISION_MARKERS]
-    if host in _RAW_HOSTS and len(segments) > 2:
-        revisions.append(segments[2])
-    return revisions
+    if host in _RAW_HOSTS:
+        return segments[2:3]
+    first = next((i for i, (_, name) in enumerate(segments) if name in _REVISION_MARKERS), None)
+    if first is None:
+        return []
+    at = first + 1
+    if at < len(segments) and segments[at][1] in _REF_KINDS and at + 1 < len(segments):
+        at += 1
+    return segments[at:at + 1]
 
 
 def _query_revisions(url: str, query: str) -> list[tuple[int, str]]:

@@ -117,6 +117,17 @@ references:
     pytest.param("https://github.com/o/r/blob/refs/heads/deadbeef/x.py", UPSTREAM,
                  id="blob-branch-named-like-a-commit"),
     pytest.param("https://github.com/o/r/blob/2026102/x.py", UPSTREAM, id="tag-of-digits"),
+    # Only the first marker names the revision: later ones are the file's path.
+    pytest.param(f"https://github.com/o/r/blob/{UPSTREAM}/tests/tree/cafebabe", UPSTREAM,
+                 id="marker-in-the-file-path"),
+    pytest.param(f"https://github.com/o/r/tree/{UPSTREAM}/src/blob/1234abcd", UPSTREAM,
+                 id="blob-directory-after-the-revision"),
+    pytest.param(f"https://gitlab.com/o/r/-/raw/{UPSTREAM}/raw/deadbeef", UPSTREAM,
+                 id="gitlab-raw-in-the-file-path"),
+    pytest.param(f"https://raw.githubusercontent.com/o/r/{UPSTREAM}/commit/deadbeef", UPSTREAM,
+                 id="raw-content-marker-in-the-file-path"),
+    pytest.param(f"https://gitea.example/o/r/raw/commit/{UPSTREAM}/tree/deadbeef", UPSTREAM,
+                 id="gitea-raw-commit-then-a-marker-in-the-path"),
 ])
 def test_urls_that_agree_or_name_no_commit_load(url: str, commit: str | None) -> None:
     pinned = f", commit: {commit}" if commit else ""
@@ -147,6 +158,8 @@ def test_a_source_repository_address_names_no_commit(url: str) -> None:
     pytest.param(f"https://gitlab.com/o/r/-/blob/{WRONG}/x.py", id="gitlab-blob"),
     pytest.param(f"https://gitlab.com/o/r/-/commit/{WRONG}", id="gitlab-commit"),
     pytest.param(f"https://gitea.example/o/r/src/commit/{WRONG}/x.py", id="gitea-source"),
+    pytest.param(f"https://gitea.example/o/r/raw/commit/{WRONG}/x.py", id="gitea-raw"),
+    pytest.param(f"https://github.com/o/r/blob/{WRONG}/tests/tree/{UPSTREAM}", id="first-marker-wins"),
     pytest.param(f"https://raw.githubusercontent.com/o/r/{WRONG}/x.py", id="raw-content"),
     pytest.param(f"https://api.github.com/repos/o/r/contents/x.py?ref={WRONG}", id="api-ref-query"),
     pytest.param(f"https://git.kernel.org/pub/scm/x.git/tree/x.c?id={WRONG}", id="cgit-id-query"),
