@@ -25,7 +25,12 @@ Attribute-wise comparison only explains a difference in the message.
 
 Only pycs for the running interpreter's cache tag can be judged (another
 version compiles differently): others that would be loaded by their
-interpreter are reported unverifiable (``skip``), never failed. A pyc whose
+interpreter are reported unverifiable (``skip``), never failed. Patch
+releases of one version share a cache tag but not always a compiler (3.11.2
+and 3.11.7 emit different code for some modules), so when the target says
+which release it runs (``target_release``, from a venv's ``pyvenv.cfg``) and
+it is not this one, a pyc that differs is unverifiable too, not tampered; one
+that compiles equal is verified all the same. A pyc whose
 header does not match is ignored by Python (it recompiles), so it is not a
 finding; nor is a pyc without its source (``__pycache__`` is never used
 sourceless). In a wheel there are no install mtimes: every pyc for this
@@ -61,6 +66,8 @@ from pp1audit.safeio import NotRegular, TooLarge, read_regular
 from pp1audit.safetext import printable
 
 TAG = sys.implementation.cache_tag or "none"
+RELEASE = "{}.{}.{}".format(*sys.version_info[:3])
+"""This interpreter's release: patch releases share ``TAG`` but not always their compiler."""
 MAGIC = importlib.util.MAGIC_NUMBER
 COMPARISON = 2
 """Version of the comparison rule, part of every cache key: 1 accepted code-object
@@ -594,8 +601,14 @@ def check_bytecode(
     cache: VerifiedCache,
     progress: Progress | None = None,
     workers: int | None = None,
+    target_release: str | None = None,
 ) -> BytecodeReport:
-    """Judge every ``__pycache__/*.pyc`` among ``files`` (see the module docstring)."""
+    """Judge every ``__pycache__/*.pyc`` among ``files`` (see the module docstring).
+
+    ``target_release``: the ``X.Y.Z`` of the interpreter that will load them, with
+    where that was read (``"3.11.2 (version in …/pyvenv.cfg)"``), when known."""
+    other_release = target_release is not None and \
+        target_release.split(" ", 1)[0] != RELEASE
     by_path = {e.path: e for e in files}
     findings: list[Finding] = []
     todo: list[tuple[PycName, bytes, bytes, str]] = []
@@ -656,6 +669,10 @@ def check_bytecode(
             verified += 1
             continue
         status, phrase = problem
+        if status == "fail" and other_release:
+            foreign.setdefault(f"{TAG} {target_release}", []).append(name.pyc)
+            other[f"{TAG} {target_release}"] = other.get(f"{TAG} {target_release}", 0) + 1
+            continue
         head = "tampered bytecode" if status == "fail" else "unverified bytecode"
         findings.append(Finding(
             name.pyc, status,
@@ -667,6 +684,15 @@ def check_bytecode(
     for tag, paths in sorted(foreign.items()):
         paths.sort()
         more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
+        if " " in tag:  # this cache tag, another patch release
+            release = tag.split(" ", 1)[1]
+            findings.append(Finding(
+                paths[0], "skip",
+                f"{len(paths):,} bytecode file(s) Python would load instead of their sources"
+                f"{more} differ from their sources compiled by Python {RELEASE}, and the target "
+                f"runs Python {release}, whose compiler may emit other code: unverifiable here; "
+                f"run pp1audit under Python {release.split(' ', 1)[0]} to verify them", None))
+            continue
         findings.append(Finding(
             paths[0], "skip",
             f"{len(paths):,} bytecode file(s) for another interpreter ({tag}) that it would load "

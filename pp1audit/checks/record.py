@@ -73,7 +73,7 @@ from pp1audit.record import (
 )
 from pp1audit.result import Check, Status
 from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
-from pp1audit.sitemodel import site_dir_as_given
+from pp1audit.sitemodel import interpreter, site_dir_as_given
 from pp1audit.sources import DirectorySource, Source
 from pp1audit.treedigest import startup_digest, tree_digest
 from pp1audit.zipindex import ZipError
@@ -309,7 +309,9 @@ class RecordRun:
             # verification cache is not even opened.
             if cache is None and not self._wanted:
                 cache = VerifiedCache(None)
-            checks.extend(_bytecode_checks(files, digests, progress, cache))
+            interp = interpreter(self.site_dir) if self.site_dir else None
+            checks.extend(_bytecode_checks(files, digests, progress, cache,
+                                           interp.release if interp else None))
             unvouched = _unvouched(primary, rows, ver, record_problem)
             checks.extend(_shadow_checks(shadow, package, primary,
                                          _plugin_report(inv, package, primary, unvouched,
@@ -422,10 +424,11 @@ def _short(token: str | None) -> str:
 
 
 def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: Progress | None,
-                     cache: VerifiedCache | None) -> list[Check]:
+                     cache: VerifiedCache | None, release: str | None) -> list[Check]:
     from pp1audit.bytecode import TAG
 
-    rep = check_bytecode(files, digests, cache=cache or default_cache(), progress=progress)
+    rep = check_bytecode(files, digests, cache=cache or default_cache(), progress=progress,
+                         target_release=release)
     other = ", ".join(f"{n} for {t}" for t, n in sorted(rep.other.items()))
     summary = Check(
         id="bytecode", kind=KIND, status=Status.PASS,
