@@ -438,7 +438,7 @@ def check_system_site(interp: Interpreter, root: str, package: str, report: Shad
         inv = DirInventory(d)
         scope = Scope(inv, package, _package_dir(DirInventory(root), package),
                        shown=d.rstrip(os.sep) + os.sep, cache=cache, site_dir=os.path.abspath(d),
-                       version=interp.version)
+                       version=interp.version, release=interp.release)
         check_pth(inv, package, report, scope)
         check_customize(inv, report, scope)
 
@@ -722,7 +722,8 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None,
     if interp is not None:
         report.notes.extend(interp.notes)
     scope = Scope(inv, package, _package_dir(inv, package), cache=cache, site_dir=site,
-                   version=interp.version if interp else None)
+                   version=interp.version if interp else None,
+                   release=interp.release if interp else None)
     check_pth(inv, package, report, scope)
     check_customize(inv, report, scope)
     check_copies(inv, package, primary, report, scope.version)

@@ -135,6 +135,10 @@ class Scope:
     version: tuple[int, int] | None = None
     """The target interpreter's ``X.Y``: how ``site`` reads a ``.pth`` (``sitemodel.pth_lines``);
     None when unknown (a wheel, a layout not recognised): every reading's lines."""
+    release: str | None = None
+    """The target interpreter's release (``sitemodel.Interpreter.release``), when its
+    ``pyvenv.cfg`` says: the bytecode of a module run at startup that differs from this
+    interpreter's compile is then unverifiable, not tampered, as the package's own is."""
 
     def name(self, rel: str) -> str:
         """How a file of this directory is named: a base site-packages' by its full
@@ -375,7 +379,8 @@ def _verify_module(scope: Scope, meta: str, module: str, rows: list[RecordEntry]
         shown = scope.name(p.path)
         report.findings.append(Shadow(shown, f"{shown} is {why}, but does not match that RECORD: "
                                       f"{p.message}", run.cid + p.path))
-    rep = check_bytecode(files, digests, cache=scope.cache or default_cache())
+    rep = check_bytecode(files, digests, cache=scope.cache or default_cache(),
+                         target_release=scope.release)
     for f in rep.findings:
         shown = scope.name(f.path)
         if f.status == "skip":

@@ -322,6 +322,28 @@ def test_tampered_bytecode_of_the_imported_module_fails(tmp_path: Path) -> None:
     assert "tampered bytecode: Python would run this instead of _hack/__init__.py" in checks[cid].message
 
 
+def test_differing_bytecode_of_the_imported_module_under_another_patch_release_is_a_skip(
+        tmp_path: Path) -> None:
+    """The venv runs another patch release of this Python (its pyvenv.cfg says): a
+    pyc of a module a vouched .pth imports that differs from this interpreter's
+    compile is unverifiable, as the package's own is, not tampered."""
+    other = f"{sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2] + 1}"
+    v, root = venv(tmp_path, f"include-system-site-packages = false\nversion = {other}\n")
+    with_hack(root)
+    src = root / "_hack" / "__init__.py"
+    pyc = Path(importlib.util.cache_from_source(str(src)))
+    st = src.stat()
+    code = compile(HOOK + HACK, str(src), "exec", dont_inherit=True)
+    header = importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF,
+                                                       st.st_size & 0xFFFFFFFF)
+    pyc.write_bytes(header + marshal.dumps(code))
+    checks = run(root)
+    assert bad(checks) == {}
+    summary = checks["shadowing"].message
+    assert f"and the target runs Python {other} (version in {v / 'pyvenv.cfg'}), whose compiler" in summary, \
+        summary
+
+
 def test_a_module_the_vouching_record_does_not_install_fails(tmp_path: Path) -> None:
     root = with_hack(install(tmp_path / "site"), pth="import _hack, _elsewhere; import json\n")
     (root / "_elsewhere.py").write_text(HOOK, encoding="utf-8")
