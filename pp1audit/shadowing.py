@@ -714,7 +714,7 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None,
     lines are read from it, as Python reads them."""
     report = ShadowReport()
     site = (site_dir or inv.root) if isinstance(inv, DirInventory) else ""
-    interp = interpreter(site) if site else None
+    interp = report.interpreter = interpreter(site) if site else None
     if site and interp is None:
         report.notes.append(f"{site} is not laid out as <prefix>/lib/pythonX.Y/site-packages: the "
                             "base standard library, pyvenv.cfg and the system site-packages were not "

@@ -94,15 +94,27 @@ class Interpreter:
     not always their compiler. None when not said."""
 
 
-def _cfg_bytes(path: str) -> bytes | None:
-    """A ``pyvenv.cfg``'s bytes, None when there is no regular file there;
-    ``TooLarge`` over ``CFG_MAX`` bytes. The target is untrusted: read through the
-    safe opener (never blocking, a FIFO refused, bounded); a final symlink is
-    followed, as ``open`` does."""
+@dataclass(frozen=True, slots=True)
+class _Cfg:
+    """One candidate ``pyvenv.cfg``, read once for both readers (``getpath``, ``site``)."""
+
+    path: str
+    data: bytes | None
+    """Its bytes; None when there is no regular file there or it is too large."""
+    too_large: bool = False
+    """Over ``CFG_MAX`` bytes: not read."""
+
+
+def _cfg(path: str) -> _Cfg:
+    """A ``pyvenv.cfg``'s bytes. The target is untrusted: read through the safe
+    opener (never blocking, a FIFO refused, bounded by ``CFG_MAX``); a final
+    symlink is followed, as ``open`` does."""
     try:
-        return read_regular(path, CFG_MAX, follow=True)
+        return _Cfg(path, read_regular(path, CFG_MAX, follow=True))
+    except TooLarge:
+        return _Cfg(path, None, too_large=True)
     except (OSError, NotRegular):
-        return None
+        return _Cfg(path, None)
 
 
 def _pairs(lines: list[str]) -> list[tuple[str, str]]:
@@ -158,9 +170,11 @@ def interpreter(site_dir: str) -> Interpreter | None:
     if os.path.basename(site_dir) not in SITE_NAMES or not os.path.basename(parent).startswith("python"):
         return None
     prefix = os.path.dirname(os.path.dirname(parent))
-    base = _getpath_base(prefix, os.path.basename(parent))
+    # Both candidates read once; getpath and site each take them in their own order.
+    top, in_bin = _cfg(os.path.join(prefix, "pyvenv.cfg")), _cfg(os.path.join(prefix, "bin", "pyvenv.cfg"))
+    base = _getpath_base((top, in_bin), os.path.basename(parent))
     stdlib, origin = base.stdlib or parent, base.origin or f"the prefix of {site_dir}"
-    system_site, system_origin = _site_system_site(prefix)
+    system_site, system_origin = _site_system_site((in_bin, top))
     return Interpreter(stdlib, origin, _version(os.path.basename(parent), base.pairs), system_site,
                        system_origin, base.notes, _release(base))
 
@@ -187,18 +201,12 @@ class _Base:
     """The ``pyvenv.cfg`` the pairs come from."""
 
 
-def _getpath_base(prefix: str, lib_name: str) -> _Base:
+def _getpath_base(cfgs: tuple[_Cfg, _Cfg], lib_name: str) -> _Base:
     """The base standard library ``getpath`` derives from the first ``home`` of
-    ``<prefix>/pyvenv.cfg``, else of ``<prefix>/bin/pyvenv.cfg``."""
-    for cfg in (os.path.join(prefix, "pyvenv.cfg"), os.path.join(prefix, "bin", "pyvenv.cfg")):
-        try:
-            data = _cfg_bytes(cfg)
-        except TooLarge:
-            data = None
-            large = True
-        else:
-            large = data is not None and len(data) >= GETPATH_CFG_MAX
-        if large:
+    ``cfgs``: ``<prefix>/pyvenv.cfg``, else ``<prefix>/bin/pyvenv.cfg``."""
+    for c in cfgs:
+        cfg, data = c.path, c.data
+        if c.too_large or (data is not None and len(data) >= GETPATH_CFG_MAX):
             return _Base(notes=(f"{cfg} is {GETPATH_CFG_MAX >> 10} KiB or more: Python refuses to "
                                 "start with such a pyvenv.cfg (nothing runs)",))
         if data is None:
@@ -212,15 +220,14 @@ def _getpath_base(prefix: str, lib_name: str) -> _Base:
     return _Base()
 
 
-def _site_system_site(prefix: str) -> tuple[bool, str]:
+def _site_system_site(cfgs: tuple[_Cfg, _Cfg]) -> tuple[bool, str]:
     """Whether ``site`` lets the system site-packages in, and why: the last
-    ``include-system-site-packages`` of ``<prefix>/bin/pyvenv.cfg``, else of
+    ``include-system-site-packages`` of ``cfgs``: ``<prefix>/bin/pyvenv.cfg``, else
     ``<prefix>/pyvenv.cfg``; absent means in, anything but ``true`` out. No
     ``pyvenv.cfg``: no venv (its own site-packages are the system's)."""
-    for cfg in (os.path.join(prefix, "bin", "pyvenv.cfg"), os.path.join(prefix, "pyvenv.cfg")):
-        try:
-            data = _cfg_bytes(cfg)
-        except TooLarge:
+    for c in cfgs:
+        cfg, data = c.path, c.data
+        if c.too_large:
             return True, (f"{cfg} is over the {CFG_MAX >> 20} MiB read; site reads it all, so the "
                           "system site-packages are taken as let in")
         if data is None:

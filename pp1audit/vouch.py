@@ -36,7 +36,7 @@ from pp1audit.record import (
     read_record,
     verify,
 )
-from pp1audit.sitemodel import imports_as, module_files
+from pp1audit.sitemodel import Interpreter, imports_as, module_files
 from pp1audit.treedigest import path_order, token_for
 
 
@@ -62,6 +62,9 @@ class ShadowReport:
     order, as ``site`` spells it: the directories and zips ``.pth`` path lines add
     (outside the audited package), and the base site-packages a venv lets in.
     ``importlib.metadata`` looks for distributions (entry points) in each."""
+    interpreter: Interpreter | None = None
+    """The target's interpreter as its layout and ``pyvenv.cfg`` say
+    (``sitemodel.interpreter``), read once: None for a wheel or a layout not recognised."""
     startup: dict[str, str | None] = field(default_factory=dict)
     """The startup set: file as shown -> its token in the tree digest's format
     (hex SHA-256, or ``<type>:<detail>`` for a symlink or special file), None when

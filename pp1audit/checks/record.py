@@ -73,7 +73,7 @@ from pp1audit.record import (
 )
 from pp1audit.result import Check, Status
 from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
-from pp1audit.sitemodel import interpreter, site_dir_as_given
+from pp1audit.sitemodel import site_dir_as_given
 from pp1audit.sources import DirectorySource, Source
 from pp1audit.treedigest import startup_digest, tree_digest
 from pp1audit.zipindex import ZipError
@@ -309,7 +309,7 @@ class RecordRun:
             # verification cache is not even opened.
             if cache is None and not self._wanted:
                 cache = VerifiedCache(None)
-            interp = interpreter(self.site_dir) if self.site_dir else None
+            interp = shadow.interpreter
             checks.extend(_bytecode_checks(files, digests, progress, cache,
                                            interp.release if interp else None))
             unvouched = _unvouched(primary, rows, ver, record_problem)
