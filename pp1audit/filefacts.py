@@ -146,6 +146,7 @@ class Facts:
         self._spaces: dict[tuple[str, Key | None], list[SgNode]] | None = None
         self._class_texts: dict[str, bool] = {}
         self._nearest: dict[Key, SgNode | None] = {}
+        self._containers: dict[tuple[str, bool], bool] = {}
 
     # scopes
 
@@ -1216,6 +1217,65 @@ class Facts:
                                              if _binds_here(i)]
         return hit
 
+    def builtin_container(self, receiver: SgNode) -> bool:
+        """``receiver`` is certainly a builtin container, so its storing methods only store
+        (``_STORING``): a name every binding of which in the file is an assignment of one
+        (``_container_value``), or ``X.name`` (``cls.registry``) where every binding of
+        ``name`` is such an assignment in a class body. Nothing may rebind it: no star
+        import, no attribute write naming it or any name (``attribute_writes``). Memoised
+        per name: a hook may store into one thousands of times."""
+        receiver = unparen(receiver)
+        if receiver.kind() == "identifier":
+            name, in_class = receiver.text(), False
+        elif receiver.kind() == "attribute" and (obj := receiver.field("object")) is not None \
+                and unparen(obj).kind() == "identifier" and \
+                (attr := receiver.field("attribute")) is not None:
+            name, in_class = attr.text(), True
+        else:
+            return False
+        memo = (name, in_class)
+        if memo not in self._containers:
+            binders = self._binders(self.root, name)
+            self._containers[memo] = bool(binders) and all(
+                self._container_binding(i, in_class) for i in binders) and \
+                self.root.find(kind="wildcard_import") is None and \
+                all(attr not in (None, name) for _, _, attr, _ in self.attribute_writes())
+        return self._containers[memo]
+
+    def _container_binding(self, ident: SgNode, in_class: bool) -> bool:
+        """``ident`` is the whole target of an assignment of a builtin container
+        (``_container_value``), in a class body when ``in_class``."""
+        stmt = ident.parent()
+        if stmt is None or stmt.kind() != "assignment" or \
+                (left := stmt.field("left")) is None or key(left) != key(ident) or \
+                (value := stmt.field("right")) is None or not self._container_value(value):
+            return False
+        return not in_class or [a.kind() for a in stmt.ancestors()[:3]] == [
+            "expression_statement", "block", "class_definition"]
+
+    def _container_value(self, value: SgNode) -> bool:
+        """A display (``[]``, ``{}``, ``{1}``), ``list()`` / ``set()`` / ``dict()`` with the
+        builtin not bound in the file, or ``defaultdict(…)`` / ``OrderedDict(…)`` /
+        ``deque(…)`` spelled ``collections.X`` or imported from ``collections``, the name
+        bound by module-level imports only (``_import_sources``)."""
+        value = unparen(value)
+        if value.kind() in ("list", "set", "dictionary", "list_comprehension",
+                            "set_comprehension", "dictionary_comprehension"):
+            return True
+        if value.kind() != "call" or (fn := value.field("function")) is None:
+            return False
+        prefix, _, name = "".join(unparen(fn).text().split()).rpartition(".")
+        if name in _CONTAINER_TYPES and not prefix:
+            return not self._binders(self.root, name)
+        if name not in _COLLECTIONS or prefix not in ("", "collections"):
+            return False
+        bound = prefix or name  # `collections` (import collections) or `deque`
+        binders = self._binders(self.root, bound)
+        return bool(binders) and all(self.owner(i) is None and any(
+            a.kind() in ("import_statement", "import_from_statement") for a in i.ancestors())
+            for i in binders) and \
+            set(self._import_sources(bound) or [""]) == {prefix or f"collections.{name}"}
+
     # decorators
 
     @staticmethod
@@ -1689,7 +1749,7 @@ _NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
 """Attributes of a class that are only its names: reading them changes nothing."""
 
 
-def class_hook_use(hook: SgNode) -> SgNode | None:
+def class_hook_use(facts: Facts, hook: SgNode) -> SgNode | None:
     """Where an ``__init_subclass__`` binding (``hook``: the statement ``Facts.final``
     gives) may replace attributes of the class it is called for, or None when it cannot.
 
@@ -1719,12 +1779,11 @@ def class_hook_use(hook: SgNode) -> SgNode | None:
     if body is None or not first or first[0].kind() != "identifier":
         return hook
     name = first[0].text()
-    containers = _Containers(hook.get_root().root())
     return next((n for n in body.find_all(kind="identifier")
-                 if n.text() == name and not _harmless_class_use(n, containers)), None)
+                 if n.text() == name and not _harmless_class_use(n, facts)), None)
 
 
-def _harmless_class_use(node: SgNode, containers: _Containers) -> bool:
+def _harmless_class_use(node: SgNode, facts: Facts) -> bool:
     """An identifier that is no use of the variable (an attribute's or keyword's name), or a
     use ``class_hook_use`` accepts."""
     parent = node.parent()
@@ -1740,7 +1799,7 @@ def _harmless_class_use(node: SgNode, containers: _Containers) -> bool:
             (left := above.field("left")) is not None and key(left) == key(parent))
         if obj is None or key(obj) != key(node) or attribute is None or target:
             return False
-        return attribute.text() in _NAME_ATTRIBUTES or _storing_into(parent, containers)
+        return attribute.text() in _NAME_ATTRIBUTES or _storing_into(parent, facts)
     if kind == "keyword_argument":
         name = parent.field("name")
         if name is not None and key(name) == key(node):
@@ -1756,7 +1815,7 @@ def _harmless_class_use(node: SgNode, containers: _Containers) -> bool:
         function = call.field("function") if call is not None else None
         return function is not None and (
             "".join(function.text().split()) == "super().__init_subclass__"
-            or _stored(function, named_items(parent.children()), node, containers))
+            or _stored(function, named_items(parent.children()), node, facts))
     return False
 
 
@@ -1766,22 +1825,22 @@ _STORING = {"append": 0, "appendleft": 0, "add": 0, "insert": 1, "setdefault": 1
 
 
 def _stored(function: SgNode, items: list[SgNode], node: SgNode,
-            containers: _Containers) -> bool:
+            facts: Facts) -> bool:
     """``registry.append(cls)`` and the like (``_STORING``): ``node`` is the whole value a
     container method stores, as ``registry[k] = cls`` stores it, and the container is one
-    whose method is the builtin's (``_Containers``): a same-file ``class Reg`` with
+    whose method is the builtin's (``Facts.builtin_container``): a same-file ``class Reg`` with
     ``def append(self, c): c.sample = None`` is not a registry."""
     method = function.field("attribute") if function.kind() == "attribute" else None
     receiver = function.field("object") if method is not None else None
     place = _STORING.get(method.text()) if method is not None else None
     return place is not None and receiver is not None and len(items) == place + 1 and \
-        key(items[place]) == key(node) and containers.holds(receiver)
+        key(items[place]) == key(node) and facts.builtin_container(receiver)
 
 
-def _storing_into(container: SgNode, containers: _Containers) -> bool:
+def _storing_into(container: SgNode, facts: Facts) -> bool:
     """``container`` (``cls.registry``) is the receiver of a storing method
     (``cls.registry.append(…)``, ``_STORING``) and certainly a builtin container
-    (``_Containers``): reading it there runs no code of the class."""
+    (``Facts.builtin_container``): reading it there runs no code of the class."""
     method = container.parent()
     if method is None or method.kind() != "attribute" or \
             (name := method.field("attribute")) is None or name.text() not in _STORING:
@@ -1789,156 +1848,13 @@ def _storing_into(container: SgNode, containers: _Containers) -> bool:
     call = method.parent()
     return call is not None and call.kind() == "call" and \
         (fn := call.field("function")) is not None and key(fn) == key(method) and \
-        containers.holds(container)
-
-
-class _Containers:
-    """Which names of one file certainly hold a builtin container, each judged once (a hook
-    may store into one thousands of times), from indexes of the file built once."""
-
-    def __init__(self, root: SgNode) -> None:
-        self.root = root
-        self._verdicts: dict[tuple[str, bool], bool] = {}
-        self._binders: dict[str, list[SgNode]] | None = None
-        self._written: tuple[bool, set[str]] | None = None
-
-    def holds(self, receiver: SgNode) -> bool:
-        """``receiver`` is certainly a builtin container: a name every binding of which in
-        the file is an assignment of one (``[]``, ``{}``, ``set()``…: ``_value``), or
-        ``X.name`` (``cls.registry``, ``Base.seen``) where every binding of ``name`` in the
-        file is such an assignment in a class body. Nothing else in the file may rebind it:
-        no star import, and no attribute write naming it or a name not made of constants
-        (``setattr(m, k, v)``, ``globals()[k] = v``, also through a name holding a
-        namespace). Anything else may be an object whose ``append`` does what it likes."""
-        receiver = unparen(receiver)
-        if receiver.kind() == "identifier":
-            name, in_class = receiver.text(), False
-        elif receiver.kind() == "attribute" and (obj := receiver.field("object")) is not None \
-                and unparen(obj).kind() == "identifier" and \
-                (attr := receiver.field("attribute")) is not None:
-            name, in_class = attr.text(), True
-        else:
-            return False
-        memo = (name, in_class)
-        if memo not in self._verdicts:
-            self._verdicts[memo] = self._judge(name, in_class)
-        return self._verdicts[memo]
-
-    def _judge(self, name: str, in_class: bool) -> bool:
-        binders = self.binders(name)
-        if not binders or not all(self._binding(i, in_class) for i in binders):
-            return False
-        anything, names = self._writes()
-        return not anything and name not in names
-
-    def binders(self, name: str) -> list[SgNode]:
-        """The identifiers of the file that bind ``name`` (``_binds_here``)."""
-        if self._binders is None:
-            self._binders = {}
-            for ident in self.root.find_all(kind="identifier"):
-                if _binds_here(ident):
-                    self._binders.setdefault(ident.text(), []).append(ident)
-        return self._binders.get(name, [])
-
-    def _writes(self) -> tuple[bool, set[str]]:
-        """(whether the file may write an attribute or namespace key it does not name (or has
-        a star import), the names it writes)."""
-        if self._written is None:
-            spaces = _namespace_holders(self.root)
-
-            def resolve(holder: SgNode, _where: SgNode) -> list[SgNode]:
-                return [holder] if unparen(holder).text() in spaces else []
-            attrs = [attr for node in self.root.find_all(_WRITING)
-                     for _, _, attr, _ in _writes_of(node, resolve)]
-            self._written = (
-                self.root.find(kind="wildcard_import") is not None or
-                any(not isinstance(a, str) or a == "__dict__" for a in attrs),
-                {a for a in attrs if isinstance(a, str)})
-        return self._written
-
-    def _binding(self, ident: SgNode, in_class: bool) -> bool:
-        """``ident`` is the whole target of an assignment of a builtin container
-        (``_value``), in a class body when ``in_class``."""
-        stmt = ident.parent()
-        if stmt is None or stmt.kind() != "assignment" or \
-                (left := stmt.field("left")) is None or key(left) != key(ident):
-            return False
-        value = stmt.field("right")
-        if value is None or not self._value(value):
-            return False
-        return not in_class or [a.kind() for a in stmt.ancestors()[:3]] == [
-            "expression_statement", "block", "class_definition"]
-
-    def _value(self, value: SgNode) -> bool:
-        """A display (``[]``, ``{}``, ``{1}``), ``list()`` / ``set()`` / ``dict()`` with the
-        builtin not bound in the file, or ``defaultdict(…)`` / ``OrderedDict(…)`` /
-        ``deque(…)`` spelled ``collections.X`` or imported plainly from ``collections``."""
-        value = unparen(value)
-        if value.kind() in ("list", "set", "dictionary", "list_comprehension",
-                            "set_comprehension", "dictionary_comprehension"):
-            return True
-        if value.kind() != "call" or (fn := value.field("function")) is None:
-            return False
-        text = "".join(unparen(fn).text().split())
-        prefix, _, name = text.rpartition(".")
-        if prefix == "collections":
-            return name in _COLLECTIONS and self._imported(name="collections",
-                                                           kind="import_statement")
-        if prefix or name not in _CONTAINER_TYPES | _COLLECTIONS:
-            return False
-        if name in _CONTAINER_TYPES:
-            return not self.binders(name)
-        return self._imported(name=name, kind="import_from_statement")
-
-    def _imported(self, name: str, kind: str) -> bool:
-        """``name`` is bound in the file, and only by plain ``kind`` imports of ``collections``
-        (``from collections import deque``, ``import collections``)."""
-        binders = self.binders(name)
-        return bool(binders) and all(_plain_import(i, kind) for i in binders)
+        facts.builtin_container(container)
 
 
 _CONTAINER_TYPES = frozenset({"list", "set", "dict"})
 """Builtins that make a container whose storing methods only store."""
 _COLLECTIONS = frozenset({"defaultdict", "OrderedDict", "deque"})
 """``collections`` types that make one."""
-
-
-def _namespace_holders(root: SgNode) -> set[str]:
-    """Every name the file binds anywhere to a namespace (``g = globals()``, ``d = vars(x)``)
-    or to such a name: where it holds is not asked (what ``_Containers`` needs is only
-    that writing through it may rebind anything)."""
-    todo: list[str] = []
-    bound_to: dict[str, list[str]] = {}  # a name → the names bound to it
-    for node in root.find_all(ASSIGNING):
-        for target, value in _assigned_pairs(node):
-            if unparen(target).kind() != "identifier":
-                continue
-            for v in _may_be(value):
-                if _namespace_of(v) is not None:
-                    todo.append(unparen(target).text())
-                elif v.kind() == "identifier":
-                    bound_to.setdefault(v.text(), []).append(unparen(target).text())
-    names: set[str] = set()
-    while todo:
-        name = todo.pop()
-        if name not in names:
-            names.add(name)
-            todo += bound_to.get(name, [])
-    return names
-
-
-def _plain_import(ident: SgNode, kind: str) -> bool:
-    """``ident`` is a name a plain ``import collections`` / ``from collections import X``
-    (without ``as``) binds."""
-    stmt = next((a for a in ident.ancestors() if a.kind() in (
-        "import_statement", "import_from_statement")), None)
-    if stmt is None or stmt.kind() != kind or any(
-            a.kind() == "aliased_import" for a in ident.ancestors()):
-        return False
-    if kind == "import_statement":
-        return "".join(stmt.text().split()) == "importcollections"
-    module = stmt.field("module_name")
-    return module is not None and module.text() == "collections"
 
 
 def _class_definitions(statements: list[SgNode]) -> list[SgNode]:

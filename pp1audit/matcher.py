@@ -490,7 +490,7 @@ def _base_hook(facts: Facts, base: SgNode) -> str | None:
         return (f"{_where(hook, '__getattribute__')}, which decides what every attribute is "
                 "when it is looked up")
     hook = _hook(facts, base, "__init_subclass__")
-    use = class_hook_use(hook) if hook is not None else None
+    use = class_hook_use(facts, hook) if hook is not None else None
     if hook is None or use is None:
         return None
     stmt = next((a for a in use.ancestors() if a.kind().endswith("statement")), use)
