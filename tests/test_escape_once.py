@@ -203,7 +203,8 @@ def test_only_the_names_that_decide_are_kept(tmp_path: Path) -> None:
     write_zip(zpath, members)
     packages = ("pkg", "donn\u00e9es", "sitecustomize", "usercustomize")
     names, notes = _zip_names(zpath, packages)
-    assert notes == [] and names == {"pkg.py", "pkg/m0000.py", min(f"pkg{ext}", f"pkg.b{ext}"),
+    # ``pkg.b<ext>`` is no name of ``pkg`` (the extension names are read per version now).
+    assert notes == [] and names == {"pkg.py", "pkg/m0000.py", f"pkg{ext}",
                                      "sitecustomize/x.txt", "donn\u00e9es/__init__.py"}
     for package in packages:
         assert _zip_hit(str(zpath), names, package) == _zip_hit(str(zpath), set(members), package)
