@@ -88,7 +88,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pp1audit.bytecode import VerifiedCache
-from pp1audit.inventory import DIR, FILE, SYMLINK, DirInventory, Inventory
+from pp1audit.inventory import DIR, FILE, DirInventory, Inventory
 from pp1audit.pthimports import cut
 from pp1audit.record import dist_name, distributions, is_distribution, normalize, read_small
 from pp1audit.sitemodel import (
@@ -103,7 +103,14 @@ from pp1audit.sitemodel import (
     stdlib_dirs,
     stdlib_zip,
 )
-from pp1audit.vouch import Scope, judge_hook, owners_of, startup_entry, verify_imports
+from pp1audit.vouch import (
+    Scope,
+    entry_imports_as,
+    judge_hook,
+    owners_of,
+    startup_entry,
+    verify_imports,
+)
 from pp1audit.vouch import Shadow as Shadow  # the report types live beneath the checks
 from pp1audit.vouch import ShadowReport as ShadowReport
 from pp1audit.zipindex import NotAFile, ZipError, ZipIndex
@@ -282,7 +289,7 @@ def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) 
         return
     head = f"{pth}:{n} adds {added} to sys.path"
     if scope.package_dir is not None and _under(real, scope.package_dir):
-        hooks = _hooks_in_dir(real, scope.version) if stat.S_ISDIR(st.st_mode) else []
+        hooks = [p for p, _ in _hooks_in_dir(real, scope.version)] if stat.S_ISDIR(st.st_mode) else []
         for hook in hooks:
             _startup_os_path(scope, report, hook)
         also = f"; {', '.join(hooks)} there is imported by site at every start" if hooks else ""
@@ -308,11 +315,16 @@ def _under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
-def _hooks_in_dir(real: str, version: tuple[int, int] | None) -> list[str]:
-    """Startup hooks in an OS directory, by name only (nothing opened): the entries
-    Python ``version`` imports as one (``_hook_of``), sorted."""
-    return [os.path.join(real, n) for n in sorted(_os_names(real, CUSTOMIZE))
-            if _hook_of(n, version) is not None]
+def _hooks_in_dir(real: str, version: tuple[int, int] | None) -> list[tuple[str, str]]:
+    """Startup hooks in an OS directory, by name and type only (nothing opened): the
+    entries Python ``version`` imports as one (``_hook_of``), as ``(path, hook)``,
+    sorted. A bare name counts only as a directory (a link to one followed)."""
+    out = []
+    for n in sorted(_os_names(real, CUSTOMIZE)):
+        path = os.path.join(real, n)
+        if (hook := _hook_of(n, DIR if os.path.isdir(path) else FILE, version)) is not None:
+            out.append((path, hook))
+    return out
 
 
 def _hooks_on_path(scope: Scope, root: str, pth: str, n: int, head: str, real: str,
@@ -327,7 +339,7 @@ def _hooks_on_path(scope: Scope, root: str, pth: str, n: int, head: str, real: s
     rel = os.path.relpath(real, root).replace(os.sep, "/") if _under(real, root) else None
     children = dict(scope.inv.children(rel)) if rel is not None else {}
     for hook in CUSTOMIZE:
-        paths = [p for p in found if _hook_of(os.path.basename(p), scope.version) == hook]
+        paths = [p for p, h in found if h == hook]
         if not paths:
             continue
         if rel is not None:
@@ -346,10 +358,10 @@ def _hooks_on_path(scope: Scope, root: str, pth: str, n: int, head: str, real: s
                 f"pth:{pth}:{n}:{os.path.basename(path)}"))
 
 
-def _hook_of(name: str, version: tuple[int, int] | None) -> str | None:
-    """The startup hook a directory entry imports as for Python ``version``, if any:
-    a package directory or any module file of it (``imports_as``)."""
-    return next((h for h in CUSTOMIZE if name == h or imports_as(name, h, version)), None)
+def _hook_of(name: str, kind: str, version: tuple[int, int] | None) -> str | None:
+    """The startup hook a directory entry (of type ``kind``) imports as for Python
+    ``version``, if any: a package directory or any module file of it (``entry_imports_as``)."""
+    return next((h for h in CUSTOMIZE if entry_imports_as(name, kind, h, version)), None)
 
 
 def _zip_on_path(package: str, pth: str, n: int, head: str, real: str, report: ShadowReport) -> None:
@@ -410,8 +422,8 @@ def _path_line_in_wheel(scope: Scope, pth: str, n: int, line: str, report: Shado
         report.findings.append(Shadow(pth, f"{head}, a {e.kind} of the wheel zipimport would import "
                                       "from: not looked into", cid))
         return
-    for name, _kind in inv.children(rel):
-        if _hook_of(name, scope.version) is not None:
+    for name, kind in inv.children(rel):
+        if _hook_of(name, kind, scope.version) is not None:
             startup_entry(scope, report, f"{rel}/{name}")
             report.findings.append(Shadow(
                 pth, f"{head}, where {rel}/{name} is imported by site at every interpreter start, after "
@@ -699,10 +711,7 @@ def check_customize(inv: Inventory, report: ShadowReport, scope: Scope | None = 
 def _hook_entries(children: dict[str, str], hook: str, version: tuple[int, int] | None) -> list[str]:
     """The entries of a directory (its children) that Python ``version`` imports as
     ``hook``: its module files in any form, and a package directory (or a link to one)."""
-    names = module_files(children, hook, version)
-    if children.get(hook) in (DIR, SYMLINK):
-        names.append(hook)
-    return sorted(names)
+    return sorted(n for n, kind in children.items() if entry_imports_as(n, kind, hook, version))
 
 
 def check_shadowing(inv: Inventory, package: str, primary: str | None,

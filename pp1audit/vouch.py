@@ -246,10 +246,20 @@ def verify_imports(scope: Scope, pth: str, meta: str, lines: list[str], report: 
     return "; imports " + " and ".join(said)
 
 
+def entry_imports_as(name: str, kind: str, module: str, version: tuple[int, int] | None) -> bool:
+    """Whether a directory entry ``name`` of type ``kind`` is what Python ``version``
+    imports as top-level ``module``: one of its module files (``imports_as``), or the
+    bare name as a package directory (or a symlink, which may lead to one). A regular
+    file named just ``sitecustomize`` is no module: Python imports nothing from it."""
+    if name == module:
+        return kind in (DIR, SYMLINK)
+    return imports_as(name, module, version)
+
+
 def _present(root: dict[str, str], module: str, version: tuple[int, int] | None) -> bool:
     """Whether a directory (its children ``root``) holds something Python ``version``
     imports as ``module``."""
-    return module in root or any(imports_as(n, module, version) for n in root)
+    return any(entry_imports_as(n, k, module, version) for n, k in root.items())
 
 
 def _module_files(inv: Inventory, module: str, root: dict[str, str], version: tuple[int, int] | None,

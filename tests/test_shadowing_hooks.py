@@ -239,6 +239,32 @@ def test_path_lines_without_hooks_pass(tmp_path: Path) -> None:
     assert bad(run(root)) == {}
 
 
+def test_a_suffixless_file_named_sitecustomize_is_no_hook(tmp_path: Path) -> None:
+    """A regular file named just ``sitecustomize`` (no suffix) imports as nothing:
+    not a hook in a directory a path line adds, in the root, or in a wheel; its
+    directory form, and a link to a directory, still are."""
+    from test_record_units import wheel_of
+
+    v, root = venv(tmp_path)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "sitecustomize").write_text(HOOK, encoding="utf-8")
+    (root / "sitecustomize").write_text(HOOK, encoding="utf-8")
+    (root / "hooks").mkdir()
+    (root / "hooks" / "usercustomize").write_text(HOOK, encoding="utf-8")
+    (root / "zz-paths.pth").write_text(f"{plain}\nhooks\n", encoding="utf-8")
+    assert "MARK" not in starts(v)  # the premise: Python imports none of them
+    assert bad(run(root)) == {}
+    whl = wheel_of(install(tmp_path / "w", compile_pyc=False), tmp_path,
+                   {"hooks/sitecustomize": HOOK, "hooks.pth": "hooks\n"})
+    assert bad(run(whl)) == {}
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "sitecustomize").symlink_to(tmp_path / "plain", target_is_directory=True)
+    (root / "zz-paths.pth").write_text(f"{linked}\n", encoding="utf-8")
+    assert list(bad(run(root))) == ["pth:zz-paths.pth:1:sitecustomize", "startup"]
+
+
 def test_a_wheel_pth_into_the_package_fails(tmp_path: Path) -> None:
     from test_record_units import wheel_of
 
