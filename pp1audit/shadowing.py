@@ -227,7 +227,8 @@ def _judge_executing(scope: Scope, name: str, data: bytes, executing: list[tuple
     code = _shown_code(executing, digest.hexdigest())
     if owners.good:
         meta = owners.good[0]
-        imported = verify_imports(scope, shown, meta, [line for _, line in executing], report)
+        imported = verify_imports(scope, shown, meta, owners.rows[meta], [line for _, line in executing],
+                                  report)
         report.notes.append(f"{shown} executes code at startup, vouched for by {meta} "
                             f"(matches its RECORD{imported}): {code}")
         return

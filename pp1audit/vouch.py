@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode
@@ -94,30 +95,54 @@ class Owners:
     """Listing it with another hash."""
     hollow: list[str] = field(default_factory=list)
     """Listing it with its hash but without METADATA: no installed distribution."""
+    rows: dict[str, list[RecordEntry]] = field(default_factory=dict)
+    """The parsed RECORD of each ``good`` one, kept for ``verify_imports`` (read once)."""
 
 
-def owners_of(inv: Inventory, name: str, digest: bytes) -> Owners:
-    """Distributions whose RECORD lists ``name`` at the root."""
-    out = Owners()
+@dataclass(frozen=True, slots=True)
+class _Record:
+    """A root ``*.dist-info`` and its RECORD's bytes."""
+
+    meta: str
+    installed: bool
+    """It has a ``METADATA`` file: an installed distribution (a bare RECORD is none)."""
+    data: bytes
+
+
+def _records(inv: Inventory) -> Iterator[_Record]:
+    """The root ``*.dist-info`` directories whose RECORD can be read, in listing order."""
     for meta, kind in inv.children(""):
         if kind != DIR or not meta.endswith(".dist-info"):
             continue
         try:
             data = read_record(inv, f"{meta}/RECORD")
-            rows = parse_record(data, f"{meta}/RECORD") if name.encode() in data else []
+        except RecordError:
+            continue
+        m = inv.entry(f"{meta}/METADATA")
+        yield _Record(meta, m is not None and m.kind == FILE, data)
+
+
+def owners_of(inv: Inventory, name: str, digest: bytes) -> Owners:
+    """Distributions whose RECORD lists ``name`` at the root."""
+    out = Owners()
+    for rec in _records(inv):
+        if name.encode() not in rec.data:
+            continue
+        try:
+            rows = parse_record(rec.data, f"{rec.meta}/RECORD")
         except RecordError:
             continue
         for row in rows:
             if row.path != name:
                 continue
             if row.algorithm != "sha256" or row.digest != digest:
-                out.bad.append(meta)
-            elif (m := inv.entry(f"{meta}/METADATA")) is not None and m.kind == FILE:
-                out.good.append(meta)
+                out.bad.append(rec.meta)
+            elif rec.installed:
+                out.good.append(rec.meta)
+                out.rows[rec.meta] = rows
             else:
-                out.hollow.append(meta)
+                out.hollow.append(rec.meta)
     return out
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,25 +196,23 @@ def _module_owner(inv: Inventory, module: str, version: tuple[int, int] | None,
     """The installed distribution whose RECORD installs ``module`` (of directory
     ``base``), and its rows of it: the first ``*.dist-info`` with a ``METADATA``
     (a bare RECORD is no installed distribution) whose RECORD lists files of it."""
-    for meta, kind in inv.children(""):
-        if kind != DIR or not meta.endswith(".dist-info"):
-            continue
-        if (m := inv.entry(f"{meta}/METADATA")) is None or m.kind != FILE:
+    for rec in _records(inv):
+        if not rec.installed or module.encode() not in rec.data:
             continue
         try:
-            data = read_record(inv, f"{meta}/RECORD")
-            if module.encode() not in data:
-                continue
-            rows = [logical_row(inv, r) for r in parse_record(data, f"{meta}/RECORD")]
+            rows = [logical_row(inv, r) for r in parse_record(rec.data, f"{rec.meta}/RECORD")]
         except RecordError:
             continue
+        meta = rec.meta
         if mine := [r for r in rows if _of_module(r.path, module, version, base)]:
             return meta, mine
     return None
 
 
-def verify_imports(scope: Scope, pth: str, meta: str, lines: list[str], report: ShadowReport) -> str:
-    """Check the modules a vouched ``.pth`` imports against the vouching RECORD.
+def verify_imports(scope: Scope, pth: str, meta: str, record: list[RecordEntry], lines: list[str],
+                   report: ShadowReport) -> str:
+    """Check the modules a vouched ``.pth`` imports against the vouching RECORD
+    (``record``: its rows as ``owners_of`` parsed them).
 
     The hash of the ``.pth`` says nothing about ``_distutils_hack/__init__.py``,
     which is the code that runs. Returns the phrase the summary adds.
@@ -205,13 +228,7 @@ def verify_imports(scope: Scope, pth: str, meta: str, lines: list[str], report: 
     modules = imports.modules
     if not modules:
         return "; imports what it computes at run time (not verified)" if imports.dynamic else ""
-    try:
-        rows = [logical_row(inv, r) for r in parse_record(read_record(inv, f"{meta}/RECORD"),
-                                                       f"{meta}/RECORD")]
-    except RecordError as exc:  # read once already, so this is a race
-        report.findings.append(Shadow(pth, f"{pth}: what it imports cannot be verified: {exc}",
-                                      f"pth:{pth}"))
-        return ""
+    rows = [logical_row(inv, r) for r in record]
     root = dict(inv.children(""))
     said: list[str] = []
     stdlib: list[str] = []
