@@ -2016,44 +2016,18 @@ def _mentions(value: SgNode) -> frozenset[str]:
 
 def _assigned_pairs(node: SgNode) -> Iterator[tuple[SgNode, SgNode]]:
     """(target, value) for each target ``node`` binds, paired with its own value where the
-    form shows it: plain, annotated and chained assignments (``C = D = Cls``), a tuple
-    target against a display of the same length (any other shape: each target with the
-    whole value), ``+=``, ``:=``, ``with … as`` / ``except … as``, and each target of a
-    ``for`` with what it runs over (and, for one name over a display, each element)."""
-    kind = node.kind()
-    if kind == "assignment":
-        left, right = node.field("left"), node.field("right")
-        while right is not None and right.kind() == "assignment":
-            right = right.field("right")
-        if left is None or right is None:
-            return
-        items = list(flatten_targets(left))
-        values = named_items(right.children()) if right.kind() in (
-            "expression_list", "tuple", "list") else []
-        pair = len(values) == len(items) and all(direct for _, direct in items)
-        for i, (target, _direct) in enumerate(items):
-            yield target, values[i] if pair else right
-    elif kind == "named_expression":
-        name, value = node.field("name"), node.field("value")
-        if name is not None and value is not None:
-            yield name, value
-    elif kind == "augmented_assignment":
-        left, right = node.field("left"), node.field("right")
-        if left is not None and right is not None:
-            yield left, right
-    elif kind == "as_pattern":
-        for _where, target, value in assigned(node):
-            yield target, value
-    elif kind in ("for_statement", "for_in_clause"):
-        left, right = node.field("left"), node.field("right")
-        if left is None or right is None:
-            return
-        for target, _direct in flatten_targets(unparen(left)):
-            yield target, right
-        if unparen(left).kind() == "identifier" and unparen(right).kind() in _DISPLAYS:
-            for item in named_items(unparen(right).children()):
-                if item.kind() not in _SPLATS:
-                    yield unparen(left), item
+    form shows it (``assigned`` with its plain forms: ``C = D = Cls``, a tuple target against
+    a display of the same length, ``+=``, ``:=``, ``with … as``, a ``for`` target with what
+    it runs over), and, for one name run over a display, each element."""
+    for _where, target, value in assigned(node, plain=True):
+        yield target, value
+    if node.kind() in ("for_statement", "for_in_clause") and \
+            (left := node.field("left")) is not None and \
+            (right := node.field("right")) is not None and \
+            unparen(left).kind() == "identifier" and unparen(right).kind() in _DISPLAYS:
+        for item in named_items(unparen(right).children()):
+            if item.kind() not in _SPLATS:
+                yield unparen(left), item
 
 
 def _forwarded(function: SgNode, name: str) -> bool:

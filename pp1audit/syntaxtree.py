@@ -528,15 +528,17 @@ def flatten_targets(target: SgNode) -> Iterator[tuple[SgNode, bool]]:
         yield target, False
 
 
-def assigned(node: SgNode) -> Iterator[tuple[SgNode, SgNode, SgNode]]:
+def assigned(node: SgNode, plain: bool = False) -> Iterator[tuple[SgNode, SgNode, SgNode]]:
     """(where, target, value) for each assignment ``node`` makes that a plain ``T = V``
-    pattern does not match: tuple targets, ``+=``, ``for``/``with`` targets, ``:=``."""
+    pattern does not match: tuple targets, ``+=``, ``for``/``with`` targets, ``:=``; with
+    ``plain``, also the plain and annotated forms (``T = V``, ``T: A = V``), for a reader
+    that wants every binding and its value, not only those a pattern misses."""
     kind = node.kind()
     if kind == "assignment":
         left, right = node.field("left"), node.field("right")
-        if left is None or right is None or node.field("type") is not None:
+        if left is None or right is None or (node.field("type") is not None and not plain):
             return
-        if left.kind() in ("identifier", "attribute", "subscript"):
+        if left.kind() in ("identifier", "attribute", "subscript") and not plain:
             return  # the plain form: ast-grep matches it
         while right.kind() == "assignment":
             inner = right.field("right")
