@@ -113,7 +113,7 @@ from pp1audit.vouch import (
 )
 from pp1audit.vouch import Shadow as Shadow  # the report types live beneath the checks
 from pp1audit.vouch import ShadowReport as ShadowReport
-from pp1audit.zipindex import NotAFile, ZipError, ZipIndex
+from pp1audit.zipindex import NotAFile, NotAZip, ZipError, ZipIndex
 
 STDLIB_ZIP_MAX = 16 << 20
 """Largest ``pythonXY.zip`` looked into (its central directory only). A zipped
@@ -376,9 +376,9 @@ def _zip_on_path(package: str, pth: str, n: int, head: str, real: str, report: S
     cid = f"pth:{pth}:{n}"
     try:
         names = _zip_members(real, PATH_ZIP_MAX, (package, *CUSTOMIZE))
+    except NotAZip:
+        return  # no zip at all: Python imports nothing from it
     except ZipError as exc:
-        if str(exc) == "File is not a zip file":
-            return
         report.findings.append(Shadow(pth, f"{head}, a file zipimport would import from, which cannot "
                                       f"be looked into ({exc}): whether it holds a sitecustomize or "
                                       f"another '{package}' is unknown", cid))

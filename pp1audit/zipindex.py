@@ -74,6 +74,11 @@ class ZipError(Exception):
     """The archive or one member is unreadable; the message says why."""
 
 
+class NotAZip(ZipError):
+    """The file holds no zip end record at all: no archive (zipimport imports nothing
+    from it), as opposed to a damaged one, whose contents are unknown."""
+
+
 class NotAFile(ZipError):
     """The path is no regular file (a FIFO, a device, a directory): never opened for reading."""
 
@@ -173,7 +178,7 @@ class ZipIndex:
         if at < 0 or tail[at : at + 4] != b"PK\x05\x06" or tail[-2:] != b"\0\0":
             at = tail.rfind(b"PK\x05\x06", max(0, tail_len - _MAX_COMMENT - _EOCD.size))
         if at < 0 or at + _EOCD.size > len(tail):
-            raise ZipError("File is not a zip file")
+            raise NotAZip("File is not a zip file")
         _, _, _, _, count, cd_size, cd_offset, _ = _EOCD.unpack_from(tail, at)
         # The directory ends where the end record starts (or the zip64 one): whatever
         # lies before the archive's own offsets is a prefix (self-extracting archives).

@@ -76,7 +76,7 @@ from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open
 from pp1audit.sitemodel import site_dir_as_given
 from pp1audit.sources import DirectorySource, Source
 from pp1audit.treedigest import startup_digest, tree_digest
-from pp1audit.zipindex import ZipError
+from pp1audit.zipindex import NotAZip, ZipError
 
 KIND = "record"
 
@@ -584,6 +584,8 @@ def _zip_plugins(rep: PluginReport, path: str, package: str, seen: set[str], *, 
     zipimport would import from it); a member that cannot be read is an error."""
     try:
         index = open_zip(path, PATH_ZIP_MAX)
+    except NotAZip:
+        return  # no zip at all: it declares nothing, and zipimport imports nothing from it
     except (OSError, ZipError) as exc:
         rep.notes.append(f"{path} (on sys.path) cannot be read ({exc}): whether it declares entry "
                          f"points for {package} is unknown")
