@@ -49,7 +49,7 @@ import posixpath
 import re
 from dataclasses import dataclass, replace
 
-from pp1audit.hashing import Digest
+from pp1audit.hashing import Digest, hash_entries
 from pp1audit.inventory import DIR, FILE, UNREADABLE, DirInventory, Entry, Inventory, WheelInventory
 from pp1audit.sources import installed_path
 
@@ -306,6 +306,22 @@ class Verification:
     files); any other unhashed row of a present file is a problem, not counted here."""
     outside_absent: int = 0
     """Entries outside the target root (console scripts) that are not there."""
+
+
+def other_algorithm_digests(rows: list[RecordEntry], located: dict[str, Entry | None],
+                            wheel: str | None) -> dict[tuple[str, str], bytes]:
+    """``verify``'s ``extra_digests``: the present files whose rows name another
+    algorithm than sha256 (``sha384``, ``sha512``), hashed again with it (streamed)
+    and keyed ``(path, algorithm)``. ``located``: each row's entry, None when absent;
+    ``wheel``: the wheel the entries are members of, None on disk."""
+    todo = {(r.path, r.algorithm) for r in rows
+            if r.algorithm is not None and r.algorithm != "sha256" and located.get(r.path) is not None}
+    extra: dict[tuple[str, str], bytes] = {}
+    for algo in sorted({a for _, a in todo}):
+        again = hash_entries([e for p, a in todo if a == algo and (e := located.get(p)) is not None],
+                             wheel=wheel, algorithm=algo)
+        extra.update({(p, algo): d.sha256 for p, d in again.items() if d.sha256 is not None})
+    return extra
 
 
 def verify(

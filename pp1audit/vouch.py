@@ -33,6 +33,7 @@ from pp1audit.record import (
     RecordError,
     is_bytecode,
     logical_row,
+    other_algorithm_digests,
     parse_record,
     read_record,
     verify,
@@ -398,12 +399,8 @@ def _verify_module(scope: Scope, meta: str, module: str, rows: list[RecordEntry]
     # (``_distutils_hack/override.cpython-311.pyc,,``) and the __pycache__
     # directory itself. A hash-less row of a present file still fails (unhashed).
     rows = [r for r in rows if r.digest is not None or by_path.get(r.path) is not None]
-    extra: dict[tuple[str, str], bytes] = {}
-    for algo in sorted({r.algorithm for r in rows if r.algorithm not in (None, "sha256")} - {None}):
-        todo = [e for r in rows if r.algorithm == algo and (e := by_path.get(r.path)) is not None]
-        again = hash_entries(todo, wheel=wheel, algorithm=str(algo))
-        extra.update({(p, str(algo)): d.sha256 for p, d in again.items() if d.sha256 is not None})
     located: dict[str, Entry | None] = {r.path: by_path.get(r.path) for r in rows}
+    extra = other_algorithm_digests(rows, located, wheel)
     ver = verify(rows, f"{meta}/RECORD", located, digests, files, module, extra_digests=extra)
     for p in ver.problems:
         shown = scope.name(p.path)

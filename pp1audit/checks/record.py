@@ -45,7 +45,7 @@ from pp1audit.entrypoints import (
     parse_entry_points,
 )
 from pp1audit.errors import TargetError
-from pp1audit.hashing import KEEP_FILE, Digest, HashRun, Progress, hash_entries, hash_here, too_large
+from pp1audit.hashing import KEEP_FILE, Digest, HashRun, Progress, hash_here, too_large
 from pp1audit.inventory import (
     DIR,
     FILE,
@@ -66,6 +66,7 @@ from pp1audit.record import (
     is_distribution,
     logical_path,
     normalize,
+    other_algorithm_digests,
     parse_record,
     read_record,
     read_small,
@@ -279,18 +280,12 @@ class RecordRun:
             located[row.path] = None if row.path in refused else (
                 by_path.get(row.path) or inv.entry(row.path))
         outside = [e for p, e in located.items() if e is not None and p not in by_path]
-        other_algo = {(r.path, r.algorithm or "") for r in rows
-                      if r.algorithm not in (None, "sha256") and located.get(r.path) is not None}
         # The dist-info files and scripts RECORD lists (a few kB), in this thread
         # while the threads finish the tree; then any rows with another algorithm
         # than sha256 (read again, streamed).
         outside_digests = hash_here(outside, wheel=wheel)
         digests = {**run.result(), **self._unread, **outside_digests}
-        extra: dict[tuple[str, str], bytes] = {}
-        for algo in sorted({a for _, a in other_algo}):
-            again = hash_entries([e for p, a in other_algo if a == algo
-                                  and (e := located.get(p)) is not None], wheel=wheel, algorithm=algo)
-            extra.update({(p, algo): d.sha256 for p, d in again.items() if d.sha256 is not None})
+        extra = other_algorithm_digests(rows, located, wheel)
 
         ver = None
         if record_path is not None and record_problem is None:
