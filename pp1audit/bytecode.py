@@ -601,20 +601,24 @@ def check_bytecode(
     cache: VerifiedCache,
     progress: Progress | None = None,
     workers: int | None = None,
-    target_release: str | None = None,
+    target_release: tuple[str, str] | None = None,
 ) -> BytecodeReport:
     """Judge every ``__pycache__/*.pyc`` among ``files`` (see the module docstring).
 
-    ``target_release``: the ``X.Y.Z`` of the interpreter that will load them, with
-    where that was read (``"3.11.2 (version in …/pyvenv.cfg)"``), when known."""
-    other_release = target_release is not None and \
-        target_release.split(" ", 1)[0] != RELEASE
+    ``target_release``: the ``X.Y.Z`` of the interpreter that will load them and
+    where that was read (``("3.11.2", "version in …/pyvenv.cfg")``), when known."""
+    other_release = target_release if target_release is not None and target_release[0] != RELEASE \
+        else None
     by_path = {e.path: e for e in files}
     findings: list[Finding] = []
     todo: list[tuple[PycName, bytes, bytes, str]] = []
     stale = orphans = cached = 0
     other: dict[str, int] = {}
     foreign: dict[str, list[str]] = {}
+    """Bytecode of another interpreter's cache tag, by tag."""
+    released: list[str] = []
+    """Bytecode of this tag differing from this interpreter's compile, when the target
+    runs another patch release of it."""
     for e in files:
         name = pyc_name(e.path)
         if name is None or e.kind != FILE:
@@ -669,9 +673,8 @@ def check_bytecode(
             verified += 1
             continue
         status, phrase = problem
-        if status == "fail" and other_release:
-            foreign.setdefault(f"{TAG} {target_release}", []).append(name.pyc)
-            other[f"{TAG} {target_release}"] = other.get(f"{TAG} {target_release}", 0) + 1
+        if status == "fail" and other_release is not None:
+            released.append(name.pyc)
             continue
         head = "tampered bytecode" if status == "fail" else "unverified bytecode"
         findings.append(Finding(
@@ -684,22 +687,31 @@ def check_bytecode(
     for tag, paths in sorted(foreign.items()):
         paths.sort()
         more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
-        if " " in tag:  # this cache tag, another patch release
-            release = tag.split(" ", 1)[1]
-            findings.append(Finding(
-                paths[0], "skip",
-                f"{len(paths):,} bytecode file(s) Python would load instead of their sources"
-                f"{more} differ from their sources compiled by Python {RELEASE}, and the target "
-                f"runs Python {release}, whose compiler may emit other code: unverifiable here; "
-                f"run pp1audit under Python {release.split(' ', 1)[0]} to verify them", None))
-            continue
         findings.append(Finding(
             paths[0], "skip",
             f"{len(paths):,} bytecode file(s) for another interpreter ({tag}) that it would load "
             f"instead of their sources{more}: unverifiable with {TAG}; run pp1audit under {tag} "
             "to verify them", None))
+    if released and other_release is not None:
+        findings.append(_other_release_skip(sorted(released), other_release))
+        number, origin = other_release
+        other[f"{TAG} {number} ({origin})"] = len(released)
     findings.sort(key=lambda f: f.path)
     return BytecodeReport(findings, verified, cached, stale, orphans, other)
+
+
+def _other_release_skip(paths: list[str], release: tuple[str, str]) -> Finding:
+    """One ``skip`` for the bytecode (``paths``, sorted) that differs from this
+    interpreter's compile when the target runs another patch release, ``(X.Y.Z, origin)``:
+    its compiler may emit other code, so they are unverifiable here, not tampered."""
+    number, origin = release
+    more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
+    return Finding(
+        paths[0], "skip",
+        f"{len(paths):,} bytecode file(s) Python would load instead of their sources"
+        f"{more} differ from their sources compiled by Python {RELEASE}, and the target "
+        f"runs Python {number} ({origin}), whose compiler may emit other code: unverifiable here; "
+        f"run pp1audit under Python {number} to verify them", None)
 
 
 def _run(todo: list[tuple[PycName, bytes, bytes, str]], progress: Progress | None,

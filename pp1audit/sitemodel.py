@@ -42,6 +42,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from pp1audit.safeio import NotRegular, TooLarge, read_regular
 
@@ -73,6 +74,15 @@ def site_dir_as_given(location: str, real_root: str, *, package_given: bool) -> 
     return path if os.path.realpath(path) == real_root else real_root
 
 
+class Release(NamedTuple):
+    """An interpreter release and where it was read (``check_bytecode``'s ``target_release``)."""
+
+    number: str
+    """``X.Y.Z``."""
+    origin: str
+    """``version in <prefix>/pyvenv.cfg``."""
+
+
 @dataclass(frozen=True, slots=True)
 class Interpreter:
     """What the interpreter of a ``<prefix>/lib/pythonX.Y/site-packages`` reads at startup."""
@@ -88,10 +98,10 @@ class Interpreter:
     system_site_origin: str = ""
     notes: tuple[str, ...] = ()
     """What the summary must say about the configuration (Python would not start…)."""
-    release: str | None = None
-    """``X.Y.Z (where it was read)`` from a venv's ``pyvenv.cfg`` (``version``, or
-    virtualenv's ``version_info``): patch releases share a bytecode cache tag but
-    not always their compiler. None when not said."""
+    release: Release | None = None
+    """The ``X.Y.Z`` a venv's ``pyvenv.cfg`` names (``version``, or virtualenv's
+    ``version_info``): patch releases share a bytecode cache tag but not always
+    their compiler. None when not said."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,13 +189,13 @@ def interpreter(site_dir: str) -> Interpreter | None:
                        system_origin, base.notes, _release(base))
 
 
-def _release(base: _Base) -> str | None:
-    """``X.Y.Z (version in <cfg>)`` from ``pyvenv.cfg``: ``version = 3.11.2`` (venv) or
-    ``version_info = 3.11.2.final.0`` (virtualenv); None when neither says."""
+def _release(base: _Base) -> Release | None:
+    """``X.Y.Z`` and ``version in <cfg>`` from ``pyvenv.cfg``: ``version = 3.11.2`` (venv)
+    or ``version_info = 3.11.2.final.0`` (virtualenv); None when neither says."""
     for key in ("version", "version_info"):
         value = next((v for k, v in base.pairs if k == key), "")
         if (m := re.match(r"(\d+)\.(\d+)\.(\d+)", value)) is not None:
-            return f"{m[1]}.{m[2]}.{m[3]} ({key} in {base.cfg})"
+            return Release(f"{m[1]}.{m[2]}.{m[3]}", f"{key} in {base.cfg}")
     return None
 
 

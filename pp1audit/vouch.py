@@ -38,7 +38,7 @@ from pp1audit.record import (
     read_record,
     verify,
 )
-from pp1audit.sitemodel import Interpreter, imports_as, module_files
+from pp1audit.sitemodel import Interpreter, Release, imports_as, module_files
 from pp1audit.treedigest import path_order, token_for
 
 
@@ -164,7 +164,7 @@ class Scope:
     version: tuple[int, int] | None = None
     """The target interpreter's ``X.Y``: how ``site`` reads a ``.pth`` (``sitemodel.pth_lines``);
     None when unknown (a wheel, a layout not recognised): every reading's lines."""
-    release: str | None = None
+    release: Release | None = None
     """The target interpreter's release (``sitemodel.Interpreter.release``), when its
     ``pyvenv.cfg`` says: the bytecode of a module run at startup that differs from this
     interpreter's compile is then unverifiable, not tampered, as the package's own is."""

@@ -74,7 +74,7 @@ from pp1audit.record import (
 )
 from pp1audit.result import Check, Status
 from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
-from pp1audit.sitemodel import site_dir_as_given
+from pp1audit.sitemodel import Release, site_dir_as_given
 from pp1audit.sources import DirectorySource, Source
 from pp1audit.treedigest import startup_digest, tree_digest
 from pp1audit.zipindex import NotAZip, ZipError
@@ -419,7 +419,7 @@ def _short(token: str | None) -> str:
 
 
 def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: Progress | None,
-                     cache: VerifiedCache | None, release: str | None) -> list[Check]:
+                     cache: VerifiedCache | None, release: Release | None) -> list[Check]:
     from pp1audit.bytecode import TAG
 
     rep = check_bytecode(files, digests, cache=cache or default_cache(), progress=progress,
