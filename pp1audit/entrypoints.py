@@ -35,6 +35,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pp1audit.safetext import cut
+
 ENTRY_POINTS_MAX = 1 << 20
 """Largest ``entry_points.txt`` read. setuptools' (one of the largest: every
 distutils command and setup keyword) is 2.7 kB; a file of 1 MiB would declare
@@ -114,7 +116,7 @@ def parse_entry_points(data: bytes, where: str) -> list[EntryPoint]:
             continue
         name, sep, value = line.partition("=")
         if not sep:
-            raise EntryPointsError(f"{where}:{n}: '{_cut(line)}' in group [{group}] has no '=' "
+            raise EntryPointsError(f"{where}:{n}: '{cut(line, SHOWN)}' in group [{group}] has no '=' "
                                    "(not name = value)")
         out.append(EntryPoint(group, name.strip(), value.strip(), n))
     return out
@@ -141,7 +143,7 @@ def judge(meta: str, eps: list[EntryPoint], package: str, *, own: bool,
     for ep in eps:
         if not plugin_group(ep.group, package):
             continue
-        shown = f"{where}:{ep.line}: [{ep.group}] {ep.name} = {_cut(ep.value)}"
+        shown = f"{where}:{ep.line}: [{ep.group}] {ep.name} = {cut(ep.value, SHOWN)}"
         if not own:
             why = (f"declared by {meta}, not by the audited distribution: {package} imports and "
                    f"runs it at start-up (it loads its plugin groups from every installed "
@@ -170,8 +172,3 @@ def _top_module(value: str) -> str | None:
     ``importlib.metadata`` cannot parse it (its ``load`` then raises)."""
     m = _MODULE.match(value)
     return m.group(1).split(".", 1)[0] if m else None
-
-
-def _cut(text: str) -> str:
-    """``text``, at most ``SHOWN`` characters of it, saying how many more there are."""
-    return text if len(text) <= SHOWN else f"{text[:SHOWN]}… ({len(text) - SHOWN:,} more characters)"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from pp1audit.safetext import cut
 from pp1audit.syntaxtree import constant_string
 
 CUT = 120
@@ -121,14 +122,9 @@ def _constant_text(node: ast.expr | None) -> str | None:
     return constant_string(ast.unparse(node))
 
 
-def cut(text: str) -> str:
-    """``text`` at most ``CUT`` characters, the cut counted."""
-    return text if len(text) <= CUT else f"{text[:CUT]}… ({len(text) - CUT} more characters)"
-
-
 def _cut_code(node: ast.expr) -> str:
     """A call as written, at most ``CUT`` characters, the cut counted."""
-    return cut(ast.unparse(node))
+    return cut(ast.unparse(node), CUT)
 
 
 def _runner(func: ast.expr) -> bool:

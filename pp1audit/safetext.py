@@ -67,3 +67,10 @@ def printable_code(text: str) -> str:
     A real control character in a source line is as rare as it is suspicious, and
     its escape still cannot act on the terminal or reorder what is shown."""
     return _ESCAPED_IN_CODE.sub(_escape, text) if _ESCAPED_IN_CODE.search(text) else text
+
+
+def cut(text: str, limit: int) -> str:
+    """``text``, at most ``limit`` characters of it, saying how many more there are:
+    a long value from the target cannot flood a message, and two that differ after
+    the cut still read differently (the count, or the digest the caller names)."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"

@@ -89,8 +89,9 @@ from dataclasses import dataclass
 
 from pp1audit.bytecode import VerifiedCache
 from pp1audit.inventory import DIR, FILE, DirInventory, Inventory
-from pp1audit.pthimports import cut
+from pp1audit.pthimports import CUT
 from pp1audit.record import dist_name, distributions, is_distribution, normalize, read_small
+from pp1audit.safetext import cut
 from pp1audit.sitemodel import (
     MODULE_SUFFIXES,
     Interpreter,
@@ -211,7 +212,7 @@ def _shown_code(executing: list[tuple[int, str]], sha256: str) -> str:
     file's SHA-256: two files that differ never read the same, a payload after
     the cut included."""
     first_n, first = executing[0]
-    shown = cut(first)
+    shown = cut(first, CUT)
     more = f" (+{len(executing) - 1} more import lines)" if len(executing) > 1 else ""
     return f"line {first_n}: {shown}{more}; file sha256 {sha256[:12]}"
 
