@@ -56,7 +56,7 @@ SCATTER_COMMENT = ("        # Probabilistic sampling and rejection operate in ta
                    "        # space. A reduced draft vocabulary is scattered into its target rows.\n")
 MASK_TEST = "if grammar_output is not None and logits.shape[0] > 0:"
 GUMBEL_LOAD = "    logits = logits.to(tl.float32)\n\n    value, idx = gumbel_block_argmax("
-CONFIG_WRITES = {"draft-sample-method-defaults-greedy": "fail", "config-module-sets-no-sample-method": "fail"}
+CONFIG_WRITES = {"config-module-sets-no-sample-method": "fail"}  # in a method or a function
 LEGACY_SHIFTED = {"legacy-caches-draft-probs": "drift", "legacy-dense-rejection-sampler": "drift",
                   "legacy-missing-request-fallback": "drift"}
 ARGMAX_RETURN = "            return logits.argmax(dim=-1)\n"
