@@ -435,14 +435,15 @@ def _path_line_in_wheel(scope: Scope, pth: str, n: int, line: str, report: Shado
                                           f"there ({rel}/{name})", cid))
 
 
-def check_system_site(interp: Interpreter, root: str, package: str, report: ShadowReport,
-                      cache: VerifiedCache | None = None) -> None:
+def check_system_site(interp: Interpreter, site: str, root: Scope, report: ShadowReport) -> None:
     """The base site-packages of a venv that lets them in: ``site`` processes their
     ``.pth`` files and imports a ``sitecustomize`` from them at every start, so
-    both are judged as the target root's are, named by their full path."""
+    both are judged as the target root's are (``root``: its scope, at ``site``,
+    whose audited package and bytecode cache they share), named by their full path."""
+    package = root.package
     if not interp.system_site:
         return
-    dirs = base_site_dirs(interp.stdlib, root)
+    dirs = base_site_dirs(interp.stdlib, site)
     where = ", ".join(dirs) if dirs else "none found"
     report.notes.append(f"the system site-packages are on sys.path ({interp.system_site_origin}): "
                         f".pth files and startup hooks judged in {where}; the user site-packages of "
@@ -450,8 +451,8 @@ def check_system_site(interp: Interpreter, root: str, package: str, report: Shad
     for d in dirs:
         report.on_path.append(d)
         inv = DirInventory(d)
-        scope = Scope(inv, package, _package_dir(DirInventory(root), package),
-                       shown=d.rstrip(os.sep) + os.sep, cache=cache, site_dir=os.path.abspath(d),
+        scope = Scope(inv, package, root.package_dir,
+                       shown=d.rstrip(os.sep) + os.sep, cache=root.cache, site_dir=os.path.abspath(d),
                        version=interp.version, release=interp.release)
         check_pth(inv, package, report, scope)
         check_customize(inv, report, scope)
@@ -740,5 +741,5 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None,
     check_copies(inv, package, primary, report, scope.version)
     if interp is not None and isinstance(inv, DirInventory):
         check_stdlib(inv.root, package, report, interp)
-        check_system_site(interp, inv.root, package, report, cache)
+        check_system_site(interp, inv.root, scope, report)
     return report

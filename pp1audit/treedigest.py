@@ -96,7 +96,8 @@ def path_order(path: str) -> bytes:
 def listing_digest(tokens: Iterable[tuple[str, str | None]]) -> TreeDigest:
     """The digest of ``(path, token)`` pairs in the format above: sorted by
     ``path_order``, one ``line_for`` each; a None token (a file not read) makes
-    the digest None and is named in ``unreadable``."""
+    the digest None and is named in ``unreadable``. The startup digest is this
+    over ``ShadowReport.startup_files()``."""
     chosen = sorted(tokens, key=lambda pair: path_order(pair[0]))
     h = hashlib.sha256()
     unreadable = []
@@ -112,8 +113,3 @@ def tree_digest(entries: Iterable[Entry], digests: dict[str, Digest], package: s
     """Compute the tree digest over ``entries`` (those outside the tree are ignored)."""
     return listing_digest((e.path, token_for(e, digests.get(e.path)))
                           for e in entries if in_tree(e.path, package))
-
-
-def startup_digest(files: Iterable[tuple[str, str | None]]) -> TreeDigest:
-    """The startup digest (see the module docstring) over ``ShadowReport.startup_files()``."""
-    return listing_digest(files)

@@ -239,12 +239,12 @@ def test_hooks_in_the_site_directory_are_in_the_startup_set(tmp_path: Path) -> N
 @pytest.mark.skipif(not (BENCH / "distutils-precedence.pth").is_file(), reason="no pip-made venv")
 def test_a_pip_made_venv_has_a_stable_digest_over_its_distutils_hack() -> None:
     from pp1audit.checks.record import RecordRun
-    from pp1audit.treedigest import startup_digest
+    from pp1audit.treedigest import listing_digest
 
     def once() -> tuple[list[tuple[str, str | None]], str | None]:
         rep = check_shadowing(DirInventory(str(BENCH)), "vllm", None, VerifiedCache(None))
         files = rep.startup_files()
-        return files, startup_digest(files).sha256
+        return files, listing_digest(files).sha256
 
     files, digest = once()
     assert once() == (files, digest) and digest is not None

@@ -76,7 +76,7 @@ from pp1audit.result import Check, Status
 from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
 from pp1audit.sitemodel import Release, site_dir_as_given
 from pp1audit.sources import DirectorySource, Source
-from pp1audit.treedigest import startup_digest, tree_digest
+from pp1audit.treedigest import listing_digest, tree_digest
 from pp1audit.zipindex import NotAZip, ZipError
 
 KIND = "record"
@@ -391,7 +391,7 @@ def _startup_check(rep: ShadowReport, pin: str | None) -> Check:
     set with the start of its digest (a venv has a handful), so the one added or
     changed shows against a listing of the pinned run."""
     files = rep.startup_files()
-    sd = startup_digest(files)
+    sd = listing_digest(files)
     if sd.sha256 is None:
         return _error("startup", "startup digest not computable: not read: "
                       + ", ".join(sd.unreadable[:5])
