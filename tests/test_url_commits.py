@@ -38,32 +38,31 @@ def load_error(text: str) -> ManifestError:
     return info.value
 
 
-@pytest.mark.parametrize(("old", "new", "needle", "keypath"), [
+@pytest.mark.parametrize(("old", "new", "needle", "keypath", "segment"), [
     pytest.param(f"    commit: {DONOR}\n    sha256:", f"    commit: b{DONOR[1:]}\n    sha256:",
-                 DONOR_URL, "donors.hybrid-0055.url",
+                 DONOR_URL, "donors.hybrid-0055.url", DONOR,
                  id="donor-commit-typo"),
     pytest.param(f"blob/{DONOR}/patches", f"blob/b{DONOR[1:]}/patches",
-                 DONOR_URL, "donors.hybrid-0055.url",
+                 DONOR_URL, "donors.hybrid-0055.url", f"b{DONOR[1:]}",
                  id="donor-url-typo"),
     pytest.param(f"spark/{DONOR}/patches", f"spark/{DONOR[:-1]}0/patches",
-                 "    download: https://raw.", "donors.hybrid-0055.download",
+                 "    download: https://raw.", "donors.hybrid-0055.download", f"{DONOR[:-1]}0",
                  id="donor-download-typo"),
     pytest.param(f"vllm/blob/{UPSTREAM}", f"vllm/blob/f{UPSTREAM[1:]}",
                  "    url: https://github.com/vllm-project/", "references.vllm-rejection-sampler.url",
-                 id="reference-url-typo"),
+                 f"f{UPSTREAM[1:]}", id="reference-url-typo"),
     pytest.param(f"    commit: {UPSTREAM}\n", f"    commit: f{UPSTREAM[1:]}\n",
                  "    url: https://github.com/vllm-project/", "references.vllm-rejection-sampler.url",
-                 id="reference-commit-typo"),
+                 UPSTREAM, id="reference-commit-typo"),
 ])
 def test_pp1_with_a_commit_typed_two_ways_is_rejected_at_the_url(
-    old: str, new: str, needle: str, keypath: str
+    old: str, new: str, needle: str, keypath: str, segment: str
 ) -> None:
+    """``segment``: the revision as the URL spells it after the typo, where the error points."""
     text = PP1.read_text(encoding="utf-8")
     assert text.count(old) == 1
     bad = text.replace(old, new)
     err = load_error(bad)
-    line, url_col = where(bad, needle, "https://")
-    segment = next(s for _, s in commit_segments(bad.splitlines()[line - 1][url_col - 1:]))
     assert (err.line, err.column) == where(bad, needle, segment)
     assert err.keypath == keypath
     assert "names commit" in err.message and "'commit'" in err.message
@@ -171,9 +170,11 @@ def test_a_forge_revision_that_disagrees_is_rejected_where_it_is(url: str) -> No
         err = load_error(text)
         assert err.keypath == keypath
         assert f"names commit {WRONG} " in err.message
-        [(offset, named)] = commit_segments(url)
-        assert named == WRONG
-        assert (err.line, err.column) == where(text, url, url[offset:offset + 10])
+        # The revision as the URL spells it: a percent-escape where the test wrote one.
+        escaped = f"%{ord(WRONG[0]):x}{WRONG[1:]}"
+        spelled = escaped if escaped in url else WRONG
+        assert commit_segments(url) == [(url.index(spelled), WRONG)]
+        assert (err.line, err.column) == where(text, url, spelled)
 
 
 BAD_URL = "https://[x/y"
