@@ -1552,12 +1552,7 @@ def _try_parts(stmt: SgNode) -> tuple[SgNode | None, list[SgNode | None], SgNode
     return stmt.field("body"), handlers, orelse, fin
 
 
-def _no_names(_holder: SgNode, _where: SgNode) -> list[SgNode]:
-    """``Resolve`` when no name is known to hold a namespace."""
-    return []
-
-
-def _writes_of(node: SgNode, resolve: Resolve = _no_names) -> Iterator[RawWrite]:
+def _writes_of(node: SgNode, resolve: Resolve) -> Iterator[RawWrite]:
     """The attribute writes one node makes: assignment targets of every form, ``del``,
     ``setattr``/``delattr`` (also ``object.__setattr__``), ``x.__dict__["a"]``,
     ``vars(x)["a"]``, ``globals()["a"]``, the dict methods that write a namespace
@@ -1666,7 +1661,7 @@ def _setattr_call(call: SgNode) -> Iterator[RawWrite]:
            obj_items[2] if len(obj_items) > 2 else None)
 
 
-def _namespace_mutation(call: SgNode, resolve: Resolve = _no_names) -> Iterator[RawWrite]:
+def _namespace_mutation(call: SgNode, resolve: Resolve) -> Iterator[RawWrite]:
     """``ns.update(…)``, ``ns.setdefault("a", v)``, ``ns.pop("a")``… (``_MUTATORS``) on a
     namespace (``_namespaces``; also ``dict.update(ns, …)``): a write of each key named, or
     of any name (``clear``, ``update`` of anything but keywords and a display of constant
