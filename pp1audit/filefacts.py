@@ -827,11 +827,10 @@ class Facts:
 
     def _own_reference(self, obj: SgNode, where: SgNode, cls: SgNode, instance: bool) -> bool:
         """``obj`` is how a method of ``cls`` (holding ``where``) names its class (``cls``,
-        ``type(self)``, ``self.__class__``) or, with ``instance``, its instance."""
+        ``type(self)``, ``self.__class__``) or, with ``instance``, its instance. Callers
+        give the class nearest ``where`` (``_nearest_class``): only its methods' ``cls`` and
+        ``self`` name it."""
         obj = unparen(obj)
-        nearest = self._nearest_class(where)
-        if nearest is None or key(nearest) != key(cls):
-            return False
         selves = {"self", *self._first_parameters(where, cls)}
         if where.kind() == "type_alias_statement":  # `type(self).name = …` (_misread_type_call)
             return obj.text() in selves | {"cls"}
