@@ -626,11 +626,12 @@ class Facts:
     def _a_class(self, obj: SgNode) -> bool:
         """``obj`` is a dotted name that denotes only class definitions of the file after its
         module ran (``scope_chain``; memoised per name: every write asks)."""
-        text = "".join(unparen(obj).text().split())
+        text = _dotted(unparen(obj))
+        if text is None:
+            return False
         hit = self._class_texts.get(text)
         if hit is None:
-            chain, why = self.scope_chain(text) if all(
-                part.isidentifier() for part in text.split(".")) else ([], "")
+            chain, why = self.scope_chain(text)
             hit = self._class_texts[text] = why is None and bool(chain) and all(
                 d.kind() == "class_definition" for d in chain[-1])
         return hit
@@ -922,8 +923,8 @@ class Facts:
         """Where a name bound at ``where`` holds (``_class_names``): a dotted target and a
         name bound at module level anywhere; a class-body name anywhere, also as
         ``Path.name``; a function's name in that function, unless declared ``global``."""
-        text = "".join(target.text().split())
-        if not all(part.isidentifier() for part in text.split(".")):
+        text = _dotted(target)
+        if text is None:
             return []
         owner = self.owner(where)
         if target.kind() != "identifier" or owner is None:
@@ -1888,10 +1889,8 @@ def base_names(cls: SgNode) -> list[str]:
         item = unparen(item)
         if item.kind() == "subscript" and (value := item.field("value")) is not None:
             item = unparen(value)
-        if item.kind() in ("identifier", "attribute"):
-            text = "".join(item.text().split())
-            if all(part.isidentifier() for part in text.split(".")):
-                out.append(text)
+        if (text := _dotted(item)) is not None:
+            out.append(text)
     return out
 
 
