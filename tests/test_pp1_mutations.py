@@ -125,7 +125,8 @@ MUTATIONS = [
                  {"resample-three-branches": "fail", "utils-resample": "fail"},
                  id="u1-residual-ratio-inverted"),
     pytest.param(UTILS, "        draft_log_prob = 0.0\n", "        draft_log_prob = -1.0\n",
-                 {"verify-reloads-draft-logits": "fail", "verify-draft-logprob-branches": "fail"}, id="u2-one-hot-logprob-not-zero"),
+                 {"verify-reloads-draft-logits": "fail", "verify-draft-logprob-branches": "fail"},
+                 id="u2-one-hot-logprob-not-zero"),
     # The citation verify-reloads-draft-logits claims the temperature division too: it is
     # anchored on the rule that checks both halves, so it fails with the division gone.
     pytest.param(UTILS, RELOAD, RELOAD.replace("/ temp", "/ 1.0"),
@@ -205,7 +206,8 @@ MUTATIONS = [
                  {"dspark-sample-reaches-gumbel": "fail"}, id="d7-early-return-in-a-loop"),
     pytest.param(UTILS, "        draft_log_prob = 0.0\n        draft_lse = 0.0\n",
                  "        draft_log_prob = 0.0\n        draft_log_prob -= 1.0\n",
-                 {"verify-draft-logprob-branches": "fail", "verify-reloads-draft-logits": "fail"}, id="u2c-one-hot-logprob-changed-after"),
+                 {"verify-draft-logprob-branches": "fail", "verify-reloads-draft-logits": "fail"},
+                 id="u2c-one-hot-logprob-changed-after"),
     pytest.param(REJECTION, "        sampled, num_sampled = rejection_sample(\n",
                  "        processed_logits = logits if self.sampler else "
                  "self.sampler.apply_sampling_params(logits)\n"
