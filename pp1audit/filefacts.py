@@ -127,6 +127,8 @@ class Facts:
         self._ends: dict[tuple[Key, bool], bool] = {}
         self._exits: dict[tuple[Key, bool], SgNode | None] = {}
         self._writes: list[Write] | None = None
+        self._raw_writes: list[RawWrite] | None = None
+        self._no_namespace: bool | None = None
         self._symbols: symtable.SymbolTable | None = None
         self._module: ast.Module | None = None
         self._search: dict[tuple[object, ...], list[Hit]] = {}
@@ -1239,8 +1241,29 @@ class Facts:
             self._containers[memo] = bool(binders) and all(
                 self._container_binding(i, in_class) for i in binders) and \
                 self.root.find(kind="wildcard_import") is None and \
-                all(attr not in (None, name) for _, _, attr, _ in self.attribute_writes())
+                self._namespace_free() and \
+                all(isinstance(attr, str) and attr != name for _, _, attr, _ in self._spelled_writes())
         return self._containers[memo]
+
+    def _spelled_writes(self) -> list[RawWrite]:
+        """The attribute writes before a computed name is resolved to the values the file
+        shows (``attribute_writes`` resolves them): for trusting a registry, a name the
+        file computes is any name, since what it may hold at run time (a loop variable
+        rebound by a called function's ``global``) is beyond a syntactic reading."""
+        if self._raw_writes is None:
+            self._raw_writes = [raw for node in self.root.find_all(_WRITING)
+                                for raw in _writes_of(node, self._namespace_names)]
+        return self._raw_writes
+
+    def _namespace_free(self) -> bool:
+        """The file never names a namespace it could rebind a module name through
+        (``globals``, ``__globals__``, ``sys.modules``, ``exec``/``eval``, ``vars``/``locals``):
+        a namespace handed to a function, returned from one or bound by ``:=`` or
+        ``with`` is not followed, so a registry in such a file is not trusted."""
+        if self._no_namespace is None:
+            self._no_namespace = not any(
+                n.text() in _NAMESPACE_WORDS for n in self.root.find_all(kind="identifier"))
+        return self._no_namespace
 
     def _container_binding(self, ident: SgNode, in_class: bool) -> bool:
         """``ident`` is the whole target of an assignment of a builtin container
@@ -1845,6 +1868,9 @@ def _storing_into(container: SgNode, facts: Facts) -> bool:
         (fn := call.field("function")) is not None and key(fn) == key(method) and \
         facts.builtin_container(container)
 
+
+_NAMESPACE_WORDS = frozenset({"globals", "__globals__", "modules", "exec", "eval", "vars", "locals"})
+"""Names through which code may rebind a module-level name without assigning it."""
 
 _CONTAINER_TYPES = frozenset({"list", "set", "dict"})
 """Builtins that make a container whose storing methods only store."""

@@ -348,6 +348,30 @@ def test_a_hook_storing_the_class_in_another_object_fails(make_files: MakeFiles,
         ".append(cls)`" in c.message, c.message
 
 
+@pytest.mark.parametrize("code", [
+    # a loop name a called function rebinds (`global k`): the constants shown are not all it holds
+    registering("cls.registry.append(cls)", "registry = []", prelude=f"{REG_CLASS}def setk():\n"
+                "    global k\n    k = 'registry'\n\n\n") +
+    "\nfor k in ['x']:\n    setk()\n    setattr(Base, k, Reg())\n",
+    # the namespace reached through a function's parameter, a returned value, exec
+    registering("REG.append(cls)", prelude=f"{REG_CLASS}REG = []\n\n\ndef h(g):\n"
+                "    g.update(REG=Reg())\n\n\nh(globals())\n\n\n"),
+    registering("REG.append(cls)", prelude=f"{REG_CLASS}REG = []\n\n\ndef mk():\n"
+                "    return globals()\n\n\nmk()['REG'] = Reg()\n\n\n"),
+    registering("REG.append(cls)", prelude=f"{REG_CLASS}REG = []\nexec('REG = Reg()')\n\n\n"),
+    registering("REG.append(cls)", prelude=f"{REG_CLASS}REG = []\n(g := globals())['REG'] = Reg()\n\n\n"),
+    registering("REG.append(cls)", prelude=f"{REG_CLASS}REG = []\n\n\ndef f():\n    pass\n\n\n"
+                "f.__globals__['REG'] = Reg()\n\n\n"),
+], ids=["loop-name-rebound-by-global", "namespace-parameter", "namespace-returned", "exec",
+        "walrus-namespace", "function-globals"])
+def test_a_registry_the_file_may_rebind_unseen_fails(make_files: MakeFiles, code: str) -> None:
+    """What a computed name may hold at run time, or a namespace handed around, is beyond
+    a syntactic reading: a file that computes names or names a namespace at all does not
+    get the registry idiom (a review found each of these passing)."""
+    c = one(make_files, SAMPLER, code)
+    assert c.status is Status.FAIL and "__init_subclass__" in c.message, c.message
+
+
 # --- __setattr__ forwarding: only the instance's own write is its caller's ----------------
 
 SETATTR = "def __setattr__(self, name, value):"
