@@ -9,15 +9,11 @@ modules: a venv made with the one and audited with the other closed the gate wit
 
 from __future__ import annotations
 
-import importlib.util
-import marshal
-import os
-import struct
 import sys
 from pathlib import Path
 
 import pytest
-from test_record_units import bad, install, run
+from test_record_units import bad, install, run, swap_pyc
 
 from pp1audit.bytecode import RELEASE
 
@@ -38,14 +34,7 @@ def venv_site(tmp_path: Path, cfg: str | None) -> Path:
 def other_code(site: Path) -> str:
     """Replace pkg/__init__.py's pyc by another source's code, header kept: Python runs
     it. Returns the pyc's path relative to the site."""
-    src = site / "pkg" / "__init__.py"
-    pyc = Path(importlib.util.cache_from_source(str(src)))
-    st = os.stat(src)
-    code = compile("print('other code')\n", str(src), "exec", dont_inherit=True)
-    header = importlib.util.MAGIC_NUMBER + struct.pack(
-        "<III", 0, int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
-    pyc.write_bytes(header + marshal.dumps(code))
-    return pyc.relative_to(site).as_posix()
+    return swap_pyc(site / "pkg" / "__init__.py", "print('other code')\n").relative_to(site).as_posix()
 
 
 @pytest.mark.parametrize("cfg", [

@@ -23,10 +23,8 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import importlib.util
-import marshal
 import os
 import py_compile
-import struct
 import subprocess
 import sys
 import sysconfig
@@ -34,7 +32,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_record_units import bad, install, record_row, run
+from test_record_units import bad, install, record_row, run, swap_pyc
 
 from pp1audit import pthimports, shadowing
 from pp1audit.bytecode import VerifiedCache
@@ -338,13 +336,7 @@ def test_tampered_bytecode_of_the_imported_module_fails(tmp_path: Path) -> None:
     """A pyc whose header matches the source's mtime and size: Python runs it."""
     v, root = venv(tmp_path)
     with_hack(root)
-    src = root / "_hack" / "__init__.py"
-    pyc = Path(importlib.util.cache_from_source(str(src)))
-    st = src.stat()
-    code = compile(HOOK + HACK, str(src), "exec", dont_inherit=True)
-    header = importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF,
-                                                       st.st_size & 0xFFFFFFFF)
-    pyc.write_bytes(header + marshal.dumps(code))
+    pyc = swap_pyc(root / "_hack" / "__init__.py", HOOK + HACK)
     assert "MARK: startup hook ran" in starts(v)
     checks = bad(run(root))
     cid = f"pth:hack-precedence.pth:{pyc.relative_to(root).as_posix()}"
@@ -360,13 +352,7 @@ def test_differing_bytecode_of_the_imported_module_under_another_patch_release_i
     other = f"{sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2] + 1}"
     v, root = venv(tmp_path, f"include-system-site-packages = false\nversion = {other}\n")
     with_hack(root)
-    src = root / "_hack" / "__init__.py"
-    pyc = Path(importlib.util.cache_from_source(str(src)))
-    st = src.stat()
-    code = compile(HOOK + HACK, str(src), "exec", dont_inherit=True)
-    header = importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF,
-                                                       st.st_size & 0xFFFFFFFF)
-    pyc.write_bytes(header + marshal.dumps(code))
+    swap_pyc(root / "_hack" / "__init__.py", HOOK + HACK)
     checks = run(root)
     assert bad(checks) == {}
     summary = checks["shadowing"].message

@@ -10,17 +10,15 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
-import marshal
 import os
 import py_compile
 import shutil
-import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from test_record_units import bad, install, record_row, run, wheel_of
+from test_record_units import bad, install, record_row, run, swap_pyc, wheel_of
 from test_shadowing_hooks import BASE_EXE, HOOK, PYVER, fake_base, starts, venv, with_hack
 
 from pp1audit import pthimports
@@ -192,12 +190,7 @@ def test_tampered_bytecode_of_a_vouched_sitecustomize_fails(tmp_path: Path) -> N
     the source still matches RECORD."""
     v, root = venv(tmp_path)
     hook_dist(root, {"sitecustomize.py": "pass\n"})
-    src = root / "sitecustomize.py"
-    pyc = Path(importlib.util.cache_from_source(str(src)))
-    st = src.stat()
-    header = importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF,
-                                                       st.st_size & 0xFFFFFFFF)
-    pyc.write_bytes(header + marshal.dumps(compile(HOOK, str(src), "exec", dont_inherit=True)))
+    pyc = swap_pyc(root / "sitecustomize.py", HOOK)
     assert "MARK: startup hook ran" in starts(v)  # the premise
     checks = bad(run(root))
     cid = f"shadow:{pyc.relative_to(root).as_posix()}"
