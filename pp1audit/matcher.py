@@ -78,6 +78,7 @@ from typing import TYPE_CHECKING
 
 from pp1audit.errors import SourceError
 from pp1audit.filefacts import Facts, class_hook_use
+from pp1audit.identnorm import IdentifierError, nfkc_identifiers
 from pp1audit.patterns import Hit, assign_parts, at, find, guard_forms, is_, parse_pattern
 from pp1audit.rules import Constraint, Invariant, Rule, decorator_key
 from pp1audit.store import FileStore
@@ -354,6 +355,11 @@ class Engine:
                    else str(exc) or "maximum recursion depth exceeded")
             return SourceError(path, f"could not be parsed as Python ({why}, e.g. on too deeply "
                                "nested code); invariants cannot be judged on it")
+        try:
+            text = nfkc_identifiers(text)  # names as Python reads them: `ſample` is `sample`
+        except IdentifierError as exc:
+            return SourceError(path, f"cannot be read as Python reads it: {exc}; "
+                               "invariants cannot be judged on it")
         return ParsedFile(path, SgRoot(text, "python").root(), text.split("\n"))
 
     def outcome(self, inv: Invariant) -> Outcome:
