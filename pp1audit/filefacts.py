@@ -78,6 +78,9 @@ _REPLACING = frozenset({
 """Imported decorators known to put something else in place of the function's body
 (``overload`` a stub that raises, ``contextmanager`` a factory that does not run it)."""
 
+_PLAIN_METACLASSES = frozenset({"abc.ABCMeta", "enum.EnumMeta", "enum.EnumType"})
+"""Metaclasses of the standard library that build the class from its body as written."""
+
 Write = tuple["SgNode", "SgNode", "str | None", "SgNode | None"]
 """(the binding node, the object whose attribute it binds, the attribute, the value or None).
 
@@ -1339,6 +1342,45 @@ class Facts:
         if not isinstance(tree, ast.Name):
             return "it is an expression, not an imported name"
         return self._imported(tree.id, dotted, decorator)
+
+    def metaclass(self, cls: SgNode) -> str | None:
+        """Why the class statement ``cls`` may not create its class from its body as
+        written (None when it does): a metaclass runs with the body's namespace and may
+        put anything in place of a method. Only ``abc.ABCMeta`` and ``enum``'s, imported
+        as such and bound nothing else in the file, are read as plain; ``*bases`` or
+        ``**kwargs`` may bring any metaclass. (A base class in another file may still
+        bring one: not read.)"""
+        bases = cls.field("superclasses")
+        for item in named_items(bases.children()) if bases is not None else []:
+            if item.kind() in ("list_splat", "dictionary_splat"):
+                return f"`{short(item, 40)}` may bring any metaclass"
+            name = item.field("name") if item.kind() == "keyword_argument" else None
+            value = item.field("value") if item.kind() == "keyword_argument" else None
+            if name is None or value is None or name.text() != "metaclass":
+                continue
+            why = self._plain_metaclass(value, cls)
+            if why is not None:
+                return f"`metaclass={short(value, 40)}`, which builds the class: {why}"
+        return None
+
+    def _plain_metaclass(self, value: SgNode, cls: SgNode) -> str | None:
+        """Why the metaclass expression ``value`` is not a plain one of the stdlib."""
+        tree = parse_expression(value.text())
+        dotted: list[str] = []
+        while isinstance(tree, ast.Attribute):
+            dotted.insert(0, tree.attr)
+            tree = tree.value
+        if not isinstance(tree, ast.Name):
+            return "an expression, not an imported name"
+        why = self._imported(tree.id, dotted, cls)
+        if why is not None:
+            return why
+        sources = self._import_sources(tree.id) or []
+        full = [".".join([source, *dotted]) for source in sources]
+        if not full or any(f not in _PLAIN_METACLASSES for f in full):
+            return f"`{' or '.join(full) or tree.id}` is code not read (only "\
+                f"{', '.join(sorted(_PLAIN_METACLASSES))} are known to keep the body)"
+        return None
 
     def _imported(self, name: str, rest: list[str], decorator: SgNode) -> str | None:
         """Why ``name`` (read where ``decorator`` is) is not a module-level import and nothing

@@ -460,7 +460,8 @@ def _replaced(facts: Facts, name: str, holders: list[SgNode]) -> str | None:
     outside the body (``Cls.meth = f``, ``setattr``, ``del``, ``self.meth = …`` in its
     methods); or a ``__getattribute__`` on its class, which decides every lookup, or on a
     base class in the file, or a base's ``__init_subclass__``, which may rebind it when
-    the class is created."""
+    the class is created; or a metaclass of the class or of a base in the file (other
+    than the stdlib's plain ones), which builds the class from its body."""
     attr = name.rpartition(".")[2]
     swap = facts.code_swap(attr)
     if swap is not None:
@@ -477,13 +478,24 @@ def _replaced(facts: Facts, name: str, holders: list[SgNode]) -> str | None:
         if hook is not None:
             return (f"{name}: its class defines {_where(hook, '__getattribute__')}, "
                     f"which decides what `{attr}` is when it is looked up")
-        for base in facts.bases(cls):
+        bases = facts.bases(cls)
+        for base in bases:
             why = _base_hook(facts, base)
             if why is not None:
-                title = base.field("name")
-                return f"{name}: its base class {title.text() if title else '?'} (line " \
-                    f"{line(base)}) defines {why}"
+                return f"{name}: its base class {_title(base)} (line {line(base)}) defines {why}"
+        made = facts.metaclass(cls)
+        if made is not None:
+            return f"{name}: its class statement (line {line(cls)}) has {made}"
+        for base in bases:
+            made = facts.metaclass(base)
+            if made is not None:
+                return f"{name}: its base class {_title(base)} (line {line(base)}) has {made}"
     return None
+
+
+def _title(cls: SgNode) -> str:
+    title = cls.field("name")
+    return title.text() if title is not None else "?"
 
 
 def _base_hook(facts: Facts, base: SgNode) -> str | None:
