@@ -40,10 +40,3 @@ def anchor_text(
         prefix=block(lines[max(0, start - 1 - before) : start - 1]) if before > 0 else "",
         suffix=block(lines[end : end + after]) if after > 0 else "",
     )
-
-
-def context_size(text: str | None) -> int:
-    """How many lines a written prefix/suffix holds (so a refresh keeps the author's size)."""
-    if not text:
-        return 0
-    return text.count("\n") + (0 if text.endswith("\n") else 1)

@@ -19,6 +19,7 @@ whole file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,12 +227,26 @@ def hunk_status(hunk: Hunk, store: FileStore) -> HunkStatus:
                       "neither the original nor the patched lines are there (edited otherwise)")
 
 
-def patch_status(data: bytes, store: FileStore, strip: int = 1) -> list[HunkStatus]:
-    """Every hunk of the patch judged against one tree; ``PatchError`` if unparsable."""
-    return [hunk_status(h, store) for h in parse_patch(data, strip)]
+@dataclass(frozen=True)
+class PatchStatus:
+    """A patch judged in one tree: its hunks under the tree's scope, in patch order,
+    and how many it has outside that scope (not judged: the tree cannot hold them)."""
+
+    hunks: tuple[HunkStatus, ...]
+    outside: int = 0
 
 
-def tally(statuses: list[HunkStatus]) -> dict[str, int]:
+def patch_status(data: bytes, store: FileStore, strip: int = 1, within: str = "") -> PatchStatus:
+    """The hunks of the patch whose path starts with ``within`` judged against one tree;
+    ``PatchError`` if unparsable. An installed package holds only its own directory
+    (``within="vllm/"``): a donor's tests, docs or C++ sources cannot be judged there,
+    so they are counted, not reported as missing files."""
+    hunks = parse_patch(data, strip)
+    inside = [h for h in hunks if h.path.startswith(within)]
+    return PatchStatus(tuple(hunk_status(h, store) for h in inside), len(hunks) - len(inside))
+
+
+def tally(statuses: Iterable[HunkStatus]) -> dict[str, int]:
     """Counts per status, all three present."""
     out = {APPLIED: 0, NOT_APPLIED: 0, CONFLICT: 0}
     for s in statuses:

@@ -156,11 +156,6 @@ class Invariant:
     compared as syntax trees; None: only decorators the module imports (a decorator can
     return any function in place of the one searched)."""
 
-    @property
-    def where_text(self) -> str:
-        """``GPUModelRunner.sample`` or the file, for messages."""
-        return self.scope or self.file
-
 
 def _placeholder(m: re.Match[str]) -> str:
     name = m.group(2) or "_"

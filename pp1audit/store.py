@@ -29,7 +29,7 @@ class FileData:
 
     @cached_property
     def lines(self) -> list[str] | None:
-        """Text lines (see ``spans.split_lines``), or None when not UTF-8 text."""
+        """Text lines (see ``spans.decode_lines``), or None when not UTF-8 text."""
         from pp1audit.spans import decode_lines
 
         return decode_lines(self.data)

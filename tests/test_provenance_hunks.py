@@ -15,7 +15,7 @@ from pp1audit.store import FileStore
 
 
 def judge(tree: Path, patch: bytes) -> list[str]:
-    return [s.status for s in patch_status(patch, FileStore(DirectorySource(tree)))]
+    return [s.status for s in patch_status(patch, FileStore(DirectorySource(tree))).hunks]
 
 
 def write(tree: Path, text: str | None) -> Path:
@@ -39,7 +39,7 @@ def test_a_deleted_file_is_applied_only_when_absent(tmp_path: Path) -> None:
     assert judge(write(tmp_path, None), DELETE) == [APPLIED]
     assert judge(write(tmp_path, "import os\nimport sys\nprint(1)\n"), DELETE) == [NOT_APPLIED]
     # the file is there with other content: the patch was not applied, nor is it pristine
-    [status] = patch_status(DELETE, FileStore(DirectorySource(write(tmp_path, "a = 1\nb = 2\n"))))
+    [status] = patch_status(DELETE, FileStore(DirectorySource(write(tmp_path, "a = 1\nb = 2\n")))).hunks
     assert status.status == CONFLICT
     assert status.reason == "pkg/m.py, which the patch deletes, exists with other content"
     # the removed lines inside a longer file are not the file the patch deletes

@@ -55,14 +55,14 @@ def make_patch(edits: dict[str, tuple[str, str]]) -> bytes:
 
 
 def statuses(tree: Path, patch: bytes) -> list[str]:
-    return [s.status for s in patch_status(patch, FileStore(DirectorySource(tree)))]
+    return [s.status for s in patch_status(patch, FileStore(DirectorySource(tree))).hunks]
 
 
 def test_pristine_tree_reports_not_applied(vllm_tree: Path) -> None:
     patch = make_patch(donor_edits(vllm_tree))
     hunks = parse_patch(patch)
     assert [h.path for h in hunks] == [CONFIG, SAMPLER]
-    result = patch_status(patch, FileStore(DirectorySource(vllm_tree)))
+    result = patch_status(patch, FileStore(DirectorySource(vllm_tree))).hunks
     assert [s.status for s in result] == [NOT_APPLIED, NOT_APPLIED]
     # the reported lines hold the hunk's original text in the real file
     lines = (vllm_tree / CONFIG).read_text().splitlines()
@@ -73,7 +73,7 @@ def test_pristine_tree_reports_not_applied(vllm_tree: Path) -> None:
 def test_the_same_on_the_wheel_read_in_place(vllm_tree: Path, vllm_wheel: Path) -> None:
     patch = make_patch(donor_edits(vllm_tree))
     with WheelSource(vllm_wheel) as wheel:
-        assert [s.status for s in patch_status(patch, FileStore(wheel))] == [NOT_APPLIED] * 2
+        assert [s.status for s in patch_status(patch, FileStore(wheel)).hunks] == [NOT_APPLIED] * 2
 
 
 def test_patched_copy_reports_applied(tree_copy: Path) -> None:
@@ -81,7 +81,7 @@ def test_patched_copy_reports_applied(tree_copy: Path) -> None:
     patch = make_patch(edits)
     for path, (_, new) in edits.items():
         replace_file(tree_copy / path, new.encode())
-    result = patch_status(patch, FileStore(DirectorySource(tree_copy)))
+    result = patch_status(patch, FileStore(DirectorySource(tree_copy))).hunks
     assert [s.status for s in result] == [APPLIED, APPLIED]
     lines = (tree_copy / CONFIG).read_text().splitlines()
     a, b = result[0].lines  # type: ignore[misc]
@@ -96,7 +96,7 @@ def test_half_applied_and_overlapping_edit_is_conflict(
     edit(tree_copy / CONFIG, lambda t: t.replace(
         'draft_sample_method: DraftSampleMethod = "greedy"',
         'draft_sample_method: DraftSampleMethod = "synthetic"'))
-    result = patch_status(patch, FileStore(DirectorySource(tree_copy)))
+    result = patch_status(patch, FileStore(DirectorySource(tree_copy))).hunks
     assert [s.status for s in result] == [CONFLICT, NOT_APPLIED]
     assert "neither the original nor the patched lines" in result[0].reason
 
@@ -109,11 +109,11 @@ def test_file_missing_is_conflict_and_new_file_absent_is_not_applied(tree_copy: 
         "@@ -0,0 +1,2 @@\n+HYBRID = True\n+WINDOW = 8\n"
     ).encode()
     (tree_copy / SAMPLER).unlink()
-    result = patch_status(patch, FileStore(DirectorySource(tree_copy)))
+    result = patch_status(patch, FileStore(DirectorySource(tree_copy))).hunks
     assert [s.status for s in result] == [NOT_APPLIED, CONFLICT, NOT_APPLIED]
     assert "missing" in result[1].reason
     (tree_copy / added).write_text("HYBRID = True\nWINDOW = 8\n")
-    assert patch_status(patch, FileStore(DirectorySource(tree_copy)))[2].status == APPLIED
+    assert patch_status(patch, FileStore(DirectorySource(tree_copy))).hunks[2].status == APPLIED
 
 
 def test_not_a_patch_is_a_one_line_error() -> None:

@@ -437,7 +437,7 @@ class ProvenanceRun:
 
     def donor_checks(self, pin: RemotePin) -> list[Check]:
         """The donor patch's hunks in the tree it applies to: a summary and one check per hunk."""
-        from pp1audit.patches import APPLIED, NOT_APPLIED, PatchError, hunk_status, parse_patch, tally
+        from pp1audit.patches import APPLIED, NOT_APPLIED, PatchError, patch_status, tally
 
         cid = f"{pin.id}:hunks"
         where = "the target" if pin.applies_to == TARGET else (
@@ -454,23 +454,18 @@ class ProvenanceRun:
             return [Check(**base, status=Status.SKIP, message="no target tree to look in")]
         if isinstance(tree, _Unavailable):
             return [Check(**base, status=tree.status, message=tree.message)]
+        # An installed package holds only the package directory: a donor's hunks
+        # outside it are counted, not judged (see ``patch_status``).
+        scope = self.manifest.package + "/" if pin.applies_to == TARGET else ""
         try:
-            hunks = parse_patch(patch.get(pin.path).data, pin.strip)
+            judged = patch_status(patch.get(pin.path).data, tree, pin.strip, within=scope)
         except PatchError as exc:
             return [Check(**base, status=Status.ERROR, message=f"{pin.id}: {exc}")]
-        # An installed package holds only the package directory: a donor's tests,
-        # docs or C++ sources are outside it and cannot be judged there.
-        outside = ""
-        if pin.applies_to == TARGET:
-            scope = self.manifest.package + "/"
-            inside = [h for h in hunks if h.path.startswith(scope)]
-            if len(inside) < len(hunks):
-                outside = f"; {len(hunks) - len(inside)} hunk(s) outside {scope} not checked"
-            if not inside:
-                return [Check(**base, status=Status.ERROR,
-                              message=f"{pin.id} changes nothing under {scope}{outside}")]
-            hunks = inside
-        statuses = [hunk_status(h, tree) for h in hunks]
+        outside = f"; {judged.outside} hunk(s) outside {scope} not checked" if judged.outside else ""
+        if not judged.hunks:
+            return [Check(**base, status=Status.ERROR,
+                          message=f"{pin.id} changes nothing under {scope}{outside}")]
+        statuses = judged.hunks
         counts = tally(statuses)
         total = len(statuses)
         actual = ", ".join(f"{v} {k}" for k, v in counts.items()) + outside
