@@ -2,14 +2,16 @@
 
 This is the one place that knows the order of checks (version, files,
 citations, then the kinds later sections add) so every front end (CLI,
-report, tests) gets identical results for identical inputs.
+report, tests) gets identical results for identical inputs; and, in
+``check_ids``, the ids those checks can have, which report evidence may name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from pp1audit import __version__
 from pp1audit.checks.citations import InvariantAnchor, check_citation
@@ -144,3 +146,93 @@ def audit(
         policy=policy or GatePolicy(),
         tool_version=__version__,
     )
+
+
+_RECORD_FAMILY_NEEDS = {
+    "record": "target.record: true",
+    "bytecode": "target.record: true",
+    "shadowing": "target.record: true",
+    "tree": "target.record: true or a pinned target.tree_sha256",
+    "startup": "target.record: true or a pinned target.startup_sha256",
+}
+"""The checks ``RecordRun`` adds, and what in the manifest turns each on (``report``
+has no ``--record``: only the manifest can)."""
+
+
+@dataclass(frozen=True)
+class CheckIds:
+    """The ids a manifest's checks can have, and the names report evidence may use.
+
+    A name stands for the check of that id and its ``name:…`` sub-checks (a
+    donor's hunks, ``record:<path>``, a git source's ``<source>:commit``), or, for
+    the id of a git source's contains/lacks rule, for ``<source>:<rule>``.
+    """
+
+    ids: frozenset[str]
+    """Ids of checks a run emits as they are (sub-checks named by data, such as
+    ``record:<path>`` or ``<donor>:<path>#<n>``, are reached through their family)."""
+    groups: frozenset[str] = frozenset()
+    """Names that are no check themselves but head ``name:…`` checks: git sources."""
+    aliases: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """A contains/lacks rule id -> the ``<source>:<rule>`` check ids it names."""
+    needs: Mapping[str, str] = field(default_factory=dict)
+    """A check id this manifest does not run -> what in the manifest would run it."""
+
+    def names(self, ev: str) -> bool:
+        """Whether ``ev`` names at least one check this manifest can have."""
+        return ev in self.ids or ev in self.groups or ev in self.aliases
+
+    def why_not(self, ev: str) -> str:
+        """Why ``ev`` names no check (for a manifest error)."""
+        if ev in self.needs:
+            return f"evidence id '{ev}': this manifest runs no such check (it needs {self.needs[ev]})"
+        return f"unknown evidence id '{ev}'"
+
+    def stands_for(self, check_id: str, ev: str) -> bool:
+        """Whether evidence ``ev`` names the check ``check_id``."""
+        return check_id == ev or check_id.startswith(ev + ":") or check_id in self.aliases.get(ev, ())
+
+
+def check_ids(raw: Mapping[str, Any]) -> CheckIds:
+    """The ids the checks of a manifest (its validated mapping) can have, as
+    ``checks_in``, ``ProvenanceRun.checks`` and ``RecordRun`` emit them.
+
+    Read from the mapping because the report section is validated while the
+    manifest is parsed; ``tests/test_report_evidence.py`` runs every kind of check
+    and holds the two together.
+    """
+    target = raw.get("target") or {}
+    ids = {f"file:{path}" for path in raw.get("files") or {}}
+    if target.get("version") is not None:
+        ids.add("version")
+    ids.update(raw.get("citations") or {})
+    ids.update(raw.get("invariants") or {})
+    ids.update(raw.get("remotes") or {})
+    for donor in raw.get("donors") or {}:
+        ids.update((donor, f"{donor}:hunks"))
+    aliases: dict[str, set[str]] = {}
+    sources = raw.get("sources") or {}
+    for name, src in sources.items():
+        ids.add(f"{name}:commit")
+        ids.update(f"file:{name}:{path}" for path in src.get("files") or {})
+        ids.update(f"{name}:ref:{ref}" for ref in src.get("refs") or {})
+        for rule in (*(src.get("contains") or {}), *(src.get("lacks") or {})):
+            ids.add(f"{name}:{rule}")
+            aliases.setdefault(rule, set()).add(f"{name}:{rule}")
+    run = _record_family(target)
+    ids.update(run)
+    return CheckIds(frozenset(ids), frozenset(sources),
+                    {rule: frozenset(full) for rule, full in aliases.items()},
+                    {cid: why for cid, why in _RECORD_FAMILY_NEEDS.items() if cid not in run})
+
+
+def _record_family(target: Mapping[str, Any]) -> set[str]:
+    """The ``RecordRun`` checks the manifest turns on (see ``audit``)."""
+    if target.get("record"):
+        return set(_RECORD_FAMILY_NEEDS)
+    run = set()
+    if target.get("tree_sha256") is not None:
+        run.add("tree")
+    if target.get("startup_sha256") is not None:
+        run.update(("tree", "startup"))
+    return run

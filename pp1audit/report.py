@@ -31,12 +31,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pp1audit.result import Check, Result, Status
 from pp1audit.safetext import printable, printable_code
 from pp1audit.spans import line_range, parse_span
 from pp1audit.yamlpos import KeyPath
+
+if TYPE_CHECKING:
+    from pp1audit.audit import CheckIds
 
 _REF = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 """A well-formed reference: no bracket inside, on one line."""
@@ -213,18 +216,6 @@ def parse_blocks(raw: dict[str, Any]) -> list[tuple[str | None, list[Block]]]:
     return out
 
 
-def known_ids(raw: dict[str, Any]) -> set[str]:
-    """Ids a block may name as evidence: every pin the manifest declares."""
-    ids = {"version"}
-    ids.update(f"file:{p}" for p in raw.get("files") or {})
-    for section in ("citations", "invariants", "donors", "remotes", "sources"):
-        ids.update((raw.get(section) or {}).keys())
-    for src in (raw.get("sources") or {}).values():
-        for sub in ("contains", "lacks"):
-            ids.update((src.get(sub) or {}).keys())
-    return ids
-
-
 def _titles(raw: dict[str, Any]) -> list[tuple[KeyPath, str]]:
     """The title and headings, by key path: texts with references but no evidence."""
     report = raw.get("report") or {}
@@ -267,15 +258,17 @@ def _text_problems(keypath: KeyPath, text: str, raw: dict[str, Any],
 
 def validate(raw: dict[str, Any]) -> list[Problem]:
     """Problems of the report section, in document order; empty when valid."""
+    from pp1audit.audit import check_ids
+
     problems: list[Problem] = []
-    ids = known_ids(raw)
+    ids = check_ids(raw)
     for keypath, text in _titles(raw):
         problems += _text_problems(keypath, text, raw, None)
     for _, blocks in parse_blocks(raw):
         for block in blocks:
             for i, ev in enumerate(block.evidence):
-                if ev not in ids:
-                    problems.append(Problem((*block.keypath, "evidence", i), f"unknown evidence id '{ev}'"))
+                if not ids.names(ev):
+                    problems.append(Problem((*block.keypath, "evidence", i), ids.why_not(ev)))
             for keypath, text in _texts(block):
                 problems += _text_problems(keypath, text, raw, block.evidence)
     return problems
@@ -333,16 +326,6 @@ def locate(source: str, start: tuple[int, int], value: str, offset: int) -> tupl
         if src[c:].strip() or pos >= len(value) or pos > offset:
             break  # this line does not continue the value: give the scalar's start
     return start
-
-
-def stands_for(check: Check, ev: str, sources: frozenset[str]) -> bool:
-    """Whether an evidence id names this check: the check itself, one of its
-    sub-checks (``ev:…``), or a contains/lacks check of a git source (``source:ev``)."""
-    cid = check.id
-    if cid == ev or cid.startswith(ev + ":"):
-        return True
-    head, _, tail = cid.partition(":")
-    return tail == ev and head in sources
 
 
 def evidence_line(check: Check) -> str:
@@ -418,8 +401,10 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
     out: list[str] = []
     title = expand(report.get("title", str((raw.get("audit") or {}).get("title", "Audit"))), raw)
     out += [f"# {title}", ""]
+    from pp1audit.audit import check_ids
+
     used: set[str] = set()
-    sources = frozenset(raw.get("sources") or {})
+    ids = check_ids(raw)
     previous = ""
     for heading, blocks in parse_blocks(raw):
         if heading:
@@ -443,7 +428,7 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
                     out.append("")
                 for ev in block.evidence:
                     used.add(ev)
-                    checks = [c for c in result.checks if stands_for(c, ev, sources)]
+                    checks = [c for c in result.checks if ids.stands_for(c.id, ev)]
                     if not checks:
                         out.append(f"{indent}- **not checked** `{ev}`")
                     for check in checks:
@@ -454,13 +439,13 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
                 out.append("")
             previous = block.kind
     if result is not None:
-        out += _measured(result, used, sources)
+        out += _measured(result, used, ids)
     text = "\n".join(out)
     text = re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
     return "\n".join(line.rstrip() for line in text.split("\n"))
 
 
-def _measured(result: Result, used: set[str], sources: frozenset[str]) -> list[str]:
+def _measured(result: Result, used: set[str], ids: CheckIds) -> list[str]:
     t = result.target
     out = ["", "## Measured", ""]
     if t is not None:
@@ -468,7 +453,7 @@ def _measured(result: Result, used: set[str], sources: frozenset[str]) -> list[s
     out.append(f"Manifest: `{result.manifest_path}` (SHA-256 `{result.manifest_sha256}`).")
     counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())
     out += [f"Verdict: **{result.verdict}** ({counts}).", ""]
-    rest = [c for c in result.checks if not any(stands_for(c, u, sources) for u in used)]
+    rest = [c for c in result.checks if not any(ids.stands_for(c.id, u) for u in used)]
     if rest:
         out += ["Checks not cited above:", ""]
         out += [f"- {evidence_line(c)}" for c in rest]
