@@ -94,7 +94,7 @@ def main() -> None:
         patch = big_patch(tree)
 
         def hunks() -> None:
-            result = patch_status(patch, FileStore(DirectorySource(tree)))
+            result = patch_status(patch, FileStore(DirectorySource(tree))).hunks
             assert len(result) == 40 and all(s.status == "not applied" for s in result)
 
         print(f"donor hunk status, 40 hunks / 20 real vLLM files: "
