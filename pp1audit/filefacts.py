@@ -27,6 +27,7 @@ from pp1audit.syntaxtree import (
     binding_statement,
     bound_names,
     branches,
+    constant_raises,
     constant_string,
     constant_truth,
     flatten_targets,
@@ -152,6 +153,11 @@ class Facts:
         self._class_texts: dict[str, bool] = {}
         self._nearest: dict[Key, SgNode | None] = {}
         self._containers: dict[tuple[str, bool], bool] = {}
+        self._raising: dict[Key, str | None] = {}
+        self._maybe: set[tuple[Key, str]] = set()
+        self._runners: tuple[list[int], list[SgNode]] | None = None
+        self._write_starts: list[int] | None = None
+        self._made: dict[Key, list[tuple[SgNode, SgNode]]] = {}
 
     # scopes
 
@@ -274,6 +280,9 @@ class Facts:
         if stop.kind() == "assert_statement":
             return (f"the `{short(stop, 40)}` at line {line(stop)}, which always raises "
                     "(unless Python runs with -O)")
+        if stop.kind() == "expression_statement":
+            return (f"`{short(stop, 40)}` at line {line(stop)}, which always raises "
+                    f"{self.raises(stop)}")
         if stop.kind() == "with_statement":
             return (f"the `with` at line {line(stop)}, whose body always leaves the block (reached "
                     "only if its context manager suppresses an exception)")
@@ -309,7 +318,8 @@ class Facts:
         return self._exits[k]
 
     def ends(self, stmt: SgNode, certain: bool = False) -> bool:
-        """The statement never completes normally: return/raise/continue/break; an if
+        """The statement never completes normally: return/raise/continue/break; an
+        expression of constants that always raises (``1 / 0``: ``raises``); an if
         chain whose every reachable branch (with an ``else`` or a constant-true test)
         ends; a ``try`` or a loop that ends (``_try_ends``, ``_loop_ends``); and, unless
         ``certain``, a ``with`` whose body ends (its context manager could suppress an
@@ -318,6 +328,8 @@ class Facts:
         kind = stmt.kind()
         if kind == "assert_statement":
             return not certain and self._failing_assert(stmt)
+        if kind == "expression_statement":
+            return self.raises(stmt) is not None
         if kind not in ("if_statement", "try_statement", "with_statement", "for_statement",
                         "while_statement"):
             return kind in _TERMINATORS
@@ -377,6 +389,20 @@ class Facts:
         if k not in self._truths:
             self._truths[k] = constant_truth(test.text())
         return self._truths[k]
+
+    def raises(self, stmt: SgNode) -> str | None:
+        """The exception an expression statement certainly raises, or None: its expression,
+        or the value an assignment stores (evaluated before anything is bound), is made of
+        constants and raises when evaluated (``constant_raises``: ``1 / 0``, ``[][0]``,
+        ``None.x``). Such a statement ends its block exactly as ``raise`` does, in both
+        directions: it never completes, so what follows it never runs (memoised per
+        statement)."""
+        k = key(stmt)
+        if k not in self._raising:
+            expr = _stored_expression(stmt)
+            self._raising[k] = constant_raises(expr.text()) \
+                if expr is not None and _foldable(expr) else None
+        return self._raising[k]
 
     def _failing_assert(self, stmt: SgNode) -> bool:
         """``assert False`` / ``assert 0, "…"``: a test that is constant and false."""
@@ -446,33 +472,84 @@ class Facts:
             found = self._bindings(scope, name)
             hit = self._final[k] = {
                 key(s): s for i, s in enumerate(found)
-                if not any(self._overrides(later, s) for later in found[i + 1:])}
+                if not any(self._overrides(later, s, name) for later in found[i + 1:])}
         return hit
 
     def _bindings(self, scope: SgNode, name: str) -> list[SgNode]:
-        """Every statement of ``scope``'s body that may run and binds ``name``, in order."""
+        """Every statement of ``scope``'s body that may run and binds ``name`` (or may bind
+        any name: ``from m import *``), in order."""
         k = (key(scope), name)
         hit = self._binding_lists.get(k)
         if hit is None:
-            hit = self._binding_lists[k] = [
-                s for s in self._binders_of(scope).get(name, [])
-                if self.dead(s, certain=True) is None]
+            index = self._binders_of(scope)
+            found = index.get(name, [])
+            if _ANY_NAME in index and name != _ANY_NAME:
+                found = sorted({key(s): s for s in [*found, *index[_ANY_NAME]]}.values(),
+                               key=lambda s: s.range().start.index)
+            hit = self._binding_lists[k] = [s for s in found
+                                            if self.dead(s, certain=True) is None]
         return hit
 
     def _binders_of(self, scope: SgNode) -> dict[str, list[SgNode]]:
         """Every name ``scope``'s body binds → the statements binding it, in order (memoised
         per scope: one walk of the body answers every name; a file that asks about thousands
         of names, ``setattr(A1, n1, v)``, ``setattr(A2, n2, v)``…, would otherwise walk it
-        once per name)."""
+        once per name).
+
+        Besides what each statement binds itself (``_bound_by``), a statement binds what
+        the expressions it evaluates bind (``_inner_binders``: ``(x := v)``, in a test too),
+        and may bind a ``case`` capture of its ``match`` or an ``except … as`` name of its
+        ``try``; ``from m import *`` may bind any name (``_ANY_NAME``). A binding that only
+        may happen never hides an earlier one (``_maybe``, ``_overrides``)."""
         k = key(scope)
         index = self._binding_index.get(k)
         if index is None:
             index = self._binding_index[k] = {}
             body = scope if scope.kind() == "module" else scope.field("body")
-            for stmt in self._statements(body) if body is not None else []:
-                for name in dict.fromkeys(self._bound_by(stmt)):
+            statements = list(self._statements(body)) if body is not None else []
+            inner = self._inner_binders(body, statements) if body is not None else {}
+            for stmt in statements:
+                own = self._bound_by(stmt)
+                extra = inner.get(key(stmt), {})
+                if stmt.kind() == "import_from_statement" and \
+                        stmt.find(kind="wildcard_import") is not None:
+                    extra = {**extra, _ANY_NAME: False}
+                for name in dict.fromkeys([*own, *extra]):
                     index.setdefault(name, []).append(stmt)
+                    if name not in own and not extra[name]:
+                        self._maybe.add((key(stmt), name))
         return index
+
+    def _inner_binders(self, body: SgNode,
+                       statements: list[SgNode]) -> dict[Key, dict[str, bool]]:
+        """Names bound inside the expressions and clauses of the body's statements → whether
+        the statement certainly binds them when it runs: ``(x := v)`` does (in a test, a
+        default value or a decorator too, all evaluated where the statement is; not in a
+        lambda or a nested body), unless it may not be evaluated (``_surely_evaluated``);
+        a ``case`` capture (``case x:``, ``case [x]``,
+        ``case {"k": x}``, ``case C(a=x)``, ``as x``, ``*x``, ``**x``) binds only when its
+        case is the one that matches, and ``except … as x`` only when its handler runs
+        (and deletes it after): they may."""
+        own = {key(s) for s in statements}
+        out: dict[Key, dict[str, bool]] = {}
+        for node in body.find_all(_INNER_BINDING):
+            stmt = _statement_of(node, own)
+            if stmt is None:
+                continue
+            names = out.setdefault(key(stmt), {})
+            if node.kind() == "named_expression":
+                target = node.field("name")
+                if target is not None:
+                    names[target.text()] = names.get(target.text(), False) or \
+                        _surely_evaluated(node, stmt)
+            elif node.kind() == "case_clause":
+                for name in _captures(node):
+                    names.setdefault(name, False)
+            else:
+                for target in node.find_all(kind="as_pattern_target"):
+                    for ident in target.find_all(kind="identifier"):
+                        names.setdefault(ident.text(), False)
+        return out
 
     def in_force(self, scope: SgNode, name: str, at: SgNode) -> list[SgNode]:
         """Statements of ``scope``'s body that may be the binding of ``name`` in force when
@@ -486,7 +563,7 @@ class Facts:
         again = [s for s in self._bindings(scope, name) if s.range().start.index >= start
                  and any(within(s, loop) for loop in loops)]
         return [s for i, s in enumerate(before)
-                if not any(self._overrides(later, s) for later in before[i + 1:])] + again
+                if not any(self._overrides(later, s, name) for later in before[i + 1:])] + again
 
     @staticmethod
     def _statements(body: SgNode) -> Iterator[SgNode]:
@@ -517,11 +594,18 @@ class Facts:
                     if t.kind() == "identifier"]
         return bound_names(stmt)
 
-    @staticmethod
-    def _overrides(later: SgNode, earlier: SgNode) -> bool:
+    def _overrides(self, later: SgNode, earlier: SgNode, name: str) -> bool:
+        """``later`` certainly binds ``name`` after ``earlier`` ran: it follows it in a block
+        that holds it, and is not a binding that only may happen (``_maybe``)."""
         block = later.parent()
         return block is not None and within(earlier, block) and \
-            later.range().start.index >= earlier.range().end.index
+            later.range().start.index >= earlier.range().end.index and \
+            (key(later), name) not in self._maybe and (key(later), _ANY_NAME) not in self._maybe
+
+    def may_only(self, stmt: SgNode, name: str) -> bool:
+        """``stmt`` (a binding ``final`` or ``in_force`` gave) only may bind ``name``: a
+        ``case`` capture, an ``except … as`` name, a star import (``_binders_of``)."""
+        return (key(stmt), name) in self._maybe or (key(stmt), _ANY_NAME) in self._maybe
 
     def scope_chain(self, scope: str) -> tuple[list[list[SgNode]], str | None]:
         """The definitions of each part of a dotted name after its module ran, outermost
@@ -717,11 +801,42 @@ class Facts:
         if not bound:
             bound = list(self.final(self.root, first).values()) if called else \
                 self.in_force(self.root, first, cls)
-        found = _class_definitions(bound)
+        return self._members(_class_definitions(bound), rest)
+
+    def _members(self, found: list[SgNode], rest: str) -> list[SgNode]:
+        """The class definitions ``Outer.Inner`` names: ``rest`` (``Inner``, dotted) read in
+        the classes ``found`` (``Outer``), each part the binding its body ends with."""
         for part in rest.split(".") if rest else []:
             found = _class_definitions([stmt for s in found
                                         for stmt in self.final(s, part).values()])
         return found
+
+    def instances_made(self, cls: SgNode) -> list[tuple[SgNode, SgNode]]:
+        """(code, class) for each call in ``cls``'s own body (not its methods) whose callee
+        may be a class of this file (``_Hook()``, ``Outer.Hook(…)``), and each decorator
+        naming one (``@Hook`` calls it with the function): the class statement then holds
+        an instance of that class, whose ``__set_name__`` Python calls as it creates the
+        class. The callee is read as the class body reads it: a name the body bound before
+        the call, else as its class statement reads a base (``_base_classes``). Memoised per
+        class."""
+        k = key(cls)
+        hit = self._made.get(k)
+        if hit is None:
+            hit = self._made[k] = []
+            body = cls.field("body")
+            for node in body.find_all(_MAKING) if body is not None else []:
+                owner = self.owner(node)
+                callee = node.field("function") if node.kind() == "call" else \
+                    next(iter(named_items(node.children())), None)
+                dotted = _dotted(unparen(callee)) if callee is not None else None
+                if owner is None or key(owner) != k or dotted is None:
+                    continue
+                first, _, rest = dotted.partition(".")
+                bound = self.in_force(cls, first, node)
+                found = self._members(_class_definitions(bound), rest) if bound else \
+                    self._base_classes(cls, dotted)
+                hit += [(node, made) for made in found]
+        return hit
 
     def attribute_writes(self) -> list[Write]:
         """Every place the file binds or deletes an attribute (memoised); a name computed
@@ -1503,8 +1618,43 @@ class Facts:
                 last = max(final.values(), key=lambda s: s.range().start.index)
                 return (f"`{name}` is bound again at line {line(last)} "
                         f"(`{short(last, 50)}`), which is the binding in force"), []
+            after = [s for s in final.values() if self.may_only(s, name) and
+                     s.range().start.index >= stmt.range().end.index]
+            if after:
+                return (f"`{name}` may be bound again at line {line(after[0])} "
+                        f"(`{short(after[0], 50)}`: {_maybe_how(after[0])}), which may then be "
+                        "the binding in force"), []
             others.update({k: s for k, s in final.items() if k != key(stmt)})
+        runner = self.code_runner(self.root)
+        if runner is not None:
+            return (f"`{', '.join(bound_names(stmt)) or short(stmt, 30)}` may be bound again at "
+                    f"line {line(runner)} (`{short(runner, 50)}`): exec/eval run code the file "
+                    "does not show, which may bind any name, of any class or of the module"), []
         return None, list(others.values())
+
+    # code the file runs from text
+
+    def code_runner(self, region: SgNode) -> SgNode | None:
+        """The first ``exec`` / ``eval`` in ``region`` that may run (``dead(certain=True)``),
+        called or taken as a value (``run = exec``), spelled ``exec``, ``builtins.exec``
+        or ``__builtins__.exec``: the code it runs is a string, not read, and may bind
+        anything (in a class body, with no namespace given, the class's own names)."""
+        return next((n for n in self._runners_in(region)
+                     if self.dead(n, certain=True) is None), None)
+
+    def _runners_in(self, region: SgNode) -> list[SgNode]:
+        """Every use of ``exec`` / ``eval`` in ``region`` (``_runner``), in source order: the
+        file's are indexed once, and a region's share found by bisection."""
+        if self._runners is None:
+            found = sorted((n for name in ("exec", "eval")
+                            for i in self._occurrences(name, self.root)
+                            if (n := _runner(i)) is not None),
+                           key=lambda n: n.range().start.index)
+            self._runners = ([n.range().start.index for n in found], found)
+        starts, runners = self._runners
+        span = region.range()
+        return [n for n in runners[bisect_left(starts, span.start.index):
+                                   bisect_left(starts, span.end.index)] if within(n, region)]
 
     # exclusive branches
 
@@ -1591,7 +1741,217 @@ class Facts:
                          f'builtins.setattr({obj}, "{attr}", {value})',
                          f'__builtins__.setattr({obj}, "{attr}", {value})'):
                 out += find(region, parse_pattern(call), bound)
+            objpat = parse_pattern(obj)
+            for where, holder, name, stored in self._namespace_writes(region):
+                if name != attr or stored is None:
+                    continue
+                th = at(unparen(holder), objpat, bound)
+                vh = at(stored, vpat, {**bound, **th.caps}) if th is not None else None
+                if th is not None and vh is not None:
+                    out.append(Hit(where, {**th.caps, **vh.caps}, {**th.multi, **vh.multi}))
         return out
+
+    def _namespace_writes(self, region: SgNode) -> list[Write]:
+        """The ``attribute_writes`` of ``region`` that a pattern ``obj.attr = v`` does not
+        spell, deletions aside: a name made of constants (``setattr(o, "a" + "b", v)``), a
+        namespace written (``o.__dict__.update(a=v)``, ``vars(o)["a"] = v``,
+        ``o.__dict__ = d``), a name not known (``setattr(o, name, v)``: None). Found by
+        bisection in the file's writes, which are in source order."""
+        writes = self.attribute_writes()
+        if self._write_starts is None:
+            self._write_starts = [w[0].range().start.index for w in writes]
+        span = region.range()
+        return [w for w in writes[bisect_left(self._write_starts, span.start.index):
+                                  bisect_left(self._write_starts, span.end.index)]
+                if within(w[0], region) and not _deletes(w[0]) and not _plain_target(w)]
+
+    def may_assign(self, region: SgNode, text: str,
+                   bound: dict[str, SgNode]) -> list[tuple[SgNode, str]]:
+        """For a pattern ``obj.attr = v``: the code of ``region`` that may make that assignment
+        although no form of it can be matched, and why (in source order). A write on an
+        object ``obj`` matches whose name is not known (``setattr(self, name, v)``,
+        ``self.__dict__.update(d)`` / ``(**d)``, ``vars(self)[k] = v``, ``self.__dict__ =
+        d``) or whose value is not shown (``vars(self).update({"attr": v}, **more)`` reads
+        as any name); and any ``exec`` / ``eval`` (``code_runner``), which may do anything.
+        The caller decides what may run (``dead``)."""
+        parts = assign_parts(text)
+        obj, dot, attr = parts[0].rpartition(".") if parts is not None else ("", "", "")
+        if not dot or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", attr):
+            return []
+        objpat = parse_pattern(obj)
+        out = [(where, "its attribute's name is not known" if name is None else
+                "the value it gives is not known")
+               for where, holder, name, stored in self._namespace_writes(region)
+               if (name is None or (name == attr and stored is None))
+               and at(unparen(holder), objpat, bound) is not None]
+        out += [(n, "exec/eval run code the file does not show")
+                for n in self._runners_in(region)]
+        return sorted(out, key=lambda pair: pair[0].range().start.index)
+
+
+_MAKING: Any = {"rule": {"any": [{"kind": "call"}, {"kind": "decorator"}]}}
+"""Code that may make an instance of a class: a call, or a decorator (``Facts.instances_made``)."""
+_ANY_NAME = "*"
+"""The key under which ``Facts._binders_of`` lists statements that may bind any name."""
+_INNER_BINDING: Any = {"rule": {"any": [{"kind": k} for k in (
+    "named_expression", "case_clause", "except_clause")]}}
+"""Nodes inside a statement that bind names in its scope (``Facts._inner_binders``)."""
+
+
+_DELETING = frozenset({"delattr", "__delattr__", "pop", "popitem", "__delitem__", "clear"})
+"""Calls among the attribute writes that only delete (``Facts._namespace_writes``)."""
+
+
+def _deletes(where: SgNode) -> bool:
+    """The attribute write ``where`` only deletes: ``del``, ``delattr``, ``ns.pop(…)``…"""
+    if where.kind() == "delete_statement":
+        return True
+    fn = where.field("function") if where.kind() == "call" else None
+    if fn is None:
+        return False
+    name = fn.field("attribute") if fn.kind() == "attribute" else fn
+    return name is not None and name.text() in _DELETING
+
+
+def _plain_target(write: Write) -> bool:
+    """The write is an assignment target ``obj.attr`` (of any form: ``=``, ``+=``, a tuple,
+    ``for``, ``with … as``): what an ``obj.attr = v`` pattern and ``assigned`` find."""
+    where, obj, attr, _value = write
+    parent = obj.parent()
+    return where.kind() != "call" and parent is not None and parent.kind() == "attribute" and \
+        (inner := parent.field("object")) is not None and key(inner) == key(obj) and \
+        (name := parent.field("attribute")) is not None and name.text() == attr
+
+
+def _maybe_how(stmt: SgNode) -> str:
+    """Why a binding ``Facts.may_only`` gives only may happen, for messages."""
+    if stmt.kind() == "match_statement":
+        return "a `case` capture, which binds when its case matches"
+    if stmt.kind() == "try_statement":
+        return "an `except … as` name, bound (then deleted) when its handler runs"
+    if stmt.kind() == "import_from_statement":
+        return "a star import, which may bind any name"
+    return "a binding that may happen"
+
+
+def _runner(ident: SgNode) -> SgNode | None:
+    """The code that uses the builtin ``exec`` / ``eval`` through the identifier ``ident``
+    (the call, or the identifier taken as a value), or None when the identifier is not
+    that builtin: another object's attribute (``model.eval()``), a keyword's name, the
+    name of a definition or of a parameter. A local rebinding of the name is not looked
+    for: a runner read where there is none errs on the safe side."""
+    parent = ident.parent()
+    if parent is None:
+        return ident
+    kind = parent.kind()
+    if kind == "attribute" and (attr := parent.field("attribute")) is not None and \
+            key(attr) == key(ident):
+        if _builtin(parent) not in ("exec", "eval"):
+            return None  # x.eval: another object's
+        ident, parent = parent, parent.parent()
+        if parent is None:
+            return ident
+        kind = parent.kind()
+    if kind in ("parameters", "lambda_parameters", "typed_parameter", "list_splat_pattern",
+                "dictionary_splat_pattern"):
+        return None  # the parameter's own name (an annotation is inside a `type` node)
+    if kind in ("keyword_argument", "function_definition", "class_definition",
+                "default_parameter", "typed_default_parameter") and \
+            (named := parent.field("name")) is not None and key(named) == key(ident):
+        return None
+    if kind == "call" and (fn := parent.field("function")) is not None and key(fn) == key(ident):
+        return parent
+    return ident
+
+
+def _statement_of(node: SgNode, own: set[Key]) -> SgNode | None:
+    """The statement among ``own`` (a body's statements) that evaluates ``node``, or None when
+    ``node`` is in a nested body (a function's or a class's, or a lambda) and binds there."""
+    child = node
+    for anc in node.ancestors():
+        if anc.kind() == "lambda":
+            return None
+        if anc.kind() in _SCOPE_KINDS and (body := anc.field("body")) is not None and \
+                key(body) == key(child):
+            return None
+        if key(anc) in own:
+            return anc
+        child = anc
+    return None
+
+
+def _surely_evaluated(node: SgNode, stmt: SgNode) -> bool:
+    """Running ``stmt`` certainly evaluates ``node``: it is not behind a short circuit (the
+    right of ``and`` / ``or``, an arm of ``a if t else b``), in a comprehension (which may
+    run zero times), a ``case`` guard, an ``elif`` test or an ``assert`` (``python -O``
+    strips it)."""
+    child = node
+    for anc in node.ancestors():
+        if key(anc) == key(stmt):
+            return anc.kind() != "assert_statement"
+        kind = anc.kind()
+        if kind in (*_COMPREHENSIONS, "case_clause", "elif_clause"):
+            return False
+        if kind == "boolean_operator" and (right := anc.field("right")) is not None and \
+                key(right) == key(child):
+            return False
+        if kind == "conditional_expression":
+            parts = named_items(anc.children())
+            if len(parts) != 3 or key(parts[1]) != key(child):
+                return False
+        child = anc
+    return False
+
+
+def _captures(case: SgNode) -> list[str]:
+    """The names a ``case`` clause's pattern binds (captures, ``as``, ``*rest``, ``**rest``),
+    read by the stdlib parser; every name in the pattern if it cannot be read that way."""
+    patterns = [c for c in case.children() if c.kind() == "case_pattern"]
+    text = ", ".join(" ".join(p.text().split()) for p in patterns)
+    try:
+        tree = ast.parse(f"match _:\n case {text}:\n  pass\n")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return [i.text() for p in patterns for i in p.find_all(kind="identifier")]
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            out.append(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            out.append(node.rest)
+    return out
+
+
+def _stored_expression(stmt: SgNode) -> SgNode | None:
+    """The expression an expression statement evaluates first and whole: itself, or the value
+    of an assignment (``x = y = v``, ``x: T = v``, ``x += v``: ``v``), else None."""
+    items = named_items(stmt.children())
+    expr = items[0] if len(items) == 1 else None
+    while expr is not None and expr.kind() in ("assignment", "augmented_assignment"):
+        expr = expr.field("right")  # None for `x: int`, which evaluates nothing
+    return expr
+
+
+_LITERAL_KINDS = ("string", "concatenated_string", "integer", "float", "true", "false", "none",
+                  "ellipsis")
+"""Literals: evaluating one never raises."""
+_NOT_FOLDED: Any = {"rule": {"any": [{"kind": k} for k in (
+    "identifier", "call", "lambda", "await", "yield", "named_expression", "interpolation")]}}
+"""Nodes that make an expression unknown to a fold (a name, a call, …); an identifier that
+is an attribute's own name (``None.x``) is no such node."""
+
+
+def _foldable(expr: SgNode) -> bool:
+    """``expr`` may be an expression of constants that raises: not a lone literal, and
+    holding no name, call or other code a fold leaves unknown (a cheap test on the tree, so
+    that only such expressions are parsed again and folded)."""
+    if expr.kind() in _LITERAL_KINDS or expr.kind() == "call":
+        return False
+    for node in expr.find_all(_NOT_FOLDED):
+        parent = node.parent()
+        if node.kind() != "identifier" or parent is None or parent.kind() != "attribute" or \
+                (attr := parent.field("attribute")) is None or key(attr) != key(node):
+            return False
+    return True
 
 
 def _block_of(clause: SgNode) -> SgNode | None:
@@ -1809,9 +2169,12 @@ _NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
 """Attributes of a class that are only its names: reading them changes nothing."""
 
 
-def class_hook_use(facts: Facts, hook: SgNode) -> SgNode | None:
+def class_hook_use(facts: Facts, hook: SgNode, parameter: int = 0,
+                   implicit: frozenset[str] = frozenset({"@classmethod"})) -> SgNode | None:
     """Where an ``__init_subclass__`` binding (``hook``: the statement ``Facts.final``
     gives) may replace attributes of the class it is called for, or None when it cannot.
+    The same for a ``__set_name__`` (``parameter=1``: ``(self, owner, name)``, no
+    decorator ``implicit``), which gets the class being created as ``owner``.
 
     The hook gets the new class as its first parameter; it can only change that class's
     methods through it (a write naming the class itself is found by
@@ -1829,16 +2192,17 @@ def class_hook_use(facts: Facts, hook: SgNode) -> SgNode | None:
     definition = hook
     if hook.kind() == "decorated_definition":
         definition = hook.field("definition") or hook
-        if any("".join(d.text().split()) != "@classmethod"
+        if any("".join(d.text().split()) not in implicit
                for d in hook.children() if d.kind() == "decorator"):
             return hook
     params = definition.field("parameters") if definition.kind() == "function_definition" \
         else None
-    first = named_items(params.children())[:1] if params is not None else []
+    wanted = named_items(params.children())[parameter:parameter + 1] if params is not None \
+        else []
     body = definition.field("body")
-    if body is None or not first or first[0].kind() != "identifier":
+    name = _parameter_name(wanted[0]) if wanted else None
+    if body is None or name is None:
         return hook
-    name = first[0].text()
     return next((n for n in body.find_all(kind="identifier")
                  if n.text() == name and not _harmless_class_use(n, facts)), None)
 

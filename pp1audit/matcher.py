@@ -12,8 +12,11 @@ cannot hold on code that never runs or is not where the rule says:
 * **The last binding.** Python keeps the last definition of a name: ``in:``
   resolves to the definition that is in force after the enclosing body ran, and
   a field or module constant matched by the pattern must not be re-bound later
-  in its class/module. When branches leave several possible final bindings
-  (``if TYPE_CHECKING: … else: …``), the rule must hold for each.
+  in its class/module, by any form (``:=`` too, also in a test; ``del a, x``), nor
+  may it be by a binding that only may happen (a ``case`` capture, an
+  ``except … as``, a star import). When branches leave several possible final
+  bindings (``if TYPE_CHECKING: … else: …``), the rule must hold for each. An
+  ``exec`` / ``eval`` anywhere in the file may bind any name.
 * **What runs.** A class attribute bound from outside the class body
   (``Cls.meth = f``, ``setattr(Cls, "meth", f)``, ``del Cls.meth`` anywhere in the
   file; ``cls.meth`` / ``type(self).meth`` and, for a method, ``self.meth`` in the
@@ -22,12 +25,16 @@ cannot hold on code that never runs or is not where the rule says:
   base class's (the one bound when the class statement runs) ``__getattribute__``
   or an ``__init_subclass__`` that may write the new class (any use of it but
   reading its name, storing it into a registry, passing it to
-  ``super().__init_subclass__``); so may a
+  ``super().__init_subclass__``), an instance made in the class body whose
+  same-file class has a ``__set_name__`` that may write its ``owner`` (read the
+  same way), or a metaclass; for ``in: Cls`` the same class-creation hooks
+  count against the members searched; so may a
   decorator: only those the invariant's ``decorators:`` lists, or without it
   those the module imports (called with constants at most), are accepted.
 * **Dead code.** A match under a constant-false test (``if False:``, ``while 0:``,
   after an ``elif True:``), or after a statement that never completes in its
-  block (``return`` / ``raise`` / ``continue`` / ``break``, an ``if`` whose every
+  block (``return`` / ``raise`` / ``continue`` / ``break``, a statement of
+  constants that always raises such as ``1 / 0`` or ``[][0]``, an ``if`` whose every
   arm leaves, a ``try`` whose body-or-``else`` and every handler leave or whose
   ``finally`` leaves, ``while True:`` without ``break``, a loop that certainly
   runs, ``for _ in [0]:``, and whose pass leaves; not ``while x: return``, which
@@ -46,9 +53,13 @@ cannot hold on code that never runs or is not where the rule says:
 * **Assignments.** A pattern ``T = V`` also matches ``T: A = V``; under
   ``every`` and ``not`` (which must see every assignment) it also matches tuple
   targets, augmented assignments, ``for`` / ``with … as`` targets, ``:=`` and
-  ``setattr(obj, "name", V)``; ``every`` on ``self.<attr>`` looks in every
-  method of the class, of its subclasses in the same file, and in code the file
-  attaches to them (``Cls.reset = _reset``).
+  ``setattr(obj, "name", V)``, and writes through a namespace or a name made of
+  constants (``obj.__dict__.update(name=V)``, ``vars(obj)["name"] = V``,
+  ``setattr(obj, "na" + "me", V)``); a write whose name or value cannot be read
+  (``setattr(obj, key, V)``, ``update(**d)``) or an ``exec`` / ``eval`` in the region
+  may make the assignment, which both fail on (``Facts.may_assign``); ``every`` on
+  ``self.<attr>`` looks in every method of the class, of its subclasses in the
+  same file, and in code the file attaches to them (``Cls.reset = _reset``).
 
 Data flow is out of reach of a syntactic matcher: a value overwritten between
 two matched statements is not noticed (the README says so).
@@ -249,11 +260,29 @@ class _Eval:
             where = _span_text(_lines(found[-1 if earlier else 0].node))
             self.notes.append(f"{'after' if earlier else 'before'} `{said}` at {where}")
         if rule.not_ is not None:
-            bad = self.flipped().find(self.facts.function_of(node, self.scope), rule.not_, b,
-                                      every_form=True)
+            region = self.facts.function_of(node, self.scope)
+            bad = self.flipped().find(region, rule.not_, b, every_form=True)
             if bad:
                 return (f"`{_said(rule.not_, b)}` is present at "
                         f"{_span_text(_lines(bad[0].node))} (must be absent)")
+            maybe = self.unreadable(region, rule.not_, b)
+            if maybe is not None:
+                return maybe
+        return None
+
+    def unreadable(self, region: SgNode, rule: Rule, b: dict[str, SgNode]) -> str | None:
+        """Why a forbidden ``obj.attr = v`` may be made in ``region`` by code that cannot be
+        read as one (``Facts.may_assign``: a name or value not known, ``exec``), or None.
+
+        Only when the ``not`` forbids (this evaluator requires): under a ``not`` that is
+        itself forbidden, a ``not`` whose absence cannot be shown leaves the forbidden
+        match counted, the safe reading there."""
+        if self.forbid:
+            return None
+        for where, why in self.facts.may_assign(region, rule.pattern.text, b):
+            if self.flipped().dead(where) is None:
+                return (f"`{_said(rule, b)}` may be made at line {line(where)} by "
+                        f"`{short(where, 50)}` ({why}), so it cannot be shown absent")
         return None
 
     def related(self, node: SgNode, rule: Rule, b: dict[str, SgNode],
@@ -437,7 +466,10 @@ def _kept(inv: Invariant, scope: str, facts: Facts,
     """Why the definitions ``in:`` resolved to are not what Python runs (or None), and notes.
 
     Python runs what the name holds when it is called (``_replaced``), and a
-    decorator can return any function in place of the one written (``_decorated``).
+    decorator can return any function in place of the one written (``_decorated``); for
+    ``in: Cls``, the members searched are those of the class Python creates
+    (``_built``); an ``exec`` / ``eval`` anywhere in the file (``Facts.code_runner``) may
+    bind any name, of the module or of any class, so it may replace any part of the chain.
     """
     parts = scope.split(".")
     seen: list[str] = []
@@ -448,6 +480,14 @@ def _kept(inv: Invariant, scope: str, facts: Facts,
             why = why or _decorated(inv, facts, name, definition, seen)
         if why is not None:
             return why, []
+    for cls in chain[-1] if chain else []:  # `in: Cls`: the members searched are the class's
+        why = _built(facts, scope, cls) if cls.kind() == "class_definition" else None
+        if why is not None:
+            return why, []
+    runner = facts.code_runner(facts.root)
+    if runner is not None:
+        return (f"{scope} may be replaced at line {line(runner)} (`{short(runner, 50)}`): "
+                "exec/eval run code the file does not show, which may bind any name"), []
     if not seen:
         return None, []
     how = "allowed by `decorators:`" if inv.decorators is not None else "imported code, not read"
@@ -461,7 +501,8 @@ def _replaced(facts: Facts, name: str, holders: list[SgNode]) -> str | None:
     methods); or a ``__getattribute__`` on its class, which decides every lookup, or on a
     base class in the file, or a base's ``__init_subclass__``, which may rebind it when
     the class is created; or a metaclass of the class or of a base in the file (other
-    than the stdlib's plain ones), which builds the class from its body."""
+    than the stdlib's plain ones), which builds the class from its body; or an instance
+    made in the class body whose ``__set_name__`` may (``_set_name_hook``)."""
     attr = name.rpartition(".")[2]
     swap = facts.code_swap(attr)
     if swap is not None:
@@ -478,18 +519,55 @@ def _replaced(facts: Facts, name: str, holders: list[SgNode]) -> str | None:
         if hook is not None:
             return (f"{name}: its class defines {_where(hook, '__getattribute__')}, "
                     f"which decides what `{attr}` is when it is looked up")
-        bases = facts.bases(cls)
-        for base in bases:
-            why = _base_hook(facts, base)
-            if why is not None:
-                return f"{name}: its base class {_title(base)} (line {line(base)}) defines {why}"
-        made = facts.metaclass(cls)
+        why = _built(facts, name, cls)
+        if why is not None:
+            return why
+    return None
+
+
+def _built(facts: Facts, name: str, cls: SgNode) -> str | None:
+    """Why the class ``cls`` Python creates may not hold the body as written, for ``name`` (a
+    member of it, or the class itself): a same-file base's ``__getattribute__`` or
+    ``__init_subclass__`` (``_base_hook``), a metaclass of the class or of such a base, an
+    instance in its body whose ``__set_name__`` may rebind its members
+    (``_set_name_hook``). All run, or decide lookups, as the class is created."""
+    bases = facts.bases(cls)
+    for base in bases:
+        why = _base_hook(facts, base)
+        if why is not None:
+            return f"{name}: its base class {_title(base)} (line {line(base)}) defines {why}"
+    made = facts.metaclass(cls)
+    if made is not None:
+        return f"{name}: its class statement (line {line(cls)}) has {made}"
+    for base in bases:
+        made = facts.metaclass(base)
         if made is not None:
-            return f"{name}: its class statement (line {line(cls)}) has {made}"
-        for base in bases:
-            made = facts.metaclass(base)
-            if made is not None:
-                return f"{name}: its base class {_title(base)} (line {line(base)}) has {made}"
+            return f"{name}: its base class {_title(base)} (line {line(base)}) has {made}"
+    why = _set_name_hook(facts, cls)
+    if why is not None:
+        return f"{name}: its class body (line {line(cls)}) makes {why}"
+    return None
+
+
+def _set_name_hook(facts: Facts, cls: SgNode) -> str | None:
+    """What in ``cls``'s body may replace its methods as Python creates the class: an
+    instance of a class of this file (``Facts.instances_made``) whose ``__set_name__`` (its
+    own or a base's in the file) uses the class it is given (``class_hook_use`` on its
+    ``owner`` parameter: reading its name or storing it in a registry does not count).
+    A class imported from another file is not read."""
+    for code, made in facts.instances_made(cls):
+        for holder in [made, *facts.bases(made)]:
+            hook = _hook(facts, holder, "__set_name__")
+            use = class_hook_use(facts, hook, parameter=1, implicit=frozenset()) \
+                if hook is not None else None
+            if hook is None or use is None:
+                continue
+            stmt = next((a for a in use.ancestors() if a.kind().endswith("statement")), use)
+            how = "" if key(use) == key(hook) else \
+                f" (it uses the class at line {line(use)}: `{short(stmt, 50)}`)"
+            return (f"`{short(code, 40)}` at line {line(code)}, an instance of {_title(made)} "
+                    f"(line {line(made)}), whose {_where(hook, '__set_name__')} runs when the "
+                    f"class is created and may replace its methods{how}")
     return None
 
 
@@ -639,10 +717,8 @@ def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
         for hit in facts.search(region, rule.pattern.text, {}, every_form=True):
             if key(hit.node) in done or facts.dead(hit.node, certain=True) is not None:
                 continue  # already judged, or never runs
-            nearest = next((a for a in hit.node.ancestors() if a.kind() == "class_definition"),
-                           None)
-            if family is not None and not any_self and (
-                    nearest is None or key(nearest) not in family):
+            nearest = _nearest_class(hit.node)
+            if _foreign(nearest, family, any_self):
                 continue  # another class's `self`
             done.add(key(hit.node))
             if _Eval(facts, region, forbid=True).check_where(hit, rule, {}) is not None:
@@ -653,10 +729,29 @@ def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
                 home = _home(region, nearest, any_self, regions)
                 return (f"every: `{rule.pattern.short}` at {_span_text(_lines(hit.node))}"
                         f"{home}: {why}")
+        for made, why in facts.may_assign(region, rule.pattern.text, {}):
+            nearest = _nearest_class(made)
+            if facts.dead(made, certain=True) is not None or _foreign(nearest, family, any_self):
+                continue  # never runs, or another class's `self`
+            home = _home(region, nearest, any_self, regions)
+            return (f"every: `{rule.pattern.short}` may be made at line {line(made)} by "
+                    f"`{short(made, 50)}`{home} ({why}): it cannot be shown to satisfy "
+                    "its relations")
     if seen == 0:
         return (f"every: `{rule.pattern.short}` not found {where} "
                 "(an 'every' rule needs at least one match)")
     return None
+
+
+def _nearest_class(node: SgNode) -> SgNode | None:
+    """The innermost class holding ``node``: whose ``self`` a write there means."""
+    return next((a for a in node.ancestors() if a.kind() == "class_definition"), None)
+
+
+def _foreign(nearest: SgNode | None, family: set[Key] | None, any_self: bool) -> bool:
+    """A ``self`` in the class ``nearest`` is not an instance of ``family`` (None: any
+    class's counts; ``any_self``: code attached to the family from outside)."""
+    return family is not None and not any_self and (nearest is None or key(nearest) not in family)
 
 
 def _home(region: SgNode, nearest: SgNode | None, attached: bool, regions: list[SgNode]) -> str:

@@ -130,6 +130,32 @@ def constant_string(text: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def constant_raises(text: str) -> str | None:
+    """The exception an expression of constants certainly raises when it is evaluated
+    (``1 / 0``, ``1 % 0``, ``[][0]``, ``{}["k"]``, ``None.x``, ``(1, 1 / 0)``), named, or
+    None: it completes, or it is not made of constants (a name, a call: ``int("x")``
+    calls whatever ``int`` is then), or folding it costs too much (``"a" * 10**12``
+    may or may not exhaust memory: unknown).
+
+    Folded as ``constant_truth`` folds a test, operands in Python's order of
+    evaluation, so that a ``_Refuse`` (unknown) met before the raising operand leaves
+    the answer unknown, as ``f() or 1 / 0`` is. Only builtin values ever meet an
+    operator, so the exception is the one Python raises: a statement made of such an
+    expression never completes, and what follows it in its block never runs."""
+    tree = parse_expression(text)
+    if tree is None:
+        return None
+    try:
+        _Folder(len(text), lookups=True).fold(tree)
+    except _Refuse:  # not constant, too costly (the budget spent, too)
+        return None
+    except _RAISED as exc:
+        return type(exc).__name__
+    except Exception:  # RecursionError, MemoryError: the fold's own limits, not Python's
+        return None
+    return None
+
+
 class _Refuse(Exception):
     """Folding stops: not made of constants, not certain, or too costly."""
 
@@ -165,6 +191,10 @@ for short tests such as ``2 ** 4000 > 2 ** 3999``. A unit is about one Python-le
 step (a node visited, an item weighed), so folding any test costs at most about
 three times parsing it (measured on hostile forms such as ``not (1,)*60``), and a
 5 MB file of costly tests is folded in about 1.5 times its tests' parsing."""
+
+_RAISED = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError)
+"""What Python's operators raise on builtin constants (``1 / 0``, ``[][0]``, ``{}["k"]``,
+``1 < "a"``, ``1 << -1``, ``None.x``); anything else a fold raises is its own limit."""
 
 _SINGLETONS = (None, True, False, Ellipsis)
 """Objects whose identity Python guarantees: ``is`` is certain only against these."""
@@ -222,8 +252,11 @@ class _Folder:
     ever occur (the constants' and what operators make of them), so the operators
     run no user code."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, lookups: bool = False) -> None:
         self.budget = BUDGET_FLOOR + BUDGET_PER_CHAR * size
+        # Fold subscripts and attributes of constants too (constant_raises: `[][0]`,
+        # `None.x`); a test or a name spelled that way stays unknown, as it always was.
+        self.lookups = lookups
 
     def truth(self, node: ast.expr) -> bool | None:
         """The test's truth, three-valued (None: unknown), by these rules:
@@ -371,7 +404,32 @@ class _Folder:
         if isinstance(node, ast.IfExp):
             test = self.fold(node.test)[0]
             return self.fold(node.body if test else node.orelse)
-        raise _Refuse  # names, calls, attributes, subscripts, walruses, ...
+        if isinstance(node, ast.Subscript) and self.lookups:
+            return self._subscript(node)
+        if isinstance(node, ast.Attribute) and self.lookups:
+            return self._attribute(node)
+        raise _Refuse  # names, calls, walruses, ...
+
+    def _subscript(self, node: ast.Subscript) -> tuple[Any, int]:
+        """``(1, 2)[0]``, ``{"a": 1}["a"]``, and ``[][0]`` / ``{}["k"]``, which raise as
+        Python raises (the container and the key are builtin values). A slice is refused:
+        a step of ``10**9`` over a long sequence is work not worth doing."""
+        if isinstance(node.slice, ast.Slice):
+            raise _Refuse
+        container, cw = self.fold(node.value)
+        index, iw = self.fold(node.slice)
+        if container is BIG or index is BIG:
+            raise _Refuse
+        self.spend(cw + iw)
+        return self._result(container[index])
+
+    def _attribute(self, node: ast.Attribute) -> tuple[Any, int]:
+        """``None.x``: an attribute a builtin constant does not have raises
+        ``AttributeError``; one it has (a method, ``(1).real``) is not folded."""
+        value, _ = self.fold(node.value)
+        if value is BIG or hasattr(value, node.attr):
+            raise _Refuse
+        raise AttributeError(f"{type(value).__name__!r} object has no attribute {node.attr!r}")
 
     def _item(self, node: ast.expr) -> tuple[Any, int]:
         """A container's item: never ``BIG`` (``(a,) == (b,)`` compares identity first)."""
@@ -384,11 +442,11 @@ class _Folder:
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise _Refuse  # {**x}
-            keys = [self._item(k) for k in node.keys if k is not None]
-            values = [self._item(v) for v in node.values]
-            weight = 1 + sum(w for _, w in keys) + sum(w for _, w in values)
+            pairs = [(self._item(k), self._item(v))  # key, value, key…: Python's order
+                     for k, v in zip(node.keys, node.values, strict=True) if k is not None]
+            weight = 1 + sum(kw + vw for (_, kw), (_, vw) in pairs)
             self.spend(weight)
-            return {k: v for (k, _), (v, _) in zip(keys, values, strict=True)}, weight
+            return {k: v for (k, _), (v, _) in pairs}, weight
         if any(isinstance(e, ast.Starred) for e in node.elts):
             raise _Refuse  # [*x]
         items = [self._item(e) for e in node.elts]
@@ -602,8 +660,9 @@ def bound_names(stmt: SgNode) -> list[str]:
                 names += [alias.text()] if alias is not None else []
             else:
                 names.append(item.text().split(".")[0].strip())
-    elif kind == "delete_statement":
-        names += [n.text() for n in named_items(stmt.children()) if n.kind() == "identifier"]
+    elif kind == "delete_statement":  # `del x`, `del x, y`, `del (x)`, `del [x, y]`
+        names += [t.text() for n in named_items(stmt.children())
+                  for t, _ in flatten_targets(n) if t.kind() == "identifier"]
     return names
 
 
