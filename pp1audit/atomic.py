@@ -2,8 +2,12 @@
 
 Results, reports and manifests are written to a temporary file in the same
 directory, flushed and fsynced, then renamed over the destination (and the
-directory fsynced, so the rename survives a crash); on any error the temporary
-file is removed, so a failed run leaves nothing behind. A destination that is a
+directory fsynced, so the rename survives a crash); on any error, Ctrl-C,
+SIGTERM or SIGHUP (the CLI turns both into an exception that unwinds) the
+temporary file is removed, so a failed run leaves nothing behind. Only SIGKILL
+(or a power cut) can leave one: its name says whose it is,
+``.<name>.pp1audit-<host>-<pid>-<random>.tmp``, and the next write to the same
+destination removes those of this host whose process is gone. A destination that is a
 symlink is followed (the link stays a link), and an existing file keeps its
 mode; a new one gets the usual 0666 less the umask.
 
@@ -18,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -98,6 +104,56 @@ def _write_stream(path: Path, blob: bytes) -> None:
         os.close(fd)
 
 
+def _host_tag() -> str:
+    """Eight hex digits naming this host: a PID says whether a writer is alive only
+    on the host (and in the PID namespace: a container has a host name of its own)
+    where it ran, and a directory may be shared with others."""
+    return hashlib.sha256(os.uname().nodename.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def temp_prefix(name: str) -> str:
+    """The start of a temporary file's name for destination ``name``; ``mkstemp``
+    adds 8 random characters and ``.tmp``. Host and PID say who writes it."""
+    return f".{name}.pp1audit-{_host_tag()}-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (another user's too); unsure is alive."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def remove_stale_temps(directory: Path, name: str) -> list[str]:
+    """Remove what writers of ``directory/name`` killed by SIGKILL left: regular files
+    named exactly as ``temp_prefix`` names them on this host, owned by this user,
+    whose writer PID no longer exists. Anything else (a live writer's file, another
+    user's or host's, a symlink, a name that merely looks alike) is left alone; a
+    file that cannot be removed is left too, the write goes on. Returns the names removed."""
+    stale = re.compile(re.escape(f".{name}.pp1audit-{_host_tag()}-") + r"([0-9]{1,10})-[a-z0-9_]{8}\.tmp")
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = stale.fullmatch(entry.name)
+        if m is None or int(m.group(1)) == os.getpid() or _alive(int(m.group(1))):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+                os.unlink(entry.path)
+                removed.append(entry.name)
+        except OSError:
+            continue
+    return removed
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Replace ``path`` with ``data`` atomically; one-line ``Pp1Error`` on failure."""
     blob = data.encode("utf-8") if isinstance(data, str) else data
@@ -110,8 +166,9 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     target = Path(os.path.realpath(path)) if os.path.islink(path) else path
     directory = target.parent if str(target.parent) else Path(".")
     mode = _mode_for(target)
+    remove_stale_temps(directory, target.name)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=".tmp", dir=directory)
     except OSError as exc:
         raise Pp1Error(f"{path}: cannot write: {exc.strerror}") from None
     try:

@@ -28,9 +28,13 @@ from pp1audit.formats import FORMATS
 
 if TYPE_CHECKING:
     from pp1audit.manifest import Manifest
+    from pp1audit.result import Result
     from pp1audit.runconfig import ProvenanceOptions
 
 _DEFAULT_MANIFEST = "(the shipped PP1 manifest)"
+CONFIG_NAME = "pp1audit.toml"
+"""``runconfig.CONFIG_NAME``, spelled here so that a run without provenance does not
+import ``runconfig`` (and the HTTP code behind it) to learn it; a test keeps the two alike."""
 
 def _load_manifest(path: Path | None) -> Manifest:
     from pp1audit.manifest import load_manifest
@@ -56,11 +60,33 @@ def make_provenance_options(m: Manifest, repos: tuple[str, ...], config: Path | 
     """Repos, caches and the config file only concern provenance: a manifest that
     declares none (and a command line that names none) never loads that code."""
     if m.prov is None and not (repos or config or cache_dir or fetch or max_bytes):
+        _validate_found_config()
         return None
     from pp1audit.runconfig import resolve_options
 
     return resolve_options(config, repos, cache_dir, fetch=fetch, offline=offline,
                            max_bytes=max_bytes)
+
+
+def _validate_found_config() -> None:
+    """Read ``./pp1audit.toml`` when it is there, though nothing will use it: a
+    broken config is bad input (exit 2) whether or not this manifest needs it, as
+    it is with ``--config``; otherwise a typo in it passed silently until a
+    manifest with sources came along. Nothing is loaded when there is no file."""
+    if os.path.isfile(CONFIG_NAME):
+        from pp1audit.runconfig import load_config
+
+        load_config(Path(CONFIG_NAME))
+
+
+def _judged(result: Result, m: Manifest, hint: str = "") -> Result:
+    """``result``, unless it holds no check at all: then nothing was judged, and an
+    open gate would say the tree holds what a manifest that pins nothing claims
+    (exit 2, naming the manifest; design.md: 2 is "nothing judged")."""
+    if not result.checks:
+        raise Pp1Error(f"{m.path}: pins nothing that this target can judge (no version, files, "
+                       f"citations or invariants){hint}")
+    return result
 
 
 class StdoutFailed(Exception):
@@ -94,6 +120,9 @@ class _GuardedStdout:
     def __init__(self, stream: TextIO | None) -> None:
         self._stream = stream
         self._closed = False
+        self.wrote = False
+        """Whether anything was written: a run that printed its document must not
+        print an error object after it (two JSON documents are no JSON)."""
 
     def _open(self) -> TextIO:
         if self._stream is None:
@@ -108,6 +137,7 @@ class _GuardedStdout:
         return True
 
     def write(self, text: str) -> int:
+        self.wrote = self.wrote or bool(text)
         if self._closed:
             return len(text)
         stream = self._open()
@@ -185,6 +215,83 @@ class _Group(click.Group):
             self.add_command(command, name)
         return super().get_command(ctx, name)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; Ctrl-C leaves as ``Interrupted``, past click, which would
+        print an empty line before its ``Abort`` (``main`` says "aborted" itself)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted from None
+
+
+class Interrupted(Exception):
+    """Ctrl-C while a command ran (a ``KeyboardInterrupt`` that has unwound it)."""
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP, raised in the main thread so that the run unwinds as after
+    Ctrl-C: every ``finally`` runs, so a temporary file being written is removed
+    (``atomic``) and worker threads are stopped. ``main`` then ends the process by
+    the same signal (exit status 128 + signum, as without a handler). A
+    ``BaseException``, as ``KeyboardInterrupt`` is: no ``except Exception`` on the
+    way may take it for a failure of its own and carry on."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+UNWOUND_SIGNALS = ("SIGTERM", "SIGHUP")
+"""What ``timeout``, CI cancellation and a closed terminal send: unwound like Ctrl-C."""
+
+
+@contextlib.contextmanager
+def _unwinding_signals() -> Iterator[None]:
+    """``UNWOUND_SIGNALS`` raise ``Terminated`` for the length of the run.
+
+    A signal the parent ignores (``nohup``) stays ignored. A worker process forked
+    during the run inherits the handler; there it restores the default and dies by
+    the signal, as it would have without one. Outside the main thread (a caller
+    running ``main`` in a thread) nothing is installed.
+    """
+    import signal
+
+    owner = os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Terminated(signum)
+
+    installed: dict[int, Any] = {}
+    for name in UNWOUND_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            if signal.getsignal(signum) == signal.SIG_IGN:
+                continue
+            installed[signum] = signal.signal(signum, handler)
+        except ValueError:  # not the main thread
+            break
+    try:
+        yield
+    finally:
+        for signum, previous in installed.items():
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+
+
+def _end_by(signum: int) -> None:
+    """End the process by ``signum`` with its default action, as the signal meant:
+    the parent sees the signal (a shell: 128 + signum), not an exit code of ours."""
+    import signal
+
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    sys.exit(128 + signum)  # only if the signal was blocked and did not end the process
+
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="pp1audit")
@@ -251,6 +358,9 @@ def fetch(
     _emit("\n".join(lines) + "\n", None)
     if "mismatch" in hows:  # a server sent other bytes than pinned: a verdict
         return EXIT_CLOSED
+    for pid, how, msg in outcomes:  # exit 2: every error is a line on stderr too
+        if how == "failed":
+            _say(f"error: {pid}: {msg}")
     return EXIT_USAGE if "failed" in hows else EXIT_OPEN
 
 
@@ -297,8 +407,10 @@ def check(
         result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
                        options=options, record=record,
                        progress=for_terminal(fmt))
-    use_color = output is None and fmt == "text" and _use_color(color)
-    _emit(get_formatter(fmt)(result, verbose=verbose, color=use_color), output)
+    _judged(result, m, "; pin some, or give --record")
+    to_people = output is None and fmt == "text"
+    _emit(get_formatter(fmt)(result, verbose=verbose, color=to_people and _use_color(color),
+                             terminal=to_people and sys.stdout.isatty()), output)
     return EXIT_OPEN if result.gate_open else EXIT_CLOSED
 
 
@@ -342,8 +454,8 @@ def report(
         options = make_provenance_options(m, repos, config, cache_dir, fetch=False, offline=True,
                                           max_bytes=max_bytes)
         with open_target(target, m.package) as source:
-            result = audit(m, source, GatePolicy(allow_drift=allow_drift, require_all=require_all),
-                           options=options)
+            result = _judged(audit(m, source, GatePolicy(allow_drift=allow_drift,
+                                                         require_all=require_all), options=options), m)
     text = render(m.raw, result, excerpts=excerpts)
     gate = EXIT_OPEN if result is None or result.gate_open else EXIT_CLOSED
     if result is not None:  # the verdict, open or closed: stdout is the document
@@ -523,19 +635,57 @@ def _quiet_gc() -> Iterator[None]:
         gc.unfreeze()
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the CLI and turn every outcome into an exit code."""
-    # Results may hold any Unicode (en dashes, arrows): never let a narrow
-    # terminal encoding turn a finished run into a crash. (A stream whose file
-    # was closed cannot be reconfigured: its guard below says what that means.)
-    for stream in (sys.stdout, sys.stderr):
-        if hasattr(stream, "reconfigure"):
-            with contextlib.suppress(OSError, ValueError):
-                stream.reconfigure(errors="backslashreplace")
+ERROR_FORMAT = "pp1audit.error/1"
+"""``format`` of the JSON object a run that asked for JSON prints when it exits 2."""
+
+
+def _json_on_stdout(args: list[str]) -> bool:
+    """Whether ``args`` asked for a JSON document on stdout: ``--format json`` of
+    ``check`` (without ``--output``, which takes the document), ``pin`` or ``diff``.
+
+    Read again by click in resilient mode, which takes what it can of a command
+    line it refused, so a usage error of a JSON run is answered in JSON too.
+    The group has no option taking a value: its first other word is the command.
+    """
+    at = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    if at is None:
+        return False
+    name = args[at]
+    try:
+        command = cli.get_command(click.Context(cli), name)
+        if command is None:
+            return False
+        ctx = command.make_context(name, args[at + 1:], resilient_parsing=True)
+    except Exception:  # a command line even resilient parsing refuses: no document asked
+        return False
+    # -o given is -o given, even a value click refused (a directory): stdout is not the document's
+    given = ctx.get_parameter_source("output") not in (None, click.core.ParameterSource.DEFAULT)
+    return ctx.params.get("fmt") == "json" and not (name == "check" and given)
+
+
+def _error_object(message: str) -> str:
+    """The one JSON object of a JSON run that exits 2: ``message`` is the line said
+    on stderr (unescaped: JSON escapes), so a ``| jq`` step reads why, not nothing."""
+    from pp1audit.formats.json_format import dumps
+
+    return dumps({"format": ERROR_FORMAT, "tool": {"name": "pp1audit", "version": __version__},
+                  "error": message, "exit": EXIT_USAGE})
+
+
+def _say_aborted(end_line: bool) -> str:
+    """Say "aborted" after Ctrl-C, and return it as the run's error. ``end_line``:
+    first end the line a terminal's ``^C`` echo or a progress bar left open (only
+    on a terminal: a log or a pipe got no such line, and an empty one is noise)."""
+    click.echo(f"{chr(10) if end_line else ''}pp1audit: aborted", err=True)
+    return "aborted"
+
+
+def _run(argv: list[str] | None, stdout: TextIO) -> tuple[int, str | None]:
+    """Run the CLI: the exit code, and the one-line error when there was one
+    (``None`` when stdout itself failed: nothing more can go there)."""
     no_args = getattr(click.exceptions, "NoArgsIsHelpError", ())
-    stdout, stderr = sys.stdout, sys.stderr
-    sys.stdout = cast(TextIO, _GuardedStdout(stdout))
-    sys.stderr = cast(TextIO, _QuietStderr(stderr))
+    message: str | None = None
+    said = False  # the message is on stderr already
     try:
         with _quiet_gc():
             code = cli.main(args=argv, prog_name="pp1audit", standalone_mode=False)
@@ -547,28 +697,68 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_USAGE
     except click.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
-        _say(f"error: {exc.format_message()}{hint}")
+        message = f"{exc.format_message()}{hint}"
         code = EXIT_USAGE
     except click.ClickException as exc:
-        _say(f"error: {exc.format_message()}")
+        message = exc.format_message()
         code = EXIT_USAGE
-    except click.exceptions.Abort:
-        click.echo("pp1audit: aborted", err=True)
-        code = EXIT_USAGE
+    except Interrupted:
+        message, said, code = _say_aborted(sys.stderr.isatty()), True, EXIT_USAGE
+    except click.exceptions.Abort:  # Ctrl-C while click parsed: it ended the line itself
+        message, said, code = _say_aborted(False), True, EXIT_USAGE
+    except KeyboardInterrupt:  # outside click: before or after the command
+        message, said, code = _say_aborted(sys.stderr.isatty()), True, EXIT_USAGE
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except Pp1Error as exc:
-        _say(f"error: {exc}")
+        message = str(exc)
         code = exc.exit_code
     except BrokenPipeError as exc:  # a closed pipe click did not see: a reader went away
         code = _stdout_failed(exc, stdout)
-    except KeyboardInterrupt:
-        click.echo("pp1audit: interrupted", err=True)
-        code = EXIT_USAGE
     except Exception as exc:  # a bug: still one line, never a traceback
-        _say(f"internal error: {type(exc).__name__}: {exc}")
+        message = f"internal error: {type(exc).__name__}: {exc}"
         code = EXIT_USAGE
+    if message is not None and not said:
+        _say(message if message.startswith("internal error: ") else f"error: {message}")
+    return (code if isinstance(code, int) else EXIT_OPEN), message
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the CLI and turn every outcome into an exit code.
+
+    SIGTERM and SIGHUP unwind the run as Ctrl-C does (``Terminated``), then end
+    the process by the same signal. A run that asked for JSON on stdout and exits
+    2 prints one error object there (``ERROR_FORMAT``) unless it printed already.
+    """
+    # Results may hold any Unicode (en dashes, arrows): never let a narrow
+    # terminal encoding turn a finished run into a crash. (A stream whose file
+    # was closed cannot be reconfigured: its guard below says what that means.)
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            with contextlib.suppress(OSError, ValueError):
+                stream.reconfigure(errors="backslashreplace")
+    stdout, stderr = sys.stdout, sys.stderr
+    guard = _GuardedStdout(stdout)
+    sys.stdout = cast(TextIO, guard)
+    sys.stderr = cast(TextIO, _QuietStderr(stderr))
+    terminated: int | None = None
+    code = EXIT_USAGE
+    try:
+        with _unwinding_signals():
+            code, message = _run(argv, stdout)
+            if code == EXIT_USAGE and message is not None and not guard.wrote \
+                    and _json_on_stdout(sys.argv[1:] if argv is None else list(argv)):
+                with contextlib.suppress(StdoutFailed):
+                    guard.write(_error_object(message))
+                    guard.flush()
+    except Terminated as exc:
+        terminated = exc.signum
+        import signal
+
+        click.echo(f"pp1audit: terminated by {signal.Signals(exc.signum).name}", err=True)
     finally:
         sys.stderr.flush()  # through the guard: a stderr that fails is pointed at /dev/null
         sys.stdout, sys.stderr = stdout, stderr
-    sys.exit(code if isinstance(code, int) else EXIT_OPEN)
+    if terminated is not None:
+        _end_by(terminated)
+    sys.exit(code)

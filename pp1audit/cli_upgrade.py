@@ -113,8 +113,8 @@ def init(
         from pp1audit.atomic import write_atomic
 
         write_atomic(output, result.text)
-        _note(f"wrote {output}: {len(result.citations)} citations, {len(result.files)} files, "
-              f"version {result.version or '(none)'}")
+        _note(f"wrote {output}: {init_mod.count(len(result.citations), 'citation')}, "
+              f"{init_mod.count(len(result.files), 'file')}, version {result.version or '(none)'}")
     return EXIT_OPEN
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pp1audit.anchortext import DEFAULT_CONTEXT, anchor_text
 from pp1audit.checks.version import read_version, version_path
 from pp1audit.errors import Pp1Error, SourceError
+from pp1audit.safetext import printable
 from pp1audit.sources import Source
 from pp1audit.spans import Span, parse_safe_span
 from pp1audit.store import FileStore
@@ -47,6 +48,23 @@ def parse_cite(text: str) -> CiteRequest:
     except ValueError as exc:
         raise Pp1Error(f"--cite {text}: {exc}") from None
     return CiteRequest(span, text, cid)
+
+
+def count(n: int, noun: str) -> str:
+    """``1 line``, ``2 lines``: a count with its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _writable(value: str, what: str, hint: str = "") -> None:
+    """``Pp1Error`` (exit 2) naming ``what`` when ``value`` cannot be written into a
+    manifest: YAML is UTF-8 text, and a file name's byte that is not UTF-8 (it
+    reaches Python as a lone surrogate, ``\\udcff``) has no spelling there, so the
+    manifest would not load. The CLI shows it escaped, as every name (``m\\xffod.py``)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Pp1Error(f"{what} is not UTF-8, so it cannot be written into a manifest "
+                       f"(YAML is UTF-8 text){hint}") from None
 
 
 def default_id(span: Span, prefix: str = "") -> str:
@@ -118,16 +136,19 @@ def build(
     files: dict[str, str] = {}
     citations: dict[str, Span] = {}
     anchors = {}
+    _writable(package, f"--package {package}")
+    _writable(title or "", f"--title {title}")
     for req in cites:
         span = req.span
         arg = f"--cite {req.text}"
+        _writable(span.path, f"{arg}: the file name {span.path}", "; rename the file to cite it")
         try:
             fd = store.get(span.path)
             lines = fd.text_lines()
         except SourceError as exc:
             raise Pp1Error(f"{arg}: {exc}") from None
         if span.end > len(lines):
-            raise Pp1Error(f"{arg}: {span.path} has only {len(lines)} lines")
+            raise Pp1Error(f"{arg}: {span.path} has only {count(len(lines), 'line')}")
         if not any(line.strip() for line in lines[span.start - 1 : span.end]):
             raise Pp1Error(f"{arg}: the span holds only blank lines, and an anchor of blank "
                            "lines would match any blank lines; cite the code it belongs to")
@@ -170,8 +191,10 @@ def build(
         rec["anchor"] = anchor
         cmap[cid] = rec
     doc["citations"] = cmap
+    # The location as check prints it: a byte that is not UTF-8 (``bad\xff``), a line
+    # break or an escape sequence in the directory's name cannot end the comment.
     doc.yaml_set_start_comment(
-        f"pp1audit manifest written by `pp1audit init` from {source.kind} {source.location}"
+        f"pp1audit manifest written by `pp1audit init` from {source.kind} {printable(source.location)}"
     )
     text = dump_new(doc)
     _prove(text, source)
@@ -193,8 +216,9 @@ def _prove(text: str, source: Source) -> None:
     try:
         manifest = parse(text, "<init>")
     except ManifestError as exc:  # pragma: no cover - a bug in init
+        where = f"at {exc.keypath}" if exc.keypath else f"line {exc.line} of the new manifest"
         raise Pp1Error(f"init: internal error: the new manifest does not load: {exc.message} "
-                       f"(at {exc.keypath})") from None
+                       f"({where})") from None
     result = audit(manifest, source)
     bad = [c for c in result.checks if c.status is not Status.PASS]
     if bad:  # pragma: no cover - would be a bug in init or the checks

@@ -111,7 +111,32 @@ def _fail(loaded: Loaded, file: str, path: KeyPath, message: str, *, key: bool =
     return ManifestError(file, line, col, keypath_str(path), message)
 
 
-def _schema_check(loaded: Loaded, file: str) -> None:
+def _read_as_text_hint(text: str, loaded: Loaded, path: KeyPath, value: object) -> str | None:
+    """For a number or boolean where text belongs (``version: 1.10``): what was
+    written, what YAML made of it and the fix, since the schema's "1.1 is not of
+    type 'string'" shows the converted value, not the typed one. None when the
+    written token cannot be found (a value over several lines, a tag)."""
+    import yaml
+
+    line, col = loaded.where(path)
+    lines = text.splitlines()
+    if not 0 < line <= len(lines):
+        return None
+    m = re.match(r"[^\s,\]}#]+", lines[line - 1][col - 1:])
+    written = m.group() if m else ""
+    try:
+        same = written != "" and yaml.safe_load(written) == value
+    except yaml.YAMLError:
+        same = False
+    if not same:
+        return None
+    kind = "a boolean" if isinstance(value, bool) else "a number"
+    shown = str(value).lower() if isinstance(value, bool) else str(value)
+    read = kind if shown == written else f"{kind} ({shown})"
+    return f"{written} is read as {read}, not as text: quote it ('{written}')"
+
+
+def _schema_check(loaded: Loaded, file: str, text: str = "") -> None:
     """Validate against the JSON Schema; on failure, explain the best error precisely.
 
     fastjsonschema (compiled, fast) decides valid / invalid on every run; only an
@@ -148,8 +173,17 @@ def _schema_check(loaded: Loaded, file: str) -> None:
     if best.validator == "required" and isinstance(node, dict):
         missing = best.message.split("'")[1] if "'" in best.message else best.message
         raise _fail(loaded, file, path, f"missing required key '{missing}'")
+    if best.validator == "type" and "string" in _as_list(best.validator_value) \
+            and isinstance(best.instance, int | float):  # bool is an int
+        hint = _read_as_text_hint(text, loaded, path, best.instance)
+        if hint is not None:
+            raise _fail(loaded, file, path, hint)
     message = sub.get("x-message") or best.message
     raise _fail(loaded, file, path, str(message))
+
+
+def _as_list(value: object) -> list[object]:
+    return value if isinstance(value, list) else [value]
 
 
 def _explainer(jsonschema: Any) -> Any:
@@ -409,7 +443,7 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
     loaded = load(text, file)
     if not isinstance(loaded.data, dict):
         raise _fail(loaded, file, (), "the manifest must be a mapping")
-    _schema_check(loaded, file)
+    _schema_check(loaded, file, text)
     raw: dict[str, Any] = loaded.data
     _url_commit_check(loaded, file, text, raw)
 

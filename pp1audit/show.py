@@ -47,6 +47,11 @@ class Shown:
     than the pinned span): a fault of the tree, so the gate is closed."""
 
 
+def _lines(n: int) -> str:
+    """``1 line``, ``2 lines``: a file's length as the messages say it."""
+    return "1 line" if n == 1 else f"{n} lines"
+
+
 def _citation_check(result_checks: tuple[Check, ...], cid: str) -> Check | None:
     return next((c for c in result_checks if c.kind == "citation" and c.id == cid), None)
 
@@ -110,7 +115,7 @@ def _show_citation(spec: str, manifest: Manifest, checks: tuple[Check, ...], sto
     if start > len(lines):  # clipped, the span would show lines that are not the citation's
         return Shown(span.path, span.start, span.end, [], shown_checks,
                      f"{spec}: {label}:{span.start}-{span.end}",
-                     problem=f"{span.path} has only {len(lines)} lines")
+                     problem=f"{span.path} has only {_lines(len(lines))}")
     end = min(end, len(lines))
     return Shown(span.path, start, end, lines, shown_checks, f"{spec}: {label}:{start}-{end}", note)
 
@@ -145,7 +150,7 @@ def prepare(spec: str, manifest: Manifest | None, source: Source,
         raise Pp1Error(f"show {spec}: {exc}") from None
     lines = store.get(span.path).text_lines()
     if span.end > len(lines):
-        raise Pp1Error(f"show {spec}: {span.path} has only {len(lines)} lines")
+        raise Pp1Error(f"show {spec}: {span.path} has only {_lines(len(lines))}")
     overlapping = tuple(
         c for c in checks
         if c.kind == "citation" and c.path == span.path and c.source is None
@@ -203,7 +208,10 @@ def _render_rich(shown: Shown, lo: int, hi: int) -> str:
     from pp1audit.formats.text_format import unwrapped_width
 
     code = "\n".join(printable_code(line) for line in shown.lines)
-    console = Console(force_terminal=True, color_system="standard", width=unwrapped_width(200))
+    # no_color: colour was asked for (``--color always`` or a terminal in auto);
+    # rich would otherwise drop it whenever NO_COLOR is set, overriding the flag.
+    console = Console(force_terminal=True, color_system="standard", no_color=False,
+                      width=unwrapped_width(200))
     with console.capture() as cap:
         # The title holds paths from the target: plain text, never markup
         # (``pkg/a[/b].py`` would otherwise be a closing tag and crash rich).

@@ -302,15 +302,30 @@ class WheelSource(Source):
         self._zip.close()
 
 
+def _target_mode(target: Path) -> int:
+    """``st_mode`` of the target (links followed), or ``TargetError`` saying why there
+    is none: "no such file or directory" only when that is the reason (``lexists``
+    said it for every failure, ENAMETOOLONG and EACCES included)."""
+    try:
+        return os.stat(target).st_mode
+    except FileNotFoundError:
+        if os.path.islink(target):
+            raise TargetError(f"{target}: a symbolic link to nothing") from None
+        raise TargetError(f"{target}: no such file or directory") from None
+    except OSError as exc:
+        raise TargetError(f"{target}: cannot be reached: {exc.strerror or exc}") from None
+
+
 def open_target(target: Path, package: str) -> Source:
     """Build the source for a target given on the command line.
 
     Accepts site-packages (a directory holding ``package/``), the package
-    directory itself, or a ``.whl`` file.
+    directory itself, or a ``.whl`` file. A target that cannot be reached is
+    one line naming it with the system's reason: a path too long, a directory
+    that may not be searched, a symbolic link to nothing.
     """
-    if not os.path.lexists(target):
-        raise TargetError(f"{target}: no such file or directory")
-    if target.is_dir():
+    mode = _target_mode(target)
+    if stat.S_ISDIR(mode):
         # A directory with __init__.py is a package: what ``import`` loads from
         # it is its own files, even if it holds a directory named like the
         # package (a nested copy must never be audited in its place).
@@ -324,7 +339,7 @@ def open_target(target: Path, package: str) -> Source:
             f"{target}: no '{package}' package here; give site-packages, "
             "the package directory or a .whl file"
         )
-    if target.is_file():
+    if stat.S_ISREG(mode):
         if target.suffix == ".whl":
             return WheelSource(target)
         raise TargetError(f"{target}: not a directory or a .whl file")

@@ -155,6 +155,23 @@ def _unprintable(value: int, limit: int) -> bool:
     return limit > 0 and value.bit_length() > 3 * limit and abs(value) >= 10**limit
 
 
+def _alias_after(text: str, after: tuple[int, int]) -> tuple[int, int] | None:
+    """(line, column) of the first alias (``*name``) that starts after ``after``.
+
+    The composer hands an alias over as the anchored node itself, whose marks
+    are the anchor's; the alias's own place is only in the parse events. ``load``
+    meets nodes in document order, so the alias it just met is the first one
+    after the node it built before (a mapping's key, a sequence's previous item
+    or the collection itself). Parsed again only for this error.
+    """
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, yaml.AliasEvent) and event.start_mark is not None:
+            at = (event.start_mark.line + 1, event.start_mark.column + 1)
+            if at > after:
+                return at
+    return None
+
+
 def load(text: str, file: str) -> Loaded:
     """Parse one YAML document safely; ``ManifestError`` with line:column on any problem."""
     try:
@@ -181,14 +198,15 @@ def load(text: str, file: str) -> Loaded:
         return (n.start_mark.line + 1, n.start_mark.column + 1)
 
     seen: set[int] = set()
+    last = [(1, 1)]  # where the node built last starts: an alias met now comes after it
 
     def build(n: yaml.Node, path: KeyPath) -> object:
-        positions[path] = pos(n)
         # An alias is the same node met twice: a manifest never needs one, and
         # expanding them is how "billion laughs" documents and cycles get in.
         if id(n) in seen:
-            line, col = pos(n)
+            line, col = _alias_after(text, last[0]) or pos(n)
             raise ManifestError(file, line, col, keypath_str(path), "YAML aliases are not allowed")
+        positions[path] = last[0] = pos(n)
         seen.add(id(n))
         if len(path) > MAX_DEPTH:  # no key path: the walk, finding it first, has none
             line, col = pos(n)
@@ -210,7 +228,7 @@ def load(text: str, file: str) -> Loaded:
                     raise ManifestError(
                         file, line, col, keypath_str((*path, key)), f"duplicate key '{key}'"
                     )
-                key_positions[(*path, key)] = pos(knode)
+                key_positions[(*path, key)] = last[0] = pos(knode)
                 out[key] = build(vnode, (*path, key))
             return out
         if isinstance(n, yaml.SequenceNode):

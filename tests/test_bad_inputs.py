@@ -39,7 +39,7 @@ def manifest_errors() -> list[tuple[str, str, str]]:
          ":7:21: anchor text has 1 lines but the span pkg/a.py:1-2 has 2"),
         ("blank anchor", GOOD + "citations:\n  c:\n    at: pkg/a.py:1\n    anchor: {exact: ' '}\n",
          "anchor text is blank"),
-        ("alias", GOOD + "files: &f {}\nsources: *f\n", ":4:8: YAML aliases are not allowed"),
+        ("alias", GOOD + "files: &f {}\nsources: *f\n", ":5:10: YAML aliases are not allowed"),
         ("alias cycle", GOOD + "audit: &a {id: x, title: [*a]}\n", "YAML aliases are not allowed"),
         ("deep nesting", GOOD + "x: " + "[" * 3000 + "]" * 3000 + "\n", ":4:36: nested deeper than 32"),
         ("bad date", GOOD + "audit: {id: x, date: 2026-13-45}\n", ":4:22: '2026-13-45' is not a calendar"),

@@ -195,7 +195,7 @@ def test_init_says_the_version_escaped(tmp_path: Path, make_files: Callable[...,
     proc = run_cli("init", str(tree), "-p", "pkg", "--cite", "pkg/a.py:1", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stderr
-    assert proc.stderr == (f"pp1audit: wrote {out}: 1 citations, 1 files, "
+    assert proc.stderr == (f"pp1audit: wrote {out}: 1 citation, 1 file, "
                            "version 1.0\\x1b[31m\\n\n")
 
 

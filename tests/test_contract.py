@@ -3,6 +3,7 @@ the relocation message, and atomic output."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -97,10 +98,15 @@ def test_lazy_upgrade_commands_match_their_module() -> None:
         assert getattr(cli_upgrade, attr).name == name
 
 
+M_DIGEST = hashlib.sha256(b"x = 1\n").hexdigest()
+PINS_M = f"pp1audit: 1\ntarget: {{package: pkg}}\nfiles: {{pkg/m.py: {M_DIGEST}}}\n"
+"""A manifest that passes on the small tree (``pkg/m.py`` holding ``x = 1``)."""
+
+
 def _small_check(tmp_path: Path, make_files: Callable[..., Path], out: str) -> tuple[int, str, str]:
     tree = make_files({"pkg/__init__.py": "", "pkg/m.py": "x = 1\n"})
     manifest = tmp_path / "m.yaml"
-    manifest.write_text("pp1audit: 1\ntarget: {package: pkg}\n")
+    manifest.write_text(PINS_M)  # a manifest pinning nothing judges nothing: exit 2
     proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", "-o", out, timeout=20)
     return proc.returncode, proc.stdout, proc.stderr
 
@@ -167,7 +173,7 @@ def test_output_to_dev_stdout_appends_when_stdout_appends(
 
     tree = make_files({"pkg/__init__.py": "", "pkg/m.py": "x = 1\n"})
     manifest = tmp_path / "m.yaml"
-    manifest.write_text("pp1audit: 1\ntarget: {package: pkg}\n")
+    manifest.write_text(PINS_M)  # a manifest pinning nothing judges nothing: exit 2
     log = tmp_path / "log.txt"
     log.write_text("earlier line\n")
     with open(log, "a") as out:

@@ -176,7 +176,7 @@ def test_show_a_citation_past_the_end_of_a_shrunk_file_exit_1(small: tuple[Path,
     (tree / "pkg" / "m.py").write_text("a = 0\n", encoding="utf-8")
     proc = run_cli("show", str(tree), "c", "-m", str(manifest))
     assert proc.returncode == 1, proc.stderr
-    assert proc.stdout.splitlines()[-1] == "cannot show the lines: pkg/m.py has only 1 lines"
+    assert proc.stdout.splitlines()[-1] == "cannot show the lines: pkg/m.py has only 1 line"
 
 
 @pytest.fixture(scope="module")

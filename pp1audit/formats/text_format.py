@@ -1,12 +1,14 @@
 """``--format text``: a table for people, one line per check and a summary line.
 
-With colour (a terminal without ``NO_COLOR``, or ``--color always``) it is drawn
-by rich; otherwise it is plain aligned text, which keeps rich's import cost off
-the path of CI logs and pipes. Only a terminal wraps the table at its width:
-colour forced into a pipe or a log keeps each row on one line, so ids and paths
-stay whole for grep. Passing checks are listed only with ``verbose``. Everything read
-from the target is shown through ``safetext.printable``: the audited tree must
-not be able to write on the terminal (a fake verdict line, hidden text).
+Colour and width are separate questions. With colour (a terminal without
+``NO_COLOR``, or ``--color always``, which wins over ``NO_COLOR``) or on a
+terminal (with colour or without) it is drawn by rich; otherwise it is plain
+aligned text, which keeps rich's import cost off the path of CI logs and pipes.
+Only a terminal wraps the table at its width: colour forced into a pipe or a
+log keeps each row on one line, so ids and paths stay whole for grep. Passing
+checks are listed only with ``verbose``. Everything read from the target is
+shown through ``safetext.printable``: the audited tree must not be able to
+write on the terminal (a fake verdict line, hidden text).
 """
 
 from __future__ import annotations
@@ -62,8 +64,10 @@ def _rows(result: Result, verbose: bool) -> list[Check]:
     return [c for c in result.checks if verbose or c.status is not Status.PASS]
 
 
-def render(result: Result, verbose: bool = False, color: bool = False) -> str:
-    """The report as text; rich markup only when ``color``."""
+def render(result: Result, verbose: bool = False, color: bool = False,
+           terminal: bool = False) -> str:
+    """The report as text: escape codes only when ``color``; a table fitted to the
+    terminal's width when ``terminal`` (stdout is one), whether coloured or not."""
     rows = _rows(result, verbose)
     head = ""
     if result.target is not None:
@@ -71,8 +75,8 @@ def render(result: Result, verbose: bool = False, color: bool = False) -> str:
         version = t.version or "version unknown"
         head = printable(f"{result.manifest_path} against {t.kind} {t.location} ({t.package} {version})")
         head += "\n"
-    if color:
-        return head + _render_rich(result, rows)
+    if color or terminal:
+        return head + _render_rich(result, rows, color=color, terminal=terminal)
     ids = [printable(c.id) for c in rows]
     widths = [max((len(x) for x in col), default=0) for col in (
         [c.status.value for c in rows], [c.kind for c in rows], ids,
@@ -98,7 +102,13 @@ def unwrapped_width(on_terminal: int | None = None) -> int | None:
     return on_terminal if sys.stdout.isatty() else _UNWRAPPED
 
 
-def _render_rich(result: Result, rows: list[Check]) -> str:
+def _render_rich(result: Result, rows: list[Check], *, color: bool, terminal: bool) -> str:
+    """The table drawn by rich: at the terminal's width when ``terminal``, else
+    unwrapped; coloured when ``color``, else plain text (no escape code at all).
+
+    ``no_color`` is given, never read from the environment by rich: ``NO_COLOR``
+    was already weighed by the CLI (it applies to ``--color auto`` only), and
+    rich alone would drop the colours ``--color always`` asked for."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -112,7 +122,8 @@ def _render_rich(result: Result, rows: list[Check]) -> str:
             Text(c.status.value, style=_STYLE[c.status]), Text(c.kind), Text(printable(c.id)),
             Text(_where(c)), Text(_detail(c)), end_section=False,
         )
-    console = Console(record=True, force_terminal=True, color_system="standard", width=unwrapped_width())
+    console = Console(record=True, force_terminal=True, color_system="standard" if color else None,
+                      no_color=not color, width=None if terminal else _UNWRAPPED)
     with console.capture() as cap:
         if rows:
             console.print(table)

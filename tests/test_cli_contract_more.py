@@ -1,0 +1,403 @@
+"""The CLI contract where a user test of it found holes: a manifest that judges
+nothing, names that are not UTF-8, signals during a write, errors only on stdout,
+the reason a target cannot be reached, JSON at exit 2, colour and width, and
+the wording of a few messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import run_cli, unprivileged
+
+from pp1audit import atomic, cli, runconfig
+from pp1audit.errors import Pp1Error
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+NOTHING = "pp1audit: 1\naudit: {id: x, title: t, date: 2026-10-23}\ntarget: {package: pkg}\n"
+
+
+@pytest.fixture
+def pinned(tmp_path: Path, make_files: Callable[..., Path]) -> tuple[Path, Path]:
+    """A tree and the manifest ``init`` writes for it (version, one file, one citation)."""
+    tree = make_files({"pkg/__init__.py": "", "pkg/_version.py": '__version__ = "1.0"\n',
+                       "pkg/mod.py": "a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n"})
+    manifest = tmp_path / "m1.yaml"
+    proc = run_cli("init", str(tree), "-p", "pkg", "--cite", "pkg/mod.py:3-4", "-o", str(manifest))
+    assert proc.returncode == 0, proc.stderr
+    return tree, manifest
+
+
+# 1. nothing judged
+
+
+def test_a_manifest_that_pins_nothing_is_exit_2_naming_it(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree = make_files({"pkg/__init__.py": ""})
+    manifest = tmp_path / "nv.yaml"
+    manifest.write_text(NOTHING)
+    for command in (["check", str(tree)], ["report", str(tree)]):
+        proc = run_cli(*command, "-m", str(manifest))
+        assert proc.returncode == 2, (command, proc.stdout)
+        assert proc.stderr.startswith(f"pp1audit: error: {manifest}: pins nothing that this target "
+                                      "can judge"), proc.stderr
+        assert proc.stderr.count("\n") == 1
+    # --record adds checks of its own: something is judged, the gate is the verdict's
+    recorded = run_cli("check", str(tree), "-m", str(manifest), "--record", "--format", "json")
+    assert recorded.returncode in (0, 1), recorded.stderr
+    assert json.loads(recorded.stdout)["checks"]
+
+
+# 2. init and names that are not UTF-8
+
+
+def test_init_on_a_target_whose_name_is_not_utf8(tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    root = tmp_path / os.fsdecode(b"bad\xff")
+    make_files({"pkg/__init__.py": "", "pkg/_version.py": '__version__ = "1.0"\n',
+                "pkg/mod.py": "a = 1\nb = 2\n"}, root=root)
+    out = tmp_path / "ff.yaml"
+    proc = run_cli("init", str(root), "-p", "pkg", "--cite", "pkg/mod.py:1-2", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text(encoding="utf-8").splitlines()[0].endswith("from directory "
+                                                                      f"{tmp_path}/bad\\xff")
+    printed = run_cli("init", str(root), "-p", "pkg", "--cite", "pkg/mod.py:1-2")
+    assert printed.returncode == 0 and "bad\\xff" in printed.stdout, printed.stderr
+    checked = run_cli("check", str(root), "-m", str(out))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_init_refuses_a_cited_file_name_that_is_not_utf8(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree = make_files({"pkg/__init__.py": "", os.fsdecode(b"pkg/m\xffod.py"): "a = 1\nb = 2\n"})
+    proc = run_cli("init", str(tree), "-p", "pkg", "--cite", os.fsdecode(b"pkg/m\xffod.py:1-2"))
+    assert proc.returncode == 2
+    assert proc.stderr == ("pp1audit: error: --cite pkg/m\\xffod.py:1-2: the file name pkg/m\\xffod.py "
+                           "is not UTF-8, so it cannot be written into a manifest (YAML is UTF-8 "
+                           "text); rename the file to cite it\n")
+
+
+def test_a_new_manifest_that_does_not_load_says_where(make_files: Callable[..., Path]) -> None:
+    from pp1audit import init
+    from pp1audit.sources import DirectorySource
+
+    tree = make_files({"pkg/__init__.py": ""})
+    with pytest.raises(Pp1Error) as raised:
+        init._prove("pp1audit: 1\nfiles: [\n", DirectorySource(tree))
+    assert "(at )" not in str(raised.value)
+    assert str(raised.value).endswith("(line 3 of the new manifest)")
+
+
+# 3. signals during a write
+
+SLOW_FSYNC = """
+import os, sys, time
+from pathlib import Path
+marker = Path(sys.argv[1])
+real = os.fsync
+def slow(fd):
+    marker.write_text("writing")
+    time.sleep(120)
+    real(fd)
+os.fsync = slow
+from pp1audit.cli import main
+main(sys.argv[2:])
+"""
+
+
+def _killed_while_writing(sig: int, tmp_path: Path, tree: Path, manifest: Path,
+                          out: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``check -o out`` with every fsync held, send ``sig`` once the temporary
+    file is written (the marker says so), and collect the process."""
+    marker = tmp_path / "marker"
+    marker.unlink(missing_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_FSYNC, str(marker), "check", str(tree), "-m", str(manifest),
+         "--format", "json", "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the write never started"
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_term_and_hup_during_a_write_leave_no_temporary_file(
+        sig: int, tmp_path: Path, pinned: tuple[Path, Path]) -> None:
+    tree, manifest = pinned
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = out_dir / "out.json"
+    out.write_text("OLD")
+    proc = _killed_while_writing(sig, tmp_path, tree, manifest, out)
+    assert proc.returncode == -sig  # ended by the signal, as without a handler (shell: 128 + sig)
+    assert proc.stderr == f"pp1audit: terminated by {signal.Signals(sig).name}\n"
+    assert sorted(p.name for p in out_dir.iterdir()) == ["out.json"]
+    assert out.read_text() == "OLD"
+
+
+def test_ctrl_c_during_a_write_says_aborted_in_one_line(tmp_path: Path, pinned: tuple[Path, Path]) -> None:
+    tree, manifest = pinned
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = out_dir / "out.json"
+    proc = _killed_while_writing(signal.SIGINT, tmp_path, tree, manifest, out)
+    assert proc.returncode == 2
+    assert proc.stderr == "pp1audit: aborted\n"  # no empty line first: stderr is no terminal
+    assert list(out_dir.iterdir()) == []
+
+
+def test_the_next_write_removes_what_a_killed_writer_left(tmp_path: Path, pinned: tuple[Path, Path]) -> None:
+    tree, manifest = pinned
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = out_dir / "out.json"
+    out.write_text("OLD")
+    killed = _killed_while_writing(signal.SIGKILL, tmp_path, tree, manifest, out)
+    assert killed.returncode == -signal.SIGKILL
+    left = [p.name for p in out_dir.iterdir() if p.name != "out.json"]
+    assert len(left) == 1 and left[0].startswith(".out.json.pp1audit-"), left  # nothing can stop that
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out_dir.iterdir()) == ["out.json"]
+    assert json.loads(out.read_text())["verdict"] == "pass"
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    child.wait()
+    return child.pid
+
+
+def test_only_stale_temporary_files_of_the_destination_are_removed(tmp_path: Path) -> None:
+    prefix = atomic.temp_prefix("out.json")
+    live = prefix  # this process's
+    dead = prefix.replace(f"-{os.getpid()}-", f"-{_dead_pid()}-")
+    other_host = re.sub(r"pp1audit-[0-9a-f]{8}-", "pp1audit-00000000-", dead)
+    names = {
+        dead + "abcd_123.tmp": True,            # a dead writer's: removed
+        live + "abcd_123.tmp": False,           # a live writer's (this process)
+        other_host + "abcd_123.tmp": False,     # another host's: its PIDs are not ours to test
+        dead + "abcd_123.tmp.bak": False,       # not the exact pattern
+        dead.replace("out.json", "other.json") + "abcd_123.tmp": False,  # another destination's
+        ".out.json.abcd_123.tmp": False,        # no writer named
+    }
+    for name in names:
+        (tmp_path / name).write_text("x")
+    (tmp_path / (dead + "link_123.tmp")).symlink_to(tmp_path / "elsewhere")  # not a regular file
+    removed = atomic.remove_stale_temps(tmp_path, "out.json")
+    assert removed == [n for n, gone in names.items() if gone]
+    assert {p.name for p in tmp_path.iterdir()} == {
+        *(n for n, gone in names.items() if not gone), dead + "link_123.tmp"}
+
+
+# 4. fetch says its failure on stderr
+
+
+def test_fetch_that_fails_says_so_on_stderr(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        "pp1audit: 1\ntarget: {package: pkg}\ndonors:\n  d1:\n"
+        f"    url: http://127.0.0.1:{port}/x.patch\n    sha256: \"{'a' * 64}\"\n"
+        "    commit: afe4d5e41ec6fa4db17c5cc88758af439a106913\n    expect: not-applied\n")
+    proc = run_cli("fetch", "-m", str(manifest), "--cache-dir", str(tmp_path / "cache"), "--attempts", "1")
+    assert proc.returncode == 2
+    assert re.fullmatch(rf"pp1audit: error: d1: http://127\.0\.0\.1:{port}/x\.patch: [^\n]+\n", proc.stderr)
+    assert "FAILED  d1:" in proc.stdout  # the table is still there
+
+
+# 5. why a target cannot be reached
+
+
+def test_a_name_too_long_is_said_so(tmp_path: Path, pinned: tuple[Path, Path]) -> None:
+    _, manifest = pinned
+    target = tmp_path / ("d" * 300)
+    proc = run_cli("check", str(target), "-m", str(manifest))
+    assert proc.returncode == 2
+    assert proc.stderr == f"pp1audit: error: {target}: cannot be reached: File name too long\n"
+
+
+def test_a_directory_that_may_not_be_searched_is_said_so(tmp_path: Path, pinned: tuple[Path, Path]) -> None:
+    tree, manifest = pinned
+    unprivileged()  # skips when file modes cannot apply
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    tree.rename(locked / "t1")
+    locked.chmod(0)
+    try:
+        proc = run_cli("check", str(locked / "t1"), "-m", str(manifest), as_user=True)
+    finally:
+        locked.chmod(0o755)
+    assert proc.returncode == 2
+    assert proc.stderr == f"pp1audit: error: {locked}/t1: cannot be reached: Permission denied\n"
+
+
+# 6. one JSON object at exit 2 too
+
+
+@pytest.mark.parametrize("extra", [[], ["--bogus"]], ids=["bad target", "usage error"])
+def test_json_at_exit_2_is_one_error_object(tmp_path: Path, pinned: tuple[Path, Path],
+                                            extra: list[str]) -> None:
+    _, manifest = pinned
+    proc = run_cli("check", str(tmp_path / "absent"), "-m", str(manifest), "--format", "json", *extra)
+    assert proc.returncode == 2
+    said = proc.stderr.removeprefix("pp1audit: error: ").removesuffix("\n")
+    assert said != proc.stderr and "\n" not in said
+    assert json.loads(proc.stdout) == {
+        "format": "pp1audit.error/1", "tool": {"name": "pp1audit", "version": cli.__version__},
+        "error": said, "exit": 2,
+    }
+    text = run_cli("check", str(tmp_path / "absent"), "-m", str(manifest), *extra)
+    assert text.returncode == 2 and text.stdout == ""
+
+
+def test_json_at_exit_2_for_a_bad_manifest(tmp_path: Path, pinned: tuple[Path, Path]) -> None:
+    tree, _ = pinned
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pp1audit: 1\ntarget: {package: pkg, version: 1.10}\n")
+    proc = run_cli("check", str(tree), "-m", str(bad), "--format", "json")
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)["error"]
+    assert error == (f"{bad}:2:33: 1.10 is read as a number (1.1), not as text: quote it ('1.10') "
+                     "(at target.version)")
+    assert proc.stderr == f"pp1audit: error: {error}\n"
+
+
+# 7. and 8. colour and width
+
+
+def _drifted(tmp_path: Path, make_files: Callable[..., Path]) -> tuple[Path, Path]:
+    """A tree whose one citation moved down a line: a ``drift`` row with a long message."""
+    long = "pkg/" + "/".join(f"a_rather_long_directory_name_{i}" for i in range(2)) + "/module.py"
+    tree = make_files({"pkg/__init__.py": "", long: "# new\na = 1\nb = 2\n"})
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(f'pp1audit: 1\ntarget: {{package: pkg}}\ncitations:\n  c:\n'
+                        f'    at: "{long}:1-2"\n    anchor: {{exact: "a = 1\\nb = 2"}}\n')
+    return tree, manifest
+
+
+def test_color_always_wins_over_no_color(tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree, manifest = _drifted(tmp_path, make_files)
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--color", "always", env={"NO_COLOR": "1"})
+    assert proc.returncode == 1, proc.stderr
+    assert "\x1b[33mdrift" in proc.stdout  # yellow, as asked
+    shown = run_cli("show", str(tree), "c", "-m", str(manifest), "--color", "always",
+                    env={"NO_COLOR": "1"})
+    assert re.search(r"\x1b\[(3|9)[0-7]m", shown.stdout), shown.stdout  # syntax colours
+    auto = run_cli("check", str(tree), "-m", str(manifest), "--color", "auto", env={"NO_COLOR": "1"})
+    assert "\x1b[" not in auto.stdout
+
+
+def _on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "pp1audit", *args], stdout=follower,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                env={**os.environ, "TERM": "xterm", **env})
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        code = proc.wait(60)
+    finally:
+        os.close(leader)
+    return code, b"".join(chunks).decode().replace("\r\n", "\n").splitlines()
+
+
+@pytest.mark.parametrize("how", [(["--color", "never"], {"NO_COLOR": ""}),
+                                 (["--color", "auto"], {"NO_COLOR": "1"})], ids=["never", "NO_COLOR"])
+def test_without_colour_a_terminal_still_fits_its_width(
+        how: tuple[list[str], dict[str, str]], tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree, manifest = _drifted(tmp_path, make_files)
+    options, env = how
+    code, lines = _on_a_terminal(["check", str(tree), "-m", str(manifest), *options],
+                                 {"COLUMNS": "60", **env})
+    assert code == 1
+    assert not any("\x1b" in line for line in lines), lines  # no colour, no bold
+    table = lines[1:]  # the first line, naming manifest and target, is not the table
+    assert table[0].split() == ["status", "kind", "id", "where", "detail"]
+    assert max(len(line) for line in table) <= 60, table
+
+
+# 9. wording and positions
+
+
+def test_an_alias_error_points_at_the_alias(tmp_path: Path, pinned: tuple[Path, Path]) -> None:
+    tree, _ = pinned
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pp1audit: 1\naudit: {id: x, title: t}\ntarget: {package: pkg}\nreferences:\n"
+                   "  a: &a {title: t}\n  b: *a\n")
+    proc = run_cli("check", str(tree), "-m", str(bad))
+    assert proc.stderr == f"pp1audit: error: {bad}:6:6: YAML aliases are not allowed (at references.b)\n"
+
+
+@pytest.mark.parametrize(("written", "said"), [
+    ("1.10", "1.10 is read as a number (1.1), not as text: quote it ('1.10')"),
+    ("2", "2 is read as a number, not as text: quote it ('2')"),
+    ("yes", "yes is read as a boolean (true), not as text: quote it ('yes')"),
+])
+def test_a_number_where_text_belongs_says_to_quote_it(written: str, said: str, tmp_path: Path,
+                                                      pinned: tuple[Path, Path]) -> None:
+    tree, _ = pinned
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"pp1audit: 1\ntarget:\n  package: pkg\n  version: {written}\n")
+    proc = run_cli("check", str(tree), "-m", str(bad))
+    assert proc.stderr == f"pp1audit: error: {bad}:4:12: {said} (at target.version)\n"
+
+
+def test_show_says_one_line_in_the_singular(tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree = make_files({"pkg/__init__.py": "", "pkg/m.py": "a = 1\n"})
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(NOTHING)
+    proc = run_cli("show", str(tree), "pkg/m.py:2-3", "-m", str(manifest))
+    assert proc.returncode == 2
+    assert proc.stderr.endswith("pkg/m.py has only 1 line\n"), proc.stderr
+
+
+def test_json_location_of_a_name_that_is_not_utf8_is_escaped_text(
+        tmp_path: Path, make_files: Callable[..., Path], pinned: tuple[Path, Path]) -> None:
+    tree, manifest = pinned
+    odd = tmp_path / os.fsdecode(b"bad\xff")
+    tree.rename(odd)
+    out = tmp_path / "out.json"
+    for where in ([], ["-o", str(out)]):
+        proc = run_cli("check", str(odd), "-m", str(manifest), "--format", "json", *where)
+        assert proc.returncode == 0, proc.stderr
+        data = (out.read_bytes() if where else proc.stdout.encode("utf-8", "surrogateescape"))
+        result = json.loads(data.decode("utf-8"))  # strict UTF-8: no lone surrogate
+        assert result["target"]["location"] == f"{tmp_path}/bad\\xff"
+
+
+def test_a_broken_pp1audit_toml_found_here_is_exit_2_for_any_manifest(
+        tmp_path: Path, pinned: tuple[Path, Path]) -> None:
+    tree, manifest = pinned
+    (tmp_path / "pp1audit.toml").write_text("[foo]\n")
+    proc = run_cli("check", str(tree), "-m", str(manifest), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == ("pp1audit: error: pp1audit.toml: unknown section 'foo' "
+                           "(known: cache, fetch, repos)\n")
+    (tmp_path / "pp1audit.toml").write_text("[cache]\n")
+    assert run_cli("check", str(tree), "-m", str(manifest), cwd=tmp_path).returncode == 0
+    assert cli.CONFIG_NAME == runconfig.CONFIG_NAME  # the name cli looks for without runconfig
