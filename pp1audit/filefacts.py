@@ -12,6 +12,7 @@ file shares its caches. The semantics it implements are set out in the
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import symtable
 from bisect import bisect_left
@@ -793,6 +794,12 @@ class Facts:
         """The class definitions of this file the base ``dotted`` (``Base``, ``Outer.Base``)
         of the class statement ``cls`` may denote when that statement runs."""
         first, _, rest = dotted.partition(".")
+        return self._members(_class_definitions(self._base_bindings(cls, first)), rest)
+
+    def _base_bindings(self, cls: SgNode, first: str) -> list[SgNode]:
+        """The statements binding ``first`` that the class statement ``cls`` may read it
+        from: its enclosing body's, else the module's (any it ends with, when the class
+        statement runs later, in a function)."""
         owner = self.owner(cls)
         called = any(a.kind() in ("function_definition", "lambda") for a in cls.ancestors())
         bound: list[SgNode] = []
@@ -801,7 +808,70 @@ class Facts:
         if not bound:
             bound = list(self.final(self.root, first).values()) if called else \
                 self.in_force(self.root, first, cls)
-        return self._members(_class_definitions(bound), rest)
+        return bound
+
+    def unread_base(self, cls: SgNode) -> str | None:
+        """A base of the class statement ``cls`` whose class is not known here (None when
+        every base is known): Python takes the metaclass from the bases (``type(base)``),
+        and a base's ``__init_subclass__`` runs too, so a base must be a class statement
+        of this file (read on its own: ``bases``), an imported name and nothing else
+        (code in another file, as for any call), or an unshadowed builtin (``object``).
+        A class made by a call (``M("Base", (), {})``, six's ``with_metaclass(M)``), an
+        alias (``B = Base``), a conditional or a subscript of a container is not read."""
+        bases = cls.field("superclasses")
+        for item in named_items(bases.children()) if bases is not None else []:
+            if item.kind() in ("keyword_argument", "list_splat", "dictionary_splat"):
+                continue  # ``metaclass`` reads those
+            node = unparen(item)
+            if node.kind() == "subscript" and (value := node.field("value")) is not None:
+                node = unparen(value)  # ``Generic[T]``, ``Base[int]``: that class
+            dotted = _dotted(node)
+            if dotted is None:
+                return f"`{short(item, 40)}`, a base computed by an expression"
+            first, _, rest = dotted.partition(".")
+            bound = self._base_bindings(cls, first)
+            if bound and len(_class_definitions(bound)) == len(bound):
+                continue  # a class statement of this file: read through ``bases``
+            if bound and all(b.kind() in ("import_statement", "import_from_statement")
+                             or self._foreign_alias(b, cls) for b in bound):
+                continue  # the import in force when the class statement runs, or its alias
+            if self._imported(first, rest.split(".") if rest else [], cls) is None:
+                continue
+            if not rest and not bound and self._builtin_unbound(first):
+                continue
+            return f"`{dotted}`, a base that is neither a class statement of this file nor " \
+                "an imported name (its class and hooks are not read)"
+        return None
+
+    def _foreign_alias(self, stmt: SgNode, cls: SgNode) -> bool:
+        """``stmt`` is ``Name = X`` with ``X`` an unshadowed builtin or an imported name
+        (``Base = object``): a class not of this file, as if named directly. An alias of a
+        class of this file is not (``bases`` does not follow it to read its hooks)."""
+        assign = next(iter(named_items(stmt.children())), None) \
+            if stmt.kind() == "expression_statement" else None
+        if assign is None or assign.kind() != "assignment" or assign.field("type") is not None:
+            return False
+        left, right = assign.field("left"), assign.field("right")
+        if left is None or left.kind() != "identifier" or right is None:
+            return False
+        dotted = _dotted(unparen(right))
+        if dotted is None:
+            return False
+        first, _, rest = dotted.partition(".")
+        if not rest and self._builtin_unbound(first):
+            return True
+        return self._imported(first, rest.split(".") if rest else [], cls) is None
+
+    def _builtin_unbound(self, name: str) -> bool:
+        """``name`` is a builtin the module never binds (``object``, ``Exception``)."""
+        if not hasattr(builtins, name):
+            return False
+        try:
+            sym = self._symtable().lookup(name)
+        except KeyError:
+            return True
+        return not (sym.is_assigned() or sym.is_imported() or sym.is_declared_global()
+                    or sym.is_namespace())
 
     def _members(self, found: list[SgNode], rest: str) -> list[SgNode]:
         """The class definitions ``Outer.Inner`` names: ``rest`` (``Inner``, dotted) read in
@@ -1465,6 +1535,10 @@ class Facts:
         as such and bound nothing else in the file, are read as plain; ``*bases`` or
         ``**kwargs`` may bring any metaclass. (A base class in another file may still
         bring one: not read.)"""
+        build = next((w for w in self.attribute_writes() if w[2] == "__build_class__"), None)
+        if build is not None:
+            return f"`{short(build[0], 40)}` at line {line(build[0])}: `__build_class__` " \
+                "makes every class"
         bases = cls.field("superclasses")
         for item in named_items(bases.children()) if bases is not None else []:
             if item.kind() in ("list_splat", "dictionary_splat"):
@@ -1476,7 +1550,8 @@ class Facts:
             why = self._plain_metaclass(value, cls)
             if why is not None:
                 return f"`metaclass={short(value, 40)}`, which builds the class: {why}"
-        return None
+        base = self.unread_base(cls)
+        return None if base is None else f"{base}, which may bring a metaclass"
 
     def _plain_metaclass(self, value: SgNode, cls: SgNode) -> str | None:
         """Why the metaclass expression ``value`` is not a plain one of the stdlib."""
@@ -1487,9 +1562,15 @@ class Facts:
             tree = tree.value
         if not isinstance(tree, ast.Name):
             return "an expression, not an imported name"
+        if tree.id == "type" and not dotted and self._builtin_unbound("type"):
+            return None  # the default metaclass, spelled out
         why = self._imported(tree.id, dotted, cls)
         if why is not None:
             return why
+        changed = next((w for w in self.attribute_writes()
+                        if (_dotted(unparen(w[1])) or "").split(".")[0] == tree.id), None)
+        if changed is not None:
+            return f"the file changes `{short(changed[1], 30)}` at line {line(changed[0])}"
         sources = self._import_sources(tree.id) or []
         full = [".".join([source, *dotted]) for source in sources]
         if not full or any(f not in _PLAIN_METACLASSES for f in full):

@@ -24,6 +24,7 @@ import keyword
 import re
 import tokenize
 import unicodedata
+from collections.abc import Iterator
 
 # In an f-string token: a run of ASCII word characters and any non-ASCII ones,
 # which holds every identifier there (Python's separators are ASCII).
@@ -41,22 +42,54 @@ def _identifier_char(c: str) -> bool:
     return ("a" + c).isidentifier()
 
 
-def _names(tokens: list[tokenize.TokenInfo]) -> list[tuple[int, int, int, str]]:
-    """The identifiers of a token stream as Python reads them: each NAME joined
-    with the touching error tokens that continue it. (row, start, end, text)."""
-    out: list[tuple[int, int, int, str]] = []
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_ASCII_WORD = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def _may_change(text: str) -> bool:
+    """Some run of identifier characters around a non-ASCII one is not NFKC: only then
+    may an identifier change (one ``…`` or ``×`` in a comment does not make the file
+    worth tokenising). Each non-ASCII run is taken with the ASCII word characters
+    around it, so a combining mark stays with the letter it follows."""
+    for m in _NON_ASCII.finditer(text):
+        start, end = m.start(), m.end()
+        while start and text[start - 1] in _ASCII_WORD:
+            start -= 1
+        while end < len(text) and text[end] in _ASCII_WORD:
+            end += 1
+        run: list[str] = []
+        for c in [*text[start:end], " "]:
+            if c != " " and _identifier_char(c):
+                run.append(c)
+            elif run:
+                word = "".join(run)
+                if not word.isascii() and unicodedata.normalize("NFKC", word) != word:
+                    return True
+                run = []
+    return False
+
+
+def _names(tokens: Iterator[tokenize.TokenInfo]) -> Iterator[tuple[int, int, int, str]]:
+    """The identifiers of a token stream as Python reads them: each NAME joined with
+    the touching error tokens that continue it, (row, start, end, text); f-strings
+    are checked on the way (``_check_fstring``)."""
+    last: tuple[int, int, int, str] | None = None
     for tok in tokens:
+        if tok.type == tokenize.STRING and _F_PREFIX.match(tok.string):
+            _check_fstring(tok.string, tok.start[0])
         is_part = tok.type == tokenize.NAME or (
             tok.type == tokenize.ERRORTOKEN and tok.string and all(map(_identifier_char, tok.string)))
-        if not is_part:
+        if not is_part or tok.end[0] != tok.start[0]:
             continue
         row, col = tok.start
-        if out and out[-1][0] == row and out[-1][2] == col and tok.end[0] == row:
-            r, start, _, text = out[-1]
-            out[-1] = (r, start, tok.end[1], text + tok.string)
-        elif tok.end[0] == row:
-            out.append((row, col, tok.end[1], tok.string))
-    return out
+        if last is not None and last[0] == row and last[2] == col:
+            last = (row, last[1], tok.end[1], last[3] + tok.string)
+            continue
+        if last is not None:
+            yield last
+        last = (row, col, tok.end[1], tok.string)
+    if last is not None:
+        yield last
 
 
 def nfkc_identifiers(text: str) -> str:
@@ -64,26 +97,22 @@ def nfkc_identifiers(text: str) -> str:
     identifier replaced by its NFKC form. Lines stay where they are; a
     rewritten line may get shorter or longer. ``IdentifierError`` says why a
     file cannot be rewritten faithfully (line and the spelling)."""
-    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+    if text.isascii() or unicodedata.is_normalized("NFKC", text) or not _may_change(text):
         return text  # the common case: no identifier Python would read differently
+    edits: dict[int, list[tuple[int, int, str]]] = {}
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        for row, start, end, name in _names(tokenize.generate_tokens(io.StringIO(text).readline)):
+            norm = unicodedata.normalize("NFKC", name)
+            if norm == name:
+                continue
+            if keyword.iskeyword(norm) or not norm.isidentifier():
+                raise IdentifierError(f"line {row}: the identifier {name!r} is {norm!r} to "
+                                      "Python (NFKC), which the matcher cannot read as a name")
+            edits.setdefault(row, []).append((start, end, norm))
     except (tokenize.TokenError, SyntaxError) as exc:
         # Compiled by Python but not tokenised by the stdlib's pure-Python
         # tokenizer: the spellings cannot be located, so refuse.
         raise IdentifierError(f"its identifiers could not be read ({exc})") from None
-    edits: dict[int, list[tuple[int, int, str]]] = {}
-    for row, start, end, name in _names(tokens):
-        norm = unicodedata.normalize("NFKC", name)
-        if norm == name:
-            continue
-        if keyword.iskeyword(norm) or not norm.isidentifier():
-            raise IdentifierError(f"line {row}: the identifier {name!r} is {norm!r} to Python "
-                                  "(NFKC), which the matcher cannot read as a name")
-        edits.setdefault(row, []).append((start, end, norm))
-    for tok in tokens:
-        if tok.type == tokenize.STRING and _F_PREFIX.match(tok.string):
-            _check_fstring(tok.string, tok.start[0])
     if not edits:
         return text
     lines = text.split("\n")

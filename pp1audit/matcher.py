@@ -81,8 +81,10 @@ them and is the API the checks import.
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import tokenize
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -327,6 +329,25 @@ class _Eval:
         return False
 
 
+def _other_encoding(data: bytes, text: str) -> str | None:
+    """Why Python would read ``data`` as other text than its UTF-8 decoding ``text``
+    (None when it reads the same). A coding cookie decides: ``# coding: utf-7`` or
+    ``unicode_escape`` turn ``+AAo-`` / ``\\u000a`` inside a comment into a line
+    break for Python only, so code the matcher sees as a comment would run."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # an unknown codec, or a cookie that contradicts a BOM
+        return f"declares an encoding Python refuses ({exc.msg})"
+    if encoding in ("utf-8", "utf-8-sig"):
+        return None
+    try:
+        same = data.decode(encoding) == text
+    except (UnicodeDecodeError, LookupError):
+        same = False
+    return None if same else \
+        f"declares `coding: {encoding}`, which Python reads as other text than UTF-8"
+
+
 class Engine:
     """Per-run evaluator: one parse per file, one evaluation per invariant."""
 
@@ -362,6 +383,9 @@ class Engine:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError:
             return SourceError(path, "is not UTF-8 text; cannot be parsed as Python")
+        why = _other_encoding(data, text)
+        if why is not None:
+            return SourceError(path, f"{why}; invariants cannot be judged on it")
         # Line numbering as in spans.decode_lines: CRLF and lone CR end a line.
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         self.parse_count += 1
@@ -389,6 +413,9 @@ class Engine:
         except IdentifierError as exc:
             return SourceError(path, f"cannot be read as Python reads it: {exc}; "
                                "invariants cannot be judged on it")
+        except (MemoryError, RecursionError):  # an f-string nested thousands deep
+            return SourceError(path, "its identifiers could not be read (too deeply nested "
+                               "code); invariants cannot be judged on it")
         return ParsedFile(path, SgRoot(text, "python").root(), text.split("\n"))
 
     def outcome(self, inv: Invariant) -> Outcome:
@@ -511,7 +538,8 @@ def _replaced(facts: Facts, name: str, holders: list[SgNode]) -> str | None:
     for cls in holders:
         if cls.kind() != "class_definition":
             continue
-        outside = facts.attribute_binding(cls, attr, instance=True)
+        outside = facts.attribute_binding(cls, attr, instance=True) or \
+            facts.attribute_binding(cls, "__class__", instance=True)
         if outside is not None:
             return (f"{name} is replaced at line {line(outside)} (`{short(outside, 60)}`): "
                     "Python runs what that binds, not the definition searched")
@@ -538,11 +566,11 @@ def _built(facts: Facts, name: str, cls: SgNode) -> str | None:
             return f"{name}: its base class {_title(base)} (line {line(base)}) defines {why}"
     made = facts.metaclass(cls)
     if made is not None:
-        return f"{name}: its class statement (line {line(cls)}) has {made}"
+        return f"{name}: its class statement (line {line(cls)}): {made}"
     for base in bases:
         made = facts.metaclass(base)
         if made is not None:
-            return f"{name}: its base class {_title(base)} (line {line(base)}) has {made}"
+            return f"{name}: its base class {_title(base)} (line {line(base)}): {made}"
     why = _set_name_hook(facts, cls)
     if why is not None:
         return f"{name}: its class body (line {line(cls)}) makes {why}"

@@ -152,3 +152,57 @@ def test_a_class_alias_spelled_two_ways_is_one_alias(make_files: MakeFiles) -> N
     assert check.status is Status.FAIL, check.message
     same = one(make_files, ALIAS, code.replace("e\u0301.run", "\u00e9.run"))
     assert same.status is Status.FAIL, same.message
+
+
+HIDDEN = ("class Runner:\n    def run(self):\n        self.go()\n\n    def go(self):\n        pass\n\n"
+          "    # {newline}    def run(self): return 'hidden'\n")
+
+
+@pytest.mark.parametrize(("cookie", "newline"), [("unicode_escape", "\\u000a"), ("utf-7", "+AAo-")])
+def test_a_coding_cookie_that_reads_other_text_is_an_error(
+    make_files: MakeFiles, tmp_path: Path, cookie: str, newline: str,
+) -> None:
+    """Python honours the cookie: what the matcher reads as a comment is a second ``def run``."""
+    code = f"# coding: {cookie}\n" + HIDDEN.format(newline=newline)
+    scope: dict[str, object] = {}
+    exec(compile(code.encode("ascii"), "m.py", "exec"), scope)
+    assert scope["Runner"]().run() == "hidden"  # type: ignore[operator]
+    check = one(make_files, "file: pkg/mod.py\nin: Runner.run\npattern: self.go()\n", code)
+    assert check.status is Status.ERROR, check.message
+    assert f"declares `coding: {cookie}`" in check.message and "cannot be judged" in check.message
+
+
+def test_a_cookie_that_reads_the_same_text_is_judged(make_files: MakeFiles) -> None:
+    code = "# -*- coding: latin-1 -*-\n" + HIDDEN.format(newline="")
+    check = one(make_files, "file: pkg/mod.py\nin: Runner.run\npattern: self.go()\n", code)
+    assert check.status is Status.PASS, check.message
+
+
+def test_an_f_string_too_deep_to_read_is_an_error_not_a_crash(
+    make_files: MakeFiles, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An f-string nested ~2,935 deep compiles, yet reading its names (``ast.parse``, deeper
+    in the stack) exhausts the recursion limit: that file is an error, the run goes on.
+    (The depth where this happens depends on the caller's stack, so it is simulated.)"""
+    import pp1audit.identnorm as identnorm
+
+    def too_deep(*_: object, **__: object) -> object:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(identnorm, "_check_fstring", too_deep)
+    code = "class Runner:\n    def run(self):\n        self.go()\n\n\nx = f\"\u017f{1}\"\n"
+    check = one(make_files, "file: pkg/mod.py\nin: Runner.run\npattern: self.go()\n", code)
+    assert check.status is Status.ERROR, check.message
+    assert "too deeply nested" in check.message
+
+
+def test_text_that_names_nothing_is_not_tokenised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``…`` or ``×`` in a comment cannot change a name: no tokenising (it is slow)."""
+    import tokenize
+
+    def refuse(*_: object) -> object:
+        raise AssertionError("tokenised")
+
+    monkeypatch.setattr(tokenize, "generate_tokens", refuse)
+    text = "x = 1  # wait… 3×4, ｜ and “quotes”\n"
+    assert nfkc_identifiers(text) == text
