@@ -34,7 +34,9 @@ would execute something other than the audited files:
   directory or zip holding another copy of the package or a ``sitecustomize``
   / ``usercustomize`` (``site`` imports it after the ``.pth`` files), fails.
   Outside the target root only names and types are looked at (``lstat``), and
-  a zip only through its central directory.
+  a zip only through its central directory. A path line to nothing (yet) outside
+  the target root fails: ``site`` adds it at the first start after someone
+  creates it (``_missing_path``).
 * Another distribution claiming the package (a second ``*.dist-info`` /
   ``*.egg-info`` for the same name or installing the same top-level package):
   files of two versions mixed in one directory, or an uninstall leftover. That
@@ -57,6 +59,12 @@ would execute something other than the audited files:
   at every start too; it is named in the summary, not failed, because Debian
   and Ubuntu ship one (``/usr/lib/python3.X/sitecustomize.py``). The summary
   names the standard library used and where its ``home`` came from.
+* The directory of a console script the audited distribution's RECORD installs
+  (``../../../bin/vllm``), which Python puts first on ``sys.path`` when it runs
+  the script: another ``vllm`` there fails, and so does any other module no
+  RECORD installs there (``check_script_dirs``).
+* ``pyvenv.cfg``: in the startup set, and a ``version`` line the interpreter
+  ``home`` names contradicts fails (``check_venv_config``).
 * For a venv whose ``pyvenv.cfg`` lets the system site-packages in (site's
   rule: ``include-system-site-packages`` absent or ``true``), the base
   interpreter's site-packages too: ``site`` processes its ``.pth`` files and
@@ -88,12 +96,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pp1audit.bytecode import VerifiedCache
-from pp1audit.inventory import DIR, FILE, DirInventory, Inventory
+from pp1audit.inventory import DIR, FILE, SYMLINK, DirInventory, Inventory
 from pp1audit.pthimports import CUT
-from pp1audit.record import dist_name, distributions, is_distribution, normalize, read_small
+from pp1audit.record import (
+    RecordError,
+    dist_name,
+    distributions,
+    is_distribution,
+    logical_path,
+    normalize,
+    parse_record,
+    read_record,
+    read_small,
+)
+from pp1audit.safeio import NotRegular, TooLarge, read_regular
 from pp1audit.safetext import cut
 from pp1audit.sitemodel import (
     MODULE_SUFFIXES,
+    CfgFile,
     Interpreter,
     base_site_dirs,
     imports_as,
@@ -104,10 +124,12 @@ from pp1audit.sitemodel import (
     stdlib_dirs,
     stdlib_zip,
 )
+from pp1audit.sources import kind_of_mode
 from pp1audit.vouch import (
     Scope,
     entry_imports_as,
     judge_hook,
+    owners_at,
     owners_of,
     startup_entry,
     verify_imports,
@@ -194,6 +216,9 @@ def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: Scope |
             report.findings.append(Shadow(shown, f"{shown} cannot be read", f"pth:{shown}"))
             startup_entry(scope, report, name)
             continue
+        # Every .pth read is startup code: a path line decides what site imports
+        # (a directory that does not exist yet is armed by creating it).
+        report.startup[shown] = hashlib.sha256(data).hexdigest()
         executing: list[tuple[int, str]] = []
         for n, raw in pth_lines(data, scope.version):
             line = raw.rstrip()
@@ -285,11 +310,19 @@ def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) 
     # (through symlinks). The OS then resolves the symlinks on every import.
     added = os.path.normpath(os.path.join(scope.site_dir or inv.root, line))
     real = os.path.realpath(added)
+    head = f"{pth}:{n} adds {added} to sys.path"
     try:
         st = os.stat(real)
-    except (OSError, ValueError):
+    except (FileNotFoundError, NotADirectoryError):
+        _missing_path(inv, pth, n, added, real, report)
         return
-    head = f"{pth}:{n} adds {added} to sys.path"
+    except OSError as exc:
+        report.findings.append(Shadow(pth, f"{head} when it exists; it cannot be examined "
+                                      f"({exc.strerror or exc}): whether it does, and what site would "
+                                      "import from it, is unknown", cid))
+        return
+    except ValueError:
+        return
     if scope.package_dir is not None and _under(real, scope.package_dir):
         hooks = [p for p, _ in _hooks_in_dir(real, scope.version)] if stat.S_ISDIR(st.st_mode) else []
         for hook in hooks:
@@ -311,6 +344,23 @@ def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) 
         _hooks_on_path(scope, inv.root, pth, n, head, real, report)
     elif stat.S_ISREG(st.st_mode):  # zipimport takes any regular file; anything else, nothing
         _zip_on_path(scope.package, pth, n, head, real, report)
+
+
+def _missing_path(inv: DirInventory, pth: str, n: int, added: str, real: str, report: ShadowReport) -> None:
+    """A path line naming nothing yet: ``site`` skips it today (``os.path.exists``),
+    and adds it at the first start after someone creates it, a ``sitecustomize``
+    there then running at every start. Outside the site directory that is anyone
+    able to write there (``/tmp/x``), never seen by the audit or its digests: a
+    failure. Inside it, creating it takes the write access that could drop a
+    ``.pth`` anyway, and old installers leave such lines behind: a note."""
+    where = f"{pth}:{n} adds {added} to sys.path"
+    if _under(real, inv.root):
+        report.notes.append(f"{where} once it exists (it does not; inside the site directory)")
+        return
+    report.findings.append(Shadow(
+        pth, f"{where} once it exists: a path that does not exist; anything created there later "
+        "runs at start (site imports a sitecustomize from it at every start, and any module nothing "
+        "earlier on sys.path provides is imported from it)", f"pth:{pth}:{n}"))
 
 
 def _under(path: str, directory: str) -> bool:
@@ -690,6 +740,110 @@ def check_copies(inv: Inventory, package: str, primary: str | None, report: Shad
                 f"shadow:{name}"))
 
 
+SCRIPT_MODULE_MAX = 16 << 20
+"""Largest module file beside a console script read to compare with RECORD; a larger
+one (or one that is no regular file) fails unverified."""
+
+
+def script_dirs(inv: DirInventory, primary: str) -> list[tuple[str, str]]:
+    """``(directory, script)``: each directory, symlinks resolved, into which the
+    audited distribution's RECORD installs a console script (``../../../bin/vllm``),
+    with one such script. Only a ``bin`` inside the installation prefix of a
+    ``<prefix>/lib/pythonX.Y/site-packages`` root: a row naming a host directory is
+    not followed (RECORD is untrusted), and nothing is looked up for it."""
+    try:
+        rows = parse_record(read_record(inv, f"{primary}/RECORD"), f"{primary}/RECORD")
+    except RecordError:
+        return []
+    prefix = os.path.dirname(os.path.dirname(os.path.dirname(inv.root)))
+    out: dict[str, str] = {}
+    for row in rows:
+        path = logical_path(inv, row.path)
+        full = os.path.normpath(os.path.join(inv.root, path))
+        if _under(full, inv.root) or not _under(full, prefix):
+            continue
+        parent = os.path.realpath(os.path.dirname(full))
+        if os.path.basename(parent) == "bin" and _under(parent, os.path.realpath(prefix)):
+            out.setdefault(parent, full)
+    return sorted(out.items())
+
+
+def check_script_dirs(inv: Inventory, package: str, primary: str | None, report: ShadowReport,
+                      version: tuple[int, int] | None) -> None:
+    """What a console script of the audited distribution imports from its own directory.
+
+    Python runs ``bin/vllm`` with that directory first on ``sys.path``, ahead of the
+    standard library and site-packages, so a ``bin/vllm.py`` (or ``vllm/``, or an
+    extension module of that name) is the ``vllm`` its ``from vllm… import main``
+    runs: a failure, as another copy ahead of the audited one. Any other module
+    there (``bin/torch.py``) is imported in place of the installed one by whatever
+    the script imports: it fails unless an installed distribution's RECORD lists
+    it with its hash (``docutils``' old ``rst2html.py``). A ``bin`` is not meant to
+    hold modules; virtualenv's ``activate_this.py`` (no RECORD lists it; nothing
+    imports it by name) is named in a note."""
+    if not isinstance(inv, DirInventory) or primary is None:
+        return
+    for directory, script in script_dirs(inv, primary):
+        report.looked_in.append(directory)
+        copy = _copy_in(directory, package, version)
+        if copy is not None:
+            report.findings.append(Shadow(
+                copy, f"another '{package}' at {copy} is ahead of the audited copy on sys.path when the "
+                f"console script {script} runs (Python puts the script's directory first): Python "
+                "imports that one", f"shadow:{copy}"))
+        for name in sorted(_os_names(directory, (package,))):
+            module = _module_name(directory, name, version)
+            if module is not None and module != package:
+                _judge_script_module(inv, directory, name, module, script, report)
+
+
+def _module_name(directory: str, name: str, version: tuple[int, int] | None) -> str | None:
+    """The top-level module an entry of ``directory`` is importable as (for Python
+    ``version``), or None: a directory named as an identifier (a package, or a
+    namespace portion), a module file of an identifier (``imports_as``)."""
+    if name == "__pycache__":
+        return None
+    if os.path.isdir(os.path.join(directory, name)):
+        return name if name.isidentifier() else None
+    stem = name.split(".", 1)[0]
+    return stem if stem.isidentifier() and imports_as(name, stem, version) else None
+
+
+def _judge_script_module(inv: DirInventory, directory: str, name: str, module: str, script: str,
+                         report: ShadowReport) -> None:
+    """One module beside a console script: vouched for by a RECORD listing it with
+    its hash (a note), else a failure."""
+    path = os.path.join(directory, name)
+    head = (f"{path} is importable as '{module}' when the console script {script} runs (Python puts "
+            f"the script's directory first on sys.path): an 'import {module}' there, by the package or "
+            "anything it imports, runs this file instead of any installed one")
+    if name == "activate_this.py":
+        report.notes.append(f"{path}: virtualenv's activate_this.py (no RECORD lists it; nothing imports "
+                            "it by name), beside the console script; not verified")
+        return
+    try:
+        data = read_regular(path, SCRIPT_MODULE_MAX)
+    except IsADirectoryError:
+        data = None
+    except (OSError, NotRegular, TooLarge) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a regular file or too large"
+        report.findings.append(Shadow(path, f"{head}; it cannot be read ({why}), so nothing vouches for it",
+                                      f"shadow:{path}"))
+        return
+    if data is None:
+        report.findings.append(Shadow(path, f"{head}; a directory no installed distribution's RECORD "
+                                      "installs", f"shadow:{path}"))
+        return
+    owners = owners_at(inv, path, hashlib.sha256(data).digest())
+    if owners.good:
+        report.notes.append(f"{path}, importable as '{module}' beside the console script {script}, is "
+                            f"installed by {owners.good[0]} (matches its RECORD)")
+        return
+    why = (f"it differs from the {owners.bad[0]} RECORD" if owners.bad
+           else "no installed distribution's RECORD lists it")
+    report.findings.append(Shadow(path, f"{head}; {why}", f"shadow:{path}"))
+
+
 def check_customize(inv: Inventory, report: ShadowReport, scope: Scope | None = None) -> None:
     """``sitecustomize`` / ``usercustomize`` in the root: ``site`` imports them at every
     start. One an installed distribution's RECORD installs is verified as the
@@ -717,6 +871,47 @@ def _hook_entries(children: dict[str, str], hook: str, version: tuple[int, int] 
     return sorted(n for n, kind in children.items() if entry_imports_as(n, kind, hook, version))
 
 
+def check_venv_config(interp: Interpreter, site: str, report: ShadowReport) -> None:
+    """``pyvenv.cfg``: in the startup set, and its release line judged.
+
+    Each one present goes in the startup set, named relative to the site
+    directory as RECORD names a console script (``../../../pyvenv.cfg``), so the
+    digest does not depend on where the venv lives: ``home`` and
+    ``include-system-site-packages`` decide which standard library and which
+    system site-packages start with it. Its ``version`` line Python never reads;
+    when the release of the interpreter ``home`` names can be read and differs
+    (``sitemodel.home_release``), the line fails, named: it would make bytecode
+    that differs from this interpreter's compile pass for another release's."""
+    for cfg in interp.configs:
+        report.startup[os.path.relpath(cfg.path, site).replace(os.sep, "/")] = _cfg_token(cfg)
+    stated, actual = interp.misstated, interp.release
+    if stated is None or actual is None:
+        return
+    report.findings.append(Shadow(
+        interp.cfg, f"{interp.cfg} states Python {stated.number} ({stated.origin}), but the interpreter "
+        f"its home names is Python {actual.number} ({actual.origin}): Python never reads that line, so it "
+        "is stale (a base upgraded in place) or a lie, and no reason to take bytecode that differs from "
+        f"Python {actual.number}'s compile for another release's; bytecode is judged as "
+        f"Python {actual.number}'s", f"pyvenv:{interp.cfg}:version"))
+
+
+def _cfg_token(cfg: CfgFile) -> str | None:
+    """A ``pyvenv.cfg``'s token in the digest format (``treedigest``): its SHA-256, the
+    type of what is there when it is no regular file (a FIFO, never opened; a
+    dangling link), None when a regular file could not be read (or is too large)."""
+    if cfg.data is not None:
+        return hashlib.sha256(cfg.data).hexdigest()
+    try:
+        mode = os.stat(cfg.path).st_mode
+    except FileNotFoundError:
+        with contextlib.suppress(OSError):
+            return f"{SYMLINK}:{os.readlink(cfg.path)}"
+        return None
+    except (OSError, ValueError):
+        return None
+    return None if stat.S_ISREG(mode) else f"{kind_of_mode(mode)}:"
+
+
 def check_shadowing(inv: Inventory, package: str, primary: str | None,
                     cache: VerifiedCache | None = None, site_dir: str | None = None) -> ShadowReport:
     """All shadowing checks for one target. ``cache``: the bytecode verification
@@ -733,12 +928,15 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None,
                             "looked at (give the site-packages by the path its interpreter uses)")
     if interp is not None:
         report.notes.extend(interp.notes)
+        check_venv_config(interp, site, report)
     scope = Scope(inv, package, _package_dir(inv, package), cache=cache, site_dir=site,
                    version=interp.version if interp else None,
                    release=interp.release if interp else None)
     check_pth(inv, package, report, scope)
     check_customize(inv, report, scope)
     check_copies(inv, package, primary, report, scope.version)
+    if interp is not None:
+        check_script_dirs(inv, package, primary, report, scope.version)
     if interp is not None and isinstance(inv, DirInventory):
         check_stdlib(inv.root, package, report, interp)
         check_system_site(interp, inv.root, scope, report)

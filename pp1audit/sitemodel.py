@@ -14,9 +14,11 @@ checked with the real interpreter:
   from ``home``) reads ``<prefix>/pyvenv.cfg``, else ``<prefix>/bin/pyvenv.cfg``,
   at most 32 KiB (a larger file stops Python before it starts), decoded as
   UTF-8 up to the first NUL, lines split at ``\\n`` only, and takes the first
-  ``home``. ``site`` (the system site-packages) reads ``bin/pyvenv.cfg`` first,
-  as a text file: lines end at ``\\n``, ``\\r`` or ``\\r\\n`` only, never at a
-  form feed or U+2028 as ``str.splitlines`` would have them; it takes the last
+  ``home``. Its ``version`` line Python never reads: it is believed only when
+  nothing better says which release runs (``Interpreter.release``). ``site``
+  (the system site-packages) reads ``bin/pyvenv.cfg`` first, as a text file:
+  lines end at ``\\n``, ``\\r`` or ``\\r\\n`` only, never at a form feed
+  or U+2028 as ``str.splitlines`` would have them; it takes the last
   ``include-system-site-packages`` and lets the system site-packages in unless
   that says anything but ``true``. Both strip keys and values with
   ``str.strip`` and compare keys lower-cased.
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -99,13 +102,24 @@ class Interpreter:
     notes: tuple[str, ...] = ()
     """What the summary must say about the configuration (Python would not start…)."""
     release: Release | None = None
-    """The ``X.Y.Z`` a venv's ``pyvenv.cfg`` names (``version``, or virtualenv's
-    ``version_info``): patch releases share a bytecode cache tag but not always
-    their compiler. None when not said."""
+    """The ``X.Y.Z`` that runs, as far as it is known without running anything:
+    patch releases share a bytecode cache tag but not always their compiler. The
+    release of the base interpreter ``home`` names when the audit can read it
+    (``home_release``), else the one ``pyvenv.cfg`` states (``version``, or
+    virtualenv's ``version_info``), a line Python never reads. None when neither says."""
+    misstated: Release | None = None
+    """What ``pyvenv.cfg`` states when it is not the release read from ``home``:
+    the line is stale or a lie, and the shadowing check fails it."""
+    cfg: str = ""
+    """The ``pyvenv.cfg`` ``getpath`` reads (its ``home``, and the release it states); '' for none."""
+    configs: tuple[CfgFile, ...] = ()
+    """The ``pyvenv.cfg`` files present (``<prefix>/pyvenv.cfg``, ``<prefix>/bin/pyvenv.cfg``):
+    they decide what starts (``home``, ``include-system-site-packages``), so they are
+    in the startup set."""
 
 
 @dataclass(frozen=True, slots=True)
-class _Cfg:
+class CfgFile:
     """One candidate ``pyvenv.cfg``, read once for both readers (``getpath``, ``site``)."""
 
     path: str
@@ -113,18 +127,22 @@ class _Cfg:
     """Its bytes; None when there is no regular file there or it is too large."""
     too_large: bool = False
     """Over ``CFG_MAX`` bytes: not read."""
+    present: bool = False
+    """Something is there (read or not): Python opens it."""
 
 
-def _cfg(path: str) -> _Cfg:
+def _cfg(path: str) -> CfgFile:
     """A ``pyvenv.cfg``'s bytes. The target is untrusted: read through the safe
     opener (never blocking, a FIFO refused, bounded by ``CFG_MAX``); a final
     symlink is followed, as ``open`` does."""
     try:
-        return _Cfg(path, read_regular(path, CFG_MAX, follow=True))
+        return CfgFile(path, read_regular(path, CFG_MAX, follow=True), present=True)
     except TooLarge:
-        return _Cfg(path, None, too_large=True)
-    except (OSError, NotRegular):
-        return _Cfg(path, None)
+        return CfgFile(path, None, too_large=True, present=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return CfgFile(path, None)
+    except (OSError, NotRegular, ValueError):
+        return CfgFile(path, None, present=os.path.lexists(path))
 
 
 def _pairs(lines: list[str]) -> list[tuple[str, str]]:
@@ -185,8 +203,39 @@ def interpreter(site_dir: str) -> Interpreter | None:
     base = _getpath_base((top, in_bin), os.path.basename(parent))
     stdlib, origin = base.stdlib or parent, base.origin or f"the prefix of {site_dir}"
     system_site, system_origin = _site_system_site((in_bin, top))
-    return Interpreter(stdlib, origin, _version(os.path.basename(parent), base.pairs), system_site,
-                       system_origin, base.notes, _release(base))
+    version = _version(os.path.basename(parent), base.pairs)
+    stated = _release(base)
+    actual = home_release(base.home, stdlib, version) if base.home else None
+    misstated = stated if actual is not None and stated is not None and stated.number != actual.number \
+        else None
+    return Interpreter(stdlib, origin, version, system_site, system_origin, base.notes,
+                       release=actual or stated, misstated=misstated, cfg=base.cfg,
+                       configs=tuple(c for c in (top, in_bin) if c.present))
+
+
+def home_release(home: str, stdlib: str, version: tuple[int, int] | None) -> Release | None:
+    """The release of the base interpreter a venv's ``home`` names, when it can be
+    known without running it: when it is the interpreter running the audit (an
+    executable there resolves to ``sys._base_executable`` or ``sys.executable``),
+    or its standard library (``stdlib``, where ``getpath`` looks from ``home``) is
+    the one the audit runs on. None otherwise, and for a venv of another ``X.Y``.
+
+    ``pyvenv.cfg``'s ``version`` is no evidence: Python never reads it, so an edit
+    to it costs nothing and would pass tampered bytecode off as another patch
+    release's compile."""
+    here = sys.version_info[:2]
+    if version is not None and version != here:
+        return None
+    number = "{}.{}.{}".format(*sys.version_info[:3])
+    running = {os.path.realpath(p) for p in (getattr(sys, "_base_executable", ""), sys.executable) if p}
+    for name in (f"python{here[0]}.{here[1]}", f"python{here[0]}", "python"):
+        exe = os.path.join(home, name)
+        if os.path.isfile(exe) and os.path.realpath(exe) in running:
+            return Release(number, f"{exe}, the interpreter running pp1audit")
+    mine = os.path.dirname(os.__file__)
+    if os.path.isdir(stdlib) and os.path.realpath(stdlib) == os.path.realpath(mine):
+        return Release(number, f"{stdlib}, the standard library of the Python running pp1audit")
+    return None
 
 
 def _release(base: _Base) -> Release | None:
@@ -209,9 +258,11 @@ class _Base:
     notes: tuple[str, ...] = ()
     cfg: str = ""
     """The ``pyvenv.cfg`` the pairs come from."""
+    home: str = ""
+    """Its ``home``, as written."""
 
 
-def _getpath_base(cfgs: tuple[_Cfg, _Cfg], lib_name: str) -> _Base:
+def _getpath_base(cfgs: tuple[CfgFile, CfgFile], lib_name: str) -> _Base:
     """The base standard library ``getpath`` derives from the first ``home`` of
     ``cfgs``: ``<prefix>/pyvenv.cfg``, else ``<prefix>/bin/pyvenv.cfg``."""
     for c in cfgs:
@@ -226,11 +277,11 @@ def _getpath_base(cfgs: tuple[_Cfg, _Cfg], lib_name: str) -> _Base:
         if not home:
             return _Base(pairs=pairs, cfg=cfg)
         return _Base(os.path.join(os.path.dirname(home), "lib", lib_name), f"home = {home} in {cfg}",
-                     pairs, cfg=cfg)
+                     pairs, cfg=cfg, home=home)
     return _Base()
 
 
-def _site_system_site(cfgs: tuple[_Cfg, _Cfg]) -> tuple[bool, str]:
+def _site_system_site(cfgs: tuple[CfgFile, CfgFile]) -> tuple[bool, str]:
     """Whether ``site`` lets the system site-packages in, and why: the last
     ``include-system-site-packages`` of ``cfgs``: ``<prefix>/bin/pyvenv.cfg``, else
     ``<prefix>/pyvenv.cfg``; absent means in, anything but ``true`` out. No

@@ -27,13 +27,16 @@ So, on an installed tree without special files, this reproduces it::
       | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum
 
 The startup digest (``target.startup_sha256``) pins the code that runs at
-every interpreter start, in the same byte format: one line per file of the
-shadowing check's startup set (``ShadowReport.startup``: every ``.pth`` that
-executes code, every ``sitecustomize`` / ``usercustomize`` found, and the
-files of the modules a vouched ``.pth`` imports; ``__pycache__`` left to the
-bytecode check as above), sorted by the UTF-8 bytes of the path *as the
-report shows it*: relative to the target root for its own files, the full
-path for a base site-packages' (``/usr/lib/python3.11/site-packages/x.pth``).
+every interpreter start, and what decides it, in the same byte format: one line
+per file of the shadowing check's startup set (``ShadowReport.startup``: every
+``.pth`` ``site`` reads, path lines only or not, every ``sitecustomize`` /
+``usercustomize`` found, the files of the modules a vouched ``.pth`` imports,
+and a venv's ``pyvenv.cfg``; ``__pycache__`` left to the bytecode check as
+above), sorted by the UTF-8 bytes of the path *as the report shows it*:
+relative to the target root for its own files, and for ``pyvenv.cfg`` as
+RECORD names a file outside it (``../../../pyvenv.cfg``, so a venv moved
+elsewhere keeps its digest); the full path for a base site-packages'
+(``/usr/lib/python3.11/site-packages/x.pth``).
 RECORD vouching cannot anchor these files, since whoever writes
 site-packages can write a ``*.dist-info`` too; the pin can. A file the audit
 does not open (a hook outside the site directory or inside a zip, which the

@@ -19,6 +19,7 @@ and the startup set into them; ``pp1audit.shadowing`` re-exports them.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode
 from pp1audit.errors import TargetError
 from pp1audit.hashing import Digest, hash_entries
-from pp1audit.inventory import DIR, FILE, SYMLINK, Entry, Inventory, WheelInventory
+from pp1audit.inventory import DIR, FILE, SYMLINK, DirInventory, Entry, Inventory, WheelInventory
 from pp1audit.pthimports import pth_imports
 from pp1audit.record import (
     RecordEntry,
@@ -44,11 +45,14 @@ from pp1audit.treedigest import path_order, token_for
 
 @dataclass(frozen=True, slots=True)
 class Shadow:
-    """One finding: ``fail`` always (a note goes in ``ShadowReport.notes`` instead)."""
+    """One finding: ``fail``, or ``skip`` for what cannot be verified here (a startup
+    module's bytecode another interpreter or release would load), which
+    ``--require-all`` counts against the gate. A note goes in ``ShadowReport.notes``."""
 
     path: str
     message: str
     id: str
+    status: str = "fail"
 
 
 @dataclass
@@ -70,11 +74,13 @@ class ShadowReport:
     startup: dict[str, str | None] = field(default_factory=dict)
     """The startup set: file as shown -> its token in the tree digest's format
     (hex SHA-256, or ``<type>:<detail>`` for a symlink or special file), None when
-    not read. Every ``.pth`` that executes code (and one that cannot be read or is
-    not a regular file: whether it does is unknown), every ``sitecustomize`` /
+    not read. Every ``.pth`` ``site`` reads (a path line decides what it imports;
+    one that cannot be read or is not a regular file too), every ``sitecustomize`` /
     ``usercustomize`` found (the root, a directory or zip a path line adds, a base
-    site-packages the venv lets in; a package of that name by its files), and the
-    files of the modules a vouched ``.pth`` imports. Those modules' bytecode caches
+    site-packages the venv lets in; a package of that name by its files), the
+    files of the modules a vouched ``.pth`` imports, and the venv's ``pyvenv.cfg``
+    (``../../../pyvenv.cfg``: it names the base interpreter and whether the system
+    site-packages start too). Those modules' bytecode caches
     (``__pycache__``) are left to the bytecode check, as in the tree digest; a hook
     file a path line reaches is in whatever its directory. Not in it: the audited
     package (``tree_sha256`` pins it) and hooks in the standard library (outside
@@ -141,6 +147,33 @@ def owners_of(inv: Inventory, name: str, digest: bytes) -> Owners:
             elif rec.installed:
                 out.good.append(rec.meta)
                 out.rows[rec.meta] = rows
+            else:
+                out.hollow.append(rec.meta)
+    return out
+
+
+def owners_at(inv: DirInventory, path: str, digest: bytes) -> Owners:
+    """Distributions whose RECORD lists the file at OS path ``path``, outside the root
+    (a module beside the console scripts, ``../../../bin/x.py``): rows matched by
+    the path they resolve to from the root, as ``owners_of`` matches root files."""
+    out = Owners()
+    target = os.path.realpath(path)
+    needle = os.path.basename(path).encode()
+    for rec in _records(inv):
+        if needle not in rec.data:
+            continue
+        try:
+            rows = parse_record(rec.data, f"{rec.meta}/RECORD")
+        except RecordError:
+            continue
+        for row in rows:
+            if os.path.basename(row.path) != os.path.basename(path) or \
+                    os.path.realpath(os.path.join(inv.root, row.path)) != target:
+                continue
+            if row.algorithm != "sha256" or row.digest != digest:
+                out.bad.append(rec.meta)
+            elif rec.installed:
+                out.good.append(rec.meta)
             else:
                 out.hollow.append(rec.meta)
     return out
@@ -411,10 +444,13 @@ def _verify_module(scope: Scope, meta: str, module: str, rows: list[RecordEntry]
     for f in rep.findings:
         shown = scope.name(f.path)
         if f.status == "skip":
-            report.notes.append(f"{shown} ({why}): {f.message}")
+            # The package's policy (a ``bytecode:other:`` skip): never a pass, since
+            # whether it is the source compiled is unknown.
+            report.findings.append(Shadow(shown, f"{shown} is {why}: {f.message}",
+                                          f"{run.cid}other:{f.path}", "skip"))
             continue
         report.findings.append(Shadow(shown, f"{shown} is {why}: {f.message}", run.cid + f.path))
-    bad = len(ver.problems) + sum(f.status != "skip" for f in rep.findings)
+    bad = len(ver.problems) + len(rep.findings)
     problems = f"; {bad} problem(s) reported separately" if bad else ""
     return (f"{module} ({ver.verified} file(s) matching it, {rep.verified} bytecode file(s) "
             f"verified as their sources compiled{problems})")

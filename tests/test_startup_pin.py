@@ -118,8 +118,9 @@ def test_a_forged_distribution_vouching_for_a_new_pth_fails_the_pin(tmp_path: Pa
     assert list(failed) == ["startup"]
     fail = failed["startup"]
     assert fail.status is Status.FAIL and fail.expected == digest
-    assert fail.actual == expected_digest(root, [*HACK_FILES, "zz-evil.pth"]) != digest
-    assert fail.message.startswith(f"startup code: 4 file(s), digest {fail.actual} differs from the pin")
+    # The venv's pyvenv.cfg is startup code too, named as RECORD names files outside the root.
+    assert fail.actual == expected_digest(root, [*HACK_FILES, "zz-evil.pth", "../../../pyvenv.cfg"]) != digest
+    assert fail.message.startswith(f"startup code: 5 file(s), digest {fail.actual} differs from the pin")
     assert f"zz-evil.pth {sha(pth)[:12]}" in fail.message
     for rel in HACK_FILES:
         assert f"{rel} {sha(root / rel)[:12]}" in fail.message
@@ -223,7 +224,8 @@ def test_a_hook_outside_the_site_directory_makes_the_digest_uncomputable(tmp_pat
 
 def test_hooks_in_the_site_directory_are_in_the_startup_set(tmp_path: Path) -> None:
     """The root's sitecustomize, and one a path line reaches inside the site
-    directory even in a ``__pycache__`` (user test 1c), are startup code."""
+    directory even in a ``__pycache__`` (user test 1c), are startup code; so is the
+    ``.pth`` whose path line reaches it (every ``.pth`` is)."""
     root = install(tmp_path / "site")
     (root / "sitecustomize.py").write_text(HOOK, encoding="utf-8")
     cache = root / "pkg" / "__pycache__"
@@ -233,6 +235,7 @@ def test_hooks_in_the_site_directory_are_in_the_startup_set(tmp_path: Path) -> N
     assert rep.startup_files() == [
         ("pkg/__pycache__/sitecustomize.pyc", sha(cache / "sitecustomize.pyc")),
         ("sitecustomize.py", sha(root / "sitecustomize.py")),
+        ("zz-paths.pth", sha(root / "zz-paths.pth")),
     ]
 
 

@@ -10,16 +10,20 @@ check that passes, plus one check per problem file:
 * ``tree`` — the tree digest (``actual``), compared with ``target.tree_sha256``
   when pinned; on a mismatch the message names the files that explain it;
 * ``startup`` — the startup digest (``actual``) over the code that runs at every
-  interpreter start (the shadowing check's startup set: executing ``.pth``
-  files, ``sitecustomize`` / ``usercustomize``, the modules a vouched ``.pth``
-  imports), compared with ``target.startup_sha256`` when pinned; on a mismatch
-  the message names every file of the set with its digest. RECORD vouches for
-  these files only against accidents (a forged ``*.dist-info`` or a re-hashed row
-  vouches as well); the pin is the anchor, as ``tree_sha256`` is for the package;
+  interpreter start (the shadowing check's startup set: ``.pth`` files,
+  ``sitecustomize`` / ``usercustomize``, the modules a vouched ``.pth``
+  imports, ``pyvenv.cfg``), compared with ``target.startup_sha256`` when
+  pinned; on a mismatch the message names every file of the set with its
+  digest. RECORD vouches for these files only against accidents (a forged
+  ``*.dist-info`` or a re-hashed row vouches as well); the pin is the anchor, as
+  ``tree_sha256`` is for the package;
 * ``bytecode`` — summary; ``bytecode:<pyc>`` — tampered (fail) or another
   interpreter's (skip) bytecode (see ``pp1audit.bytecode``);
-* ``shadowing`` — summary; ``pth:<file>`` / ``shadow:<path>`` — executing
-  ``.pth`` files and other copies of the package (see ``pp1audit.shadowing``);
+* ``shadowing`` — summary; ``pth:<file>`` / ``shadow:<path>`` / ``pyvenv:<cfg>:version``
+  — executing ``.pth`` files, path lines to what does not exist, other copies of
+  the package (beside a console script too), a release ``pyvenv.cfg`` misstates
+  (see ``pp1audit.shadowing``); a startup module's bytecode that only another
+  interpreter or release could verify is a ``skip`` (``pth:<file>:other:<pyc>``);
   ``plugin:<dist-info>/entry_points.txt[:<line>]`` — entry points in the
   package's own groups (``vllm.general_plugins``…) that another distribution
   declares (in the target root, or in a directory or zip a ``.pth`` path line
@@ -452,9 +456,9 @@ def _shadow_checks(rep: ShadowReport, package: str, primary: str | None,
         message=f"{head}; {rep.pth_files} .pth file(s) checked; {_plugin_summary(plugins, package, primary)}"
                 f"{notes}{where}",
     )
-    status = {"fail": Status.FAIL, "error": Status.ERROR}
+    status = {"fail": Status.FAIL, "skip": Status.SKIP, "error": Status.ERROR}
     return [summary, *(
-        Check(id=s.id, kind=KIND, status=Status.FAIL, path=s.path, message=s.message)
+        Check(id=s.id, kind=KIND, status=status[s.status], path=s.path, message=s.message)
         for s in rep.findings
     ), *(
         Check(id=f.id, kind=KIND, status=status[f.status], path=f.path, message=f.message)
@@ -499,11 +503,15 @@ def _plugin_report(inv: Inventory, package: str, primary: str | None,
     (``entrypoints.judge``): those of the target root, then those of ``elsewhere``,
     what ``site`` puts on ``sys.path`` besides it (``ShadowReport.on_path``: the
     directories and zips ``.pth`` path lines add, the system site-packages a venv
-    lets in), which ``importlib.metadata`` searches all the same. There a
-    distribution named as one found earlier on ``sys.path`` is passed over, as
-    ``entry_points()`` passes it over (one per normalised name, the first); the
-    standard library's directories are not looked at (trusted, as in the shadowing
-    check).
+    lets in), which ``importlib.metadata`` searches all the same. Every
+    distribution found is judged, none passed over as a duplicate: ``entry_points()``
+    keeps the first of each normalised name, but which name that is depends on the
+    target's version (CPython 3.11 takes it from the directory's name only when it
+    ends in exactly ``.dist-info`` / ``.egg-info``, else from METADATA's ``Name``;
+    an egg's ``EGG-INFO`` from PKG-INFO's), so a ``pip-99.DIST-INFO`` naming itself
+    ``evilplug`` was loaded while the audit took it for ``pip`` and skipped it.
+    Judging every one can only fail more. The standard library's directories are
+    not looked at (trusted, as in the shadowing check).
 
     A distribution is a child ``importlib.metadata`` takes for one
     (``record.is_distribution``). A directory's ``entry_points.txt`` is read
@@ -513,37 +521,31 @@ def _plugin_report(inv: Inventory, package: str, primary: str | None,
     Python, and is not by the audit. A zip is read through its central directory.
     """
     rep = PluginReport()
-    seen: set[str] = set()
-    _dir_plugins(rep, inv, "", package, primary, unvouched, seen)
+    _dir_plugins(rep, inv, "", package, primary, unvouched)
     for path in elsewhere or []:
         try:
             st = os.stat(path)
         except OSError:
             continue
-        egg = dist_name(os.path.basename(path)) if path.endswith(".egg") else None
+        # importlib.metadata's Lookup: an EGG-INFO counts inside a *.egg (any case).
+        egg = os.path.basename(path).lower().endswith(".egg")
         rep.elsewhere.append(path)
         if stat.S_ISDIR(st.st_mode):
             _dir_plugins(rep, DirInventory(path), path.rstrip(os.sep) + os.sep, package, None, None,
-                         seen, egg=egg)
+                         egg=egg)
         elif stat.S_ISREG(st.st_mode):
-            _zip_plugins(rep, path, package, seen, egg=egg)
+            _zip_plugins(rep, path, package, egg=egg)
     return rep
 
 
 def _dir_plugins(rep: PluginReport, inv: Inventory, shown: str, package: str, primary: str | None,
-                 unvouched: str | None, seen: set[str], *, egg: str | None = None) -> None:
+                 unvouched: str | None, *, egg: bool = False) -> None:
     """The distributions of one directory (``shown``: '' for the target root, else its
-    path + '/'), judged into ``rep``; ``seen`` holds the names found earlier on
-    ``sys.path`` and gets this directory's. ``egg``: the directory is a ``*.egg`` of
-    that distribution name (its ``EGG-INFO`` is one)."""
-    mine: set[str] = set()
+    path + '/'), each judged into ``rep``. ``egg``: the directory is a ``*.egg`` (its
+    ``EGG-INFO`` is a distribution)."""
     for child, kind in inv.children(""):
-        if not is_distribution(child, egg=egg is not None) or kind not in (DIR, SYMLINK):
+        if not is_distribution(child, egg=egg) or kind not in (DIR, SYMLINK):
             continue
-        name = _dist_key(child, egg)
-        if name in seen:
-            continue  # importlib.metadata takes the one earlier on sys.path
-        mine.add(name)
         meta, where = shown + child, f"{shown}{child}/entry_points.txt"
         if kind == SYMLINK:
             rep.findings.append(PluginFinding(
@@ -569,10 +571,9 @@ def _dir_plugins(rep: PluginReport, inv: Inventory, shown: str, package: str, pr
             rep.findings.append(_unread_plugins(where, package, "cannot be read"))
             continue
         _judge_plugins(rep, meta, data, package, primary, unvouched)
-    seen.update(mine)
 
 
-def _zip_plugins(rep: PluginReport, path: str, package: str, seen: set[str], *, egg: str | None) -> None:
+def _zip_plugins(rep: PluginReport, path: str, package: str, *, egg: bool) -> None:
     """The distributions of a zip on ``sys.path`` (an egg a path line adds): its
     central directory read for ``<dist>/entry_points.txt``, those read and judged.
     A zip that cannot be opened is a note (the shadowing check fails it already:
@@ -586,15 +587,10 @@ def _zip_plugins(rep: PluginReport, path: str, package: str, seen: set[str], *, 
                          f"points for {package} is unknown")
         return
     try:
-        mine: set[str] = set()
         for member in index.names():
             child, _, rest = member.partition("/")
-            if rest != "entry_points.txt" or not is_distribution(child, egg=egg is not None):
+            if rest != "entry_points.txt" or not is_distribution(child, egg=egg):
                 continue
-            name = _dist_key(child, egg)
-            if name in seen:
-                continue
-            mine.add(name)
             meta, where = f"{path}/{child}", f"{path}/{member}"
             try:
                 found = index.member(member)
@@ -604,15 +600,8 @@ def _zip_plugins(rep: PluginReport, path: str, package: str, seen: set[str], *, 
                 continue
             if data is not None:
                 _judge_plugins(rep, meta, data, package, None, None)
-        seen.update(mine)
     finally:
         index.close()
-
-
-def _dist_key(child: str, egg: str | None) -> str:
-    """The name ``entry_points()`` keeps one distribution of: the metadata
-    directory's, or the egg's for its ``EGG-INFO``."""
-    return egg if egg is not None and child.lower() == "egg-info" else dist_name(child)
 
 
 def _unread_plugins(where: str, package: str, why: str) -> PluginFinding:
