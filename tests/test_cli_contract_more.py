@@ -376,8 +376,11 @@ def test_show_says_one_line_in_the_singular(tmp_path: Path, make_files: Callable
     assert proc.stderr.endswith("pkg/m.py has only 1 line\n"), proc.stderr
 
 
-def test_json_location_of_a_name_that_is_not_utf8_is_escaped_text(
+def test_json_location_of_a_name_that_is_not_utf8_is_exact_and_utf8(
         tmp_path: Path, make_files: Callable[..., Path], pinned: tuple[Path, Path]) -> None:
+    """The document is valid UTF-8 (plain ASCII then) and the name exact: ``\\udcff``, which
+    a ``surrogateescape`` reader turns back into the byte (the text form ``bad\\xff`` is
+    also the name of a file called with a backslash)."""
     tree, manifest = pinned
     odd = tmp_path / os.fsdecode(b"bad\xff")
     tree.rename(odd)
@@ -386,8 +389,9 @@ def test_json_location_of_a_name_that_is_not_utf8_is_escaped_text(
         proc = run_cli("check", str(odd), "-m", str(manifest), "--format", "json", *where)
         assert proc.returncode == 0, proc.stderr
         data = (out.read_bytes() if where else proc.stdout.encode("utf-8", "surrogateescape"))
-        result = json.loads(data.decode("utf-8"))  # strict UTF-8: no lone surrogate
-        assert result["target"]["location"] == f"{tmp_path}/bad\\xff"
+        assert data.isascii()
+        result = json.loads(data.decode("utf-8"))  # strict UTF-8
+        assert os.fsencode(result["target"]["location"]) == os.fsencode(str(tmp_path)) + b"/bad\xff"
 
 
 def test_a_broken_pp1audit_toml_found_here_is_exit_2_for_any_manifest(

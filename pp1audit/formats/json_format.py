@@ -46,37 +46,20 @@ def as_dict(result: Result) -> dict[str, Any]:
     }
 
 
-def utf8_safe(value: Any) -> Any:
-    """``value`` with every string that cannot be UTF-8 shown as text output shows it.
+def dumps(data: dict[str, Any]) -> str:
+    """Pretty-printed JSON with a final newline, always valid UTF-8, names exact.
 
     A name with a byte that is not UTF-8 (a target ``bad\\xff``, a file in it)
-    reaches Python as a lone surrogate (``surrogateescape``); JSON would carry it
-    as ``"\\udcff"``, which no UTF-8 reader can take back (jq turns it into U+FFFD,
-    Python cannot encode it, ``-o`` could not write it). Such a string is given in
-    ``safetext.printable``'s escaped form instead (``bad\\xff``, backslashes
-    doubled), the form every text output uses; every other string is as it is."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            from pp1audit.safetext import printable
-
-            return printable(value)
-        return value
-    if isinstance(value, dict):
-        return {utf8_safe(k): utf8_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [utf8_safe(v) for v in value]
-    return value
-
-
-def dumps(data: dict[str, Any]) -> str:
-    """Pretty-printed JSON with a final newline, always encodable as UTF-8."""
+    reaches Python as a lone surrogate (``surrogateescape``), which UTF-8 cannot
+    carry (``-o`` could not write it). Then the whole document is written with
+    ``\\u`` escapes only (``"bad\\udcff"``): plain ASCII, and the exact name for a
+    reader that decodes with ``surrogateescape`` as Python does — unlike the text
+    form ``bad\\xff``, which a file really named with a backslash also has."""
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:  # rare: only then is every string looked at
-        text = json.dumps(utf8_safe(data), indent=2, ensure_ascii=False) + "\n"
+    except UnicodeEncodeError:  # rare: only then is every non-ASCII character escaped
+        text = json.dumps(data, indent=2, ensure_ascii=True) + "\n"
     return text
 
 
