@@ -31,15 +31,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pp1audit.result import Check, Result, Status
 from pp1audit.safetext import printable, printable_code
 from pp1audit.spans import line_range, parse_span
 from pp1audit.yamlpos import KeyPath
-
-if TYPE_CHECKING:
-    from pp1audit.audit import CheckIds
 
 _REF = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 """A well-formed reference: no bracket inside, on one line."""
@@ -76,6 +73,8 @@ class Problem:
     message: str
     offset: int | None = None
     text: str = ""
+    key: bool = False
+    """The problem is the key at ``keypath`` (a name), not its value: place it there."""
 
 
 @dataclass(frozen=True)
@@ -257,10 +256,12 @@ def _text_problems(keypath: KeyPath, text: str, raw: dict[str, Any],
 
 
 def validate(raw: dict[str, Any]) -> list[Problem]:
-    """Problems of the report section, in document order; empty when valid."""
-    from pp1audit.audit import check_ids
+    """Problems of the report section, in document order, after the manifest's check
+    id clashes (``audit.id_clashes``); empty when valid."""
+    from pp1audit.audit import check_ids, id_clashes
 
-    problems: list[Problem] = []
+    # Evidence names checks by their ids: a clash of ids comes before any evidence.
+    problems = [Problem(c.keypath, c.message, key=True) for c in id_clashes(raw)]
     ids = check_ids(raw)
     for keypath, text in _titles(raw):
         problems += _text_problems(keypath, text, raw, None)
@@ -403,7 +404,7 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
     out += [f"# {title}", ""]
     from pp1audit.audit import check_ids
 
-    used: set[str] = set()
+    shown: set[str] = set()  # ids of the checks shown with a block
     ids = check_ids(raw)
     previous = ""
     for heading, blocks in parse_blocks(raw):
@@ -414,7 +415,7 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
             if previous == "bullet" and block.kind != "bullet":
                 out.append("")  # a list ends before the next paragraph
             if block.kind == "table":
-                out += _table(block, raw, result, used)
+                out += _table(block, raw, result, shown)
             elif block.kind == "bullet":
                 lines = expand(block.text.rstrip("\n"), raw).split("\n")
                 # Continuation lines stay as written (Markdown's lazy continuation),
@@ -427,8 +428,8 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
                 if block.kind != "bullet":
                     out.append("")
                 for ev in block.evidence:
-                    used.add(ev)
-                    checks = [c for c in result.checks if ids.stands_for(c.id, ev)]
+                    checks = ids.cited(result.checks, ev)
+                    shown.update(c.id for c in checks)
                     if not checks:
                         out.append(f"{indent}- **not checked** `{ev}`")
                     for check in checks:
@@ -439,13 +440,13 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
                 out.append("")
             previous = block.kind
     if result is not None:
-        out += _measured(result, used, ids)
+        out += _measured(result, shown)
     text = "\n".join(out)
     text = re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
     return "\n".join(line.rstrip() for line in text.split("\n"))
 
 
-def _measured(result: Result, used: set[str], ids: CheckIds) -> list[str]:
+def _measured(result: Result, shown: set[str]) -> list[str]:
     t = result.target
     out = ["", "## Measured", ""]
     if t is not None:
@@ -453,7 +454,7 @@ def _measured(result: Result, used: set[str], ids: CheckIds) -> list[str]:
     out.append(f"Manifest: `{result.manifest_path}` (SHA-256 `{result.manifest_sha256}`).")
     counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())
     out += [f"Verdict: **{result.verdict}** ({counts}).", ""]
-    rest = [c for c in result.checks if not any(ids.stands_for(c.id, u) for u in used)]
+    rest = [c for c in result.checks if c.id not in shown]
     if rest:
         out += ["Checks not cited above:", ""]
         out += [f"- {evidence_line(c)}" for c in rest]

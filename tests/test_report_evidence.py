@@ -1,5 +1,6 @@
 """Report evidence names the checks a run really has: one id scheme (``audit.check_ids``)
-for the manifest's validation and for the report's evidence lines.
+for the manifest's validation and for the report's evidence lines, and ids that are
+the manifest's alone (``audit.id_clashes``).
 
 A small installed distribution, a real git source (gitpython) and a donor patch in
 the remote cache give a run with every kind of check but invariants: the RECORD
@@ -25,8 +26,12 @@ import yaml
 from conftest import run_cli
 from lanerepo import _commit, dedent
 
-from pp1audit.audit import check_ids
+from pp1audit.audit import _FOUND_HEADS, check_ids
+from pp1audit.errors import ManifestError
+from pp1audit.manifest import parse
 from pp1audit.patches import NOT_APPLIED, patch_status
+from pp1audit.report import Problem, validate
+from pp1audit.result import Check, Status
 from pp1audit.sources import DirectorySource
 from pp1audit.store import FileStore
 
@@ -81,7 +86,7 @@ def cache(root: Path) -> Path:
     return root
 
 
-def manifest_text(commit: str, evidence: list[str], record: bool = True) -> str:
+def manifest_text(commit: str, evidence: list[str], record: bool = True, version: bool = True) -> str:
     """The manifest: every pin kind but invariants, one report block per evidence list."""
     mod = sha(PKG["pkg/mod.py"].encode())
     blocks = "".join(f"        - text: Block {i}.\n          evidence: [{ev}]\n"
@@ -90,7 +95,7 @@ def manifest_text(commit: str, evidence: list[str], record: bool = True) -> str:
         pp1audit: 1
         target:
           package: pkg
-          version: "1.0"
+          {'version: "1.0"' if version else ""}
           record: {"true" if record else "false"}
         files:
           pkg/mod.py: {mod}
@@ -146,11 +151,12 @@ def test_every_check_id_of_a_run_can_be_named_and_every_nameable_id_is_run(
     Path(world["m"]).write_text(text, encoding="utf-8")
     rc, out, err = run(world, "check", "--format", "json")
     assert rc == 0, err
-    emitted = [c["id"] for c in json.loads(out)["checks"]]
+    emitted = [Check(id=c["id"], kind=c["kind"], status=Status(c["status"]), message="")
+               for c in json.loads(out)["checks"]]
     ids = check_ids(yaml.safe_load(text))
     names = ids.ids | ids.groups | set(ids.aliases)
-    assert [c for c in emitted if not any(ids.stands_for(c, n) for n in names)] == []
-    assert sorted(ids.ids - set(emitted)) == []
+    assert [c.id for c in emitted if not any(ids.stands_for(c, n) for n in names)] == []
+    assert sorted(ids.ids - {c.id for c in emitted}) == []
     assert {"record", "tree", "startup", "bytecode", "shadowing", "d:hunks", "lane:commit",
             "lane:ref:v1", "lane:has-speculator", "lane:no-offload", f"file:lane:{SPEC}"} <= ids.ids
 
@@ -174,17 +180,25 @@ def test_report_renders_the_measured_status_of_every_kind_of_check(
     assert measured.get("d:pkg/mod.py#1") == "pass"
 
 
+FOUND = "the run names such a check after what it finds, so evidence names its family"
+
+
 @pytest.mark.parametrize(("evidence", "message"), [
     ("nope", "unknown evidence id 'nope'"),
     ("lane:nope", "unknown evidence id 'lane:nope'"),
-    ("d:pkg/mod.py#1", "unknown evidence id 'd:pkg/mod.py#1'"),  # named by data: reach it by 'd'
+    # named by data: reached by the family, which the message names
+    ("d:pkg/mod.py#1", f"evidence id 'd:pkg/mod.py#1': {FOUND} 'd', which shows it"),
+    ("pth:evil.pth", f"evidence id 'pth:evil.pth': {FOUND} 'shadowing', which shows it "
+                     "(and 'shadowing' needs target.record: true)"),
     ("record", "evidence id 'record': this manifest runs no such check (it needs target.record: true)"),
     ("tree", "evidence id 'tree': this manifest runs no such check "
              "(it needs target.record: true or a pinned target.tree_sha256)"),
+    ("version", "evidence id 'version': this manifest runs no such check (it needs target.version)"),
 ])
 def test_evidence_no_check_can_have_is_an_error_at_its_place(
         world: dict[str, Path | str], evidence: str, message: str) -> None:
-    text = manifest_text(str(world["commit"]), ["version", f"answer, {evidence}"], record=False)
+    text = manifest_text(str(world["commit"]), ["answer", f"answer, {evidence}"], record=False,
+                         version=False)
     Path(world["m"]).write_text(text, encoding="utf-8")
     line = text.splitlines().index(f"          evidence: [answer, {evidence}]") + 1
     rc, out, err = run(world, "report")
@@ -212,3 +226,168 @@ def test_production_and_tests_judge_a_patch_with_one_function(tmp_path: Path) ->
     everything = patch_status(PATCH, FileStore(DirectorySource(site)))
     assert [s.status for s in everything.hunks] == [NOT_APPLIED, "conflict"]
     assert everything.outside == 0
+
+
+def small_manifest(target: str, evidence: str, extra: str = "", files: str = "") -> str:
+    """A manifest of ``pkg`` with one report block citing ``evidence``; ``target``:
+    a line added under ``target:``, ``files`` one under ``files:``, ``extra``: sections
+    added before the report."""
+    return dedent(f"""
+        pp1audit: 1
+        target:
+          package: pkg
+          {target}
+        files:
+          pkg/mod.py: {sha(PKG["pkg/mod.py"].encode())}
+          {files}
+    """) + extra + dedent(f"""
+        report:
+          sections:
+            - blocks:
+                - text: The claim.
+                  evidence: [{evidence}]
+    """)
+
+
+def report_of(tmp_path: Path, site: Path, text: str) -> tuple[int, str, str]:
+    (tmp_path / "m.yaml").write_text(text, encoding="utf-8")
+    proc = run_cli("report", str(site), "-m", str(tmp_path / "m.yaml"), env={"PP1AUDIT_NO_CACHE": "1"})
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_shadowing_evidence_shows_the_findings_that_fail_it(tmp_path: Path) -> None:
+    """The shadowing check's findings are ``pth:…`` (``shadow:…``, ``plugin:…``…):
+    evidence ``shadowing`` shows them, not only the summary, which passes."""
+    site = install(tmp_path / "site")
+    (site / "evil.pth").write_text("import evil\n", encoding="utf-8")
+    (site / "evil.py").write_text("print('hi')\n", encoding="utf-8")
+    rc, out, err = report_of(tmp_path, site, small_manifest("record: true", "shadowing"))
+    assert rc == 1, err
+    cited, measured = out.split("## Measured")
+    assert re.search(r"^- \*\*pass\*\* record `shadowing`: 1 import-shadowing problem", cited, re.M)
+    assert re.search(r"^- \*\*fail\*\* record `pth:evil.pth` `evil.pth`: evil.pth executes code", cited, re.M)
+    assert "pth:evil.pth" not in measured  # shown above: not listed again as uncited
+
+
+@pytest.mark.parametrize(("target", "evidence"), [
+    ("tree_sha256: " + "a" * 64, "tree"),
+    ("startup_sha256: " + "a" * 64, "startup"),
+    ("startup_sha256: " + "a" * 64, "tree"),
+    ("record: true", "shadowing"),
+    ("record: true", "bytecode"),
+])
+def test_a_run_that_stops_early_shows_why_under_every_name_it_was_asked_for(
+        tmp_path: Path, target: str, evidence: str) -> None:
+    """No ``pkg/`` in the target: the hashing run stops with one ``record`` error,
+    whichever of its checks the manifest turned on; a block citing one of them shows
+    that error, not 'not checked'."""
+    site = install(tmp_path / "site")
+    for rel in PKG:
+        (site / rel).unlink()  # an empty pkg/ is left
+    rc, out, err = report_of(tmp_path, site, small_manifest(target, evidence))
+    assert rc == 1, err
+    cited, measured = out.split("## Measured")
+    assert "not checked" not in cited
+    assert "- **error** record `record` `pkg/`: no files under pkg/ in the target" in cited
+    assert "`record`" not in measured  # shown above: not listed again as uncited
+
+
+def test_record_evidence_without_record_says_where_an_early_stop_shows(tmp_path: Path) -> None:
+    text = small_manifest("tree_sha256: " + "a" * 64, "record")
+    with pytest.raises(ManifestError) as exc:
+        parse(text, "m.yaml")
+    assert exc.value.message == ("evidence id 'record': this manifest runs no such check (it needs "
+                                 "target.record: true; 'tree' shows why a run stopped early)")
+
+
+SOURCE = dedent("""
+    sources:
+      lane:
+        kind: git
+        commit: '{commit}'
+        contains:
+          has-speculator: {{path: spark/speculator.py}}
+""".format(commit="0" * 40))
+REMOTE_PIN = f"{{url: 'https://example.invalid/r.txt', sha256: '{sha(REMOTE)}'}}"
+CITE = "{at: 'pkg/mod.py:1', claim: The answer.}"
+
+
+@pytest.mark.parametrize(("extra", "keypath", "message"), [
+    (f"citations:\n  version: {CITE}\n", "citations.version",
+     "'version' is the id of the tool's own version check; check ids must be unique"),
+    (f"citations:\n  tree: {CITE}\n", "citations.tree",
+     "'tree' is the id of the tool's own tree check; check ids must be unique"),
+    (f"remotes:\n  record: {REMOTE_PIN}\n", "remotes.record",
+     "'record' is the id of the tool's own record check; check ids must be unique"),
+    (f"donors:\n  shadowing: {REMOTE_PIN}\n", "donors.shadowing",
+     "'shadowing' is the id of the tool's own shadowing check; check ids must be unique"),
+    (SOURCE.replace("lane:", "file:"), "sources.file",
+     "a git source named 'file' would take every 'file:…' check for its own"),
+    (f"donors:\n  plugin: {REMOTE_PIN}\n", "donors.plugin",
+     "a donor named 'plugin' would take every 'plugin:…' check for its own"),
+    (f"citations:\n  r: {CITE}\nremotes:\n  r: {REMOTE_PIN}\n", "remotes.r",
+     "'r' is also a citation's id; check ids must be unique"),
+    (f"citations:\n  lane: {CITE}\n" + SOURCE, "sources.lane",
+     "'lane' is also a citation's id; check ids must be unique"),
+    (SOURCE.replace("has-speculator", "commit"), "sources.lane.contains.commit",
+     "'lane:commit' is also the id of the source's commit check; check ids must be unique"),
+    (SOURCE + "    lacks:\n      has-speculator: {path: x.py}\n", "sources.lane.lacks.has-speculator",
+     "'lane:has-speculator' is also a contains rule's id; check ids must be unique"),
+    (f"citations:\n  has-speculator: {CITE}\n" + SOURCE, "sources.lane.contains.has-speculator",
+     "'has-speculator' is also a citation's id: evidence naming 'has-speculator' would name both"),
+    (SOURCE.replace("has-speculator", "version"), "sources.lane.contains.version",
+     "'version' is the id of the tool's own version check; check ids must be unique"),
+    (SOURCE, "files.lane:x.py",
+     "this pin's check id 'file:lane:x.py' reads as git source 'lane' pinning 'x.py': rename the source"),
+])
+def test_a_check_id_that_is_not_the_manifests_alone_is_an_error(
+        extra: str, keypath: str, message: str) -> None:
+    """Two checks with one id, or a name that evidence would read as another check's,
+    are refused when the manifest loads, at the offending key."""
+    files = f"'lane:x.py': '{'0' * 64}'" if keypath.startswith("files.") else ""
+    text = small_manifest("", "file:pkg/mod.py", extra, files)
+    with pytest.raises(ManifestError) as exc:
+        parse(text, "m.yaml")
+    assert (exc.value.keypath, exc.value.message) == (keypath, message)
+    problem = validate(yaml.safe_load(text))[0]
+    parts = keypath.split(".", 3 if keypath.startswith("sources.lane.") else 1)
+    assert problem == Problem(tuple(parts), message, key=True)
+
+
+def test_a_name_clash_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    site = install(tmp_path / "site")
+    text = small_manifest('version: "1.0"', "version", f"citations:\n  version: {CITE}\n")
+    rc, out, err = report_of(tmp_path, site, text)
+    assert (rc, out) == (2, "")
+    assert re.fullmatch(rf"pp1audit: error: {re.escape(str(tmp_path / 'm.yaml'))}:\d+:\d+: 'version' is "
+                        r"the id of the tool's own version check; check ids must be unique "
+                        r"\(at citations\.version\)\n", err), err
+
+
+@pytest.mark.xfail(strict=True, reason="manifest._report_check places a report Problem at its value; "
+                                       "Problem.key asks for the key's position (manifest.py's owner)")
+def test_a_name_clash_is_reported_at_the_key() -> None:
+    text = small_manifest("", "file:pkg/mod.py", "citations:\n  version:\n    at: 'pkg/mod.py:1'\n")
+    line = text.splitlines().index("  version:") + 1
+    with pytest.raises(ManifestError) as exc:
+        parse(text, "m.yaml")
+    assert (exc.value.line, exc.value.column) == (line, 3)
+
+
+@pytest.mark.xfail(strict=True, reason="manifest.parse runs report.validate only for a manifest "
+                                       "with a report section; id_clashes holds for every manifest")
+def test_a_name_clash_is_refused_without_a_report_section() -> None:
+    text = small_manifest("", "file:pkg/mod.py", f"citations:\n  version: {CITE}\n").split("report:")[0]
+    with pytest.raises(ManifestError, match="'version' is the id of the tool's own version check"):
+        parse(text, "m.yaml")
+
+
+def test_the_findings_heads_are_those_the_record_run_writes() -> None:
+    """``audit._FOUND_HEADS`` (names refused, hints given) lists the heads the hashing run's
+    parts build finding ids with; read from their source, so a new head cannot go unlisted.
+    (Evidence ``shadowing`` reaches a finding of any head: ``audit._shadowing_finding``.)"""
+    root = Path(__file__).resolve().parent.parent / "pp1audit"
+    heads = set()
+    for rel in ("checks/record.py", "shadowing.py", "vouch.py", "entrypoints.py"):
+        heads.update(re.findall(r'f"([a-z_]+):\{', (root / rel).read_text(encoding="utf-8")))
+    assert heads == set(_FOUND_HEADS)
