@@ -233,14 +233,82 @@ def _keyword_pattern(text: str) -> tuple[str, str] | None:
 
 
 def is_(node: SgNode, text: str, bound: dict[str, SgNode]) -> bool:
-    """The node (parentheses aside) matches the pattern; ``name=value`` also a keyword argument."""
+    """The node (parentheses aside) matches the pattern; ``name=value`` also a keyword argument.
+
+    Redundant parentheses around a call's argument do not matter either:
+    ``tl.constexpr((1 << 30))`` is ``tl.constexpr(1 << $BITS)``. A pattern's argument
+    is a fixed node kind, so ast-grep alone would compare ``(1 << 30)`` with ``1 << …``
+    and fail; the node is read again without those parentheses (``_without_argument_parens``).
+    """
+    pat = parse_pattern(text)
     bare = unparen(node)
     candidates = [node] if key(bare) == key(node) else [node, bare]
-    if any(at(c, parse_pattern(text), bound) is not None for c in candidates):
+    if any(at(c, pat, bound) is not None for c in candidates):
         return True
     if node.kind() == "keyword_argument":
         kw = _keyword_pattern(text)
         name, value = node.field("name"), node.field("value")
         if kw is not None and name is not None and value is not None and name.text() == kw[0]:
             return is_(value, kw[1], bound)
-    return False
+        return False
+    plain = _without_argument_parens(bare)
+    return plain is not None and at(plain, pat, bound) is not None
+
+
+_NOT_BARE = frozenset({"yield", "named_expression"})
+"""Parenthesised arguments kept as written: ``f((yield))`` needs them, and
+``f(k=(x := 1))`` would not parse without them (a positional walrus would, but it is
+left alone too: one rule for both, and no pattern relies on it)."""
+
+
+def _argument_parens(node: SgNode) -> list[tuple[int, int]]:
+    """Spans, relative to ``node``'s text, of the parentheses (and what lies between
+    them and the argument: spaces, comments) around each parenthesised argument of a
+    call within ``node``: a positional argument or a keyword's value."""
+    origin = node.range().start.index
+    spans: list[tuple[int, int]] = []
+    for paren in node.find_all(kind="parenthesized_expression"):
+        parent = paren.parent()
+        if parent is None:
+            continue
+        holder: SgNode | None = parent
+        if parent.kind() == "keyword_argument":
+            value = parent.field("value")
+            if value is None or key(value) != key(paren):
+                continue
+            holder = parent.parent()
+        if holder is None or holder.kind() != "argument_list":
+            continue
+        inner = unparen(paren)
+        if key(inner) == key(paren) or inner.kind() in _NOT_BARE:
+            continue
+        outer, core = paren.range(), inner.range()
+        spans += [(outer.start.index - origin, core.start.index - origin),
+                  (core.end.index - origin, outer.end.index - origin)]
+    return spans
+
+
+def _without_argument_parens(node: SgNode) -> SgNode | None:
+    """``node``, an expression, parsed again with the redundant parentheses around its
+    calls' arguments blanked out (same length, so nothing else moves), or None when it
+    has none or is not an expression. The copy is only ever matched, never reported:
+    bound metavariables compare with it as syntax (``_same``), not by position."""
+    from ast_grep_py import SgRoot
+
+    spans = _argument_parens(node)
+    if not spans:
+        return None
+    chars = list(node.text())
+    for start, end in spans:
+        chars[start:end] = [c if c == "\n" else " " for c in chars[start:end]]
+    text = "(" + "".join(chars) + ")"  # bracketed: an argument may span lines
+    try:
+        ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None  # a statement, or not the same code without them: as written only
+    statement = SgRoot(text, "python").root().child(0)
+    wrapper = statement.child(0) if statement is not None else None
+    if wrapper is None or wrapper.kind() != "parenthesized_expression":
+        return None
+    inner = named_items(wrapper.children())
+    return inner[0] if len(inner) == 1 else None

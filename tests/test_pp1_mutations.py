@@ -62,6 +62,14 @@ LEGACY_SHIFTED = {"legacy-caches-draft-probs": "drift", "legacy-dense-rejection-
 ARGMAX_RETURN = "            return logits.argmax(dim=-1)\n"
 RELOAD = ("            ).to(tl.float32)\n            / temp\n        )\n"
           "        draft_lse = _compute_global_logsumexp(")
+SALT = "_DRAFT_NOISE_SALT = tl.constexpr(1 << 30)"
+VERIFIED = "        sampled, num_sampled = rejection_sample(\n"
+PROCESSING_END = "            seq_lens_upper_bound_np,\n        )\n" + VERIFIED
+RELOADED = {"verify-reloads-scaled-draft-logits": "fail", "verify-draft-logprob-branches": "fail",
+            "verify-reloads-draft-logits": "fail"}
+DRAFT_CACHE = {"gumbel-caches-pre-temperature-logits": "fail", "gumbel-draft-cache": "fail"}
+SAMPLER_CALLS = {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"}
+NOT_DRAFTING = {"gumbel-separate-draft-noise": "fail"}
 
 
 def indent(text: str) -> str:
@@ -213,6 +221,89 @@ MUTATIONS = [
                  "self.sampler.apply_sampling_params(logits)\n"
                  "        sampled, num_sampled = rejection_sample(\n",
                  {"verify-applies-sampling-params": "fail"}, id="v3-processed-logits-maybe-unprocessed"),
+    # 5. The user test of the invariants (ut-inv, items 5-12): each rule left free the
+    # very argument its claim rests on, or missed an overwrite / a second call.
+    # The salt: `1 << 30 - 30` is 1 << 0.
+    pytest.param(GUMBEL, SALT, "_DRAFT_NOISE_SALT = tl.constexpr(1 << 30 - 30)",
+                 {"gumbel-draft-noise-salt": "fail"}, id="n3-salt-shift-by-a-difference"),
+    pytest.param(GUMBEL, SALT, "_DRAFT_NOISE_SALT = tl.constexpr(1 << 30 % 30)",
+                 {"gumbel-draft-noise-salt": "fail"}, id="n4-salt-shift-by-a-remainder"),
+    # The drafting flag, on each of its three steps to the salting `if` (a constexpr:
+    # False compiles the salting out), and the salting hidden in a function never called.
+    pytest.param(GUMBEL, "        IS_DRAFTING=is_drafting,\n", "        IS_DRAFTING=False,\n",
+                 NOT_DRAFTING, id="gd1-launch-not-drafting"),
+    pytest.param(GUMBEL, "        vocab_size,\n        IS_DRAFTING=IS_DRAFTING,\n",
+                 "        vocab_size,\n        IS_DRAFTING=False,\n", NOT_DRAFTING,
+                 id="gd2-kernel-not-drafting"),
+    pytest.param(GUMBEL, "        temp,\n        IS_DRAFTING=IS_DRAFTING,\n",
+                 "        temp,\n        IS_DRAFTING=False,\n", NOT_DRAFTING,
+                 id="gd3-block-not-drafting"),
+    pytest.param(GUMBEL, "        if IS_DRAFTING:\n            pos = pos + _DRAFT_NOISE_SALT\n",
+                 "        def _never_called():\n            if IS_DRAFTING:\n"
+                 "                pos = pos + _DRAFT_NOISE_SALT\n",
+                 {**NOT_DRAFTING, "gumbel-draft-cache": "drift"}, id="gd4-salting-in-a-nested-function"),
+    pytest.param(GUMBEL, "    return sampled\n", "    return sampled\n\n\n@triton.jit\n"
+                 "def gumbel_block_argmax(logits, block, mask, *args, **kwargs):\n"
+                 "    return tl.max(logits, axis=0, return_indices=True)\n",
+                 {**NOT_DRAFTING, **DRAFT_CACHE}, id="gd5-block-defined-again-without-noise"),
+    pytest.param(GUMBEL, "    # Enforce contiguity on non-strided input tensors\n",
+                 "    is_drafting = False\n", NOT_DRAFTING, id="gd6-flag-rebound"),
+    # The cache store's mask: no lane is `block < 0`, and no request slot is `< -1`.
+    pytest.param(GUMBEL, "            mask=mask & is_valid_req,", "            mask=mask & (block < 0),",
+                 DRAFT_CACHE, id="gc1-cache-store-masks-every-lane"),
+    pytest.param(GUMBEL, "    is_valid_req = req_state_idx >= 0\n", "    is_valid_req = req_state_idx < -1\n",
+                 DRAFT_CACHE, id="gc2-no-request-is-valid"),
+    # The grammar mask's other arguments (no request ids: no mask), its worker, and the
+    # logits computed again after it.
+    pytest.param(RUNNER, "                grammar_output.structured_output_request_ids,\n",
+                 "                [],\n", {"runner-grammar-before-sampler": "fail"},
+                 id="g10-mask-without-request-ids"),
+    pytest.param(RUNNER, "            self.structured_outputs_worker.apply_grammar_bitmask(\n",
+                 "            self.other_worker.apply_grammar_bitmask(\n",
+                 {"runner-grammar-before-sampler": "fail", "runner-grammar-mask": "fail"},
+                 id="g11-mask-by-another-object"),
+    pytest.param(RUNNER, "        sampler_output: SamplerOutput | None\n",
+                 "        logits = self.model.compute_logits(sample_hidden_states)\n"
+                 "        sampler_output: SamplerOutput | None\n",
+                 {"runner-grammar-before-sampler": "fail"}, id="g12-logits-computed-again-after-mask"),
+    # A second sampler call without the draft logits, through an alias or `__call__`.
+    pytest.param(RUNNER, CALL_END, CALL_END + "            rs = self.rejection_sampler\n"
+                 "            sampler_output = rs(logits, input_batch)\n", SAMPLER_CALLS,
+                 id="r4-second-call-through-an-alias"),
+    pytest.param(RUNNER, CALL_END, CALL_END + "            sampler_output = "
+                 "self.rejection_sampler.__call__(logits, input_batch)\n", SAMPLER_CALLS,
+                 id="r5-second-call-through-dunder-call"),
+    # Verification: top-k/top-p skipped, no request processed, processed twice, written over.
+    pytest.param(REJECTION, PROCESSING_END, PROCESSING_END.replace(
+        "seq_lens_upper_bound_np,\n", "seq_lens_upper_bound_np, skip_top_k_top_p=True,\n"),
+        {"verify-applies-sampling-params": "fail"}, id="v5-top-k-top-p-skipped"),
+    pytest.param(REJECTION, "            idx_mapping_np,\n            pos,\n",
+                 "            idx_mapping_np[:0],\n            pos,\n",
+                 {"verify-applies-sampling-params": "fail"}, id="v6-no-request-processed"),
+    pytest.param(REJECTION, "        processed_logits = self.sampler.apply_sampling_params(\n",
+                 "        idx_mapping_np = idx_mapping_np[:0]\n"
+                 "        processed_logits = self.sampler.apply_sampling_params(\n",
+                 {"verify-applies-sampling-params": "fail"}, id="v7-parameter-rebound-before"),
+    pytest.param(REJECTION, VERIFIED, "        processed_logits = self.sampler.apply_sampling_params("
+                 "processed_logits, expanded_idx_mapping, idx_mapping, idx_mapping_np, pos, "
+                 "draft_sampled, expanded_local_pos, seq_lens_upper_bound_np)\n" + VERIFIED,
+                 {"verify-applies-sampling-params": "fail"}, id="v8-processed-twice"),
+    pytest.param(REJECTION, VERIFIED, "        processed_logits.copy_(logits)\n" + VERIFIED,
+                 {"verify-applies-sampling-params": "fail"}, id="v9-overwritten-in-place"),
+    pytest.param(REJECTION, VERIFIED, "        processed_logits[:] = logits\n" + VERIFIED,
+                 {"verify-applies-sampling-params": "fail"}, id="v10-overwritten-by-item"),
+    # The reloaded draft logit: scaled again, read at column 0, its log probability zeroed.
+    pytest.param(UTILS, RELOAD, RELOAD.replace("/ temp", "/ temp * 2.0"), RELOADED,
+                 id="u4-temperature-and-more"),
+    pytest.param(UTILS, "                + token,\n", "                + 0,\n", RELOADED,
+                 id="u5-cache-read-at-column-0"),
+    pytest.param(UTILS, "        draft_log_prob = draft_logit - draft_lse\n",
+                 "        draft_log_prob = draft_logit - draft_lse; "
+                 "draft_log_prob = draft_log_prob * 0.0\n", RELOADED,
+                 id="u6-cached-logprob-changed-after"),
+    # What DSpark scatters into the target vocabulary: zeros, not the draft logits.
+    pytest.param(DSPARK, "logits.to(buf.dtype))", "torch.zeros_like(logits, dtype=buf.dtype))",
+                 {"dspark-scatters-reduced-vocab": "fail"}, id="d8-scatters-zeros"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
@@ -229,6 +320,17 @@ HARMLESS = [
                  "        sampled, num_sampled = rejection_sample(\n", id="v4-processed-logits-upcast"),
     pytest.param(GUMBEL, "            pos = pos + _DRAFT_NOISE_SALT\n",
                  "            pos += _DRAFT_NOISE_SALT\n", id="n1-salt-added-in-place"),
+    # The user test's harmless edits (ut-inv items 13, 14) and the new rules' allowances.
+    pytest.param(GUMBEL, SALT, "_DRAFT_NOISE_SALT = tl.constexpr((1 << 30))",
+                 id="n5-salt-argument-in-parentheses"),
+    pytest.param(GUMBEL, SALT, "_DRAFT_NOISE_SALT = tl.constexpr(1 << 40)", id="n6-larger-salt"),
+    pytest.param(RUNNER, MASK_TEST, "if logits.shape[0] > 0 and grammar_output is not None:",
+                 id="g13-mask-test-operands-swapped"),
+    pytest.param(RUNNER, MASK_TEST, "if grammar_output is not None and logits.shape[0] != 0:",
+                 id="g14-mask-test-not-zero"),
+    pytest.param(GUMBEL, "            mask=mask & is_valid_req,", "            mask=is_valid_req & mask,",
+                 id="gc3-cache-mask-operands-swapped"),
+    pytest.param(DSPARK, "logits.to(buf.dtype))", "logits)", id="d9-scatter-without-cast"),
 ]
 
 
