@@ -70,6 +70,8 @@ RELOADED = {"verify-reloads-scaled-draft-logits": "fail", "verify-draft-logprob-
 DRAFT_CACHE = {"gumbel-caches-pre-temperature-logits": "fail", "gumbel-draft-cache": "fail"}
 SAMPLER_CALLS = {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"}
 NOT_DRAFTING = {"gumbel-separate-draft-noise": "fail"}
+SCATTER_BROKEN = {"dspark-scatters-reduced-vocab": "fail", "dspark-sample-logits": "drift",
+                  "dspark-markov-bias": "drift"}
 
 
 def indent(text: str) -> str:
@@ -304,6 +306,38 @@ MUTATIONS = [
     # What DSpark scatters into the target vocabulary: zeros, not the draft logits.
     pytest.param(DSPARK, "logits.to(buf.dtype))", "torch.zeros_like(logits, dtype=buf.dtype))",
                  {"dspark-scatters-reduced-vocab": "fail"}, id="d8-scatters-zeros"),
+    # 6. The review of 401f9ea: each of these passed every rule.
+    # A local salt of 0 hides the module's in the function that salts.
+    pytest.param(GUMBEL, "    # on H100/Ada/Blackwell", "    _DRAFT_NOISE_SALT = 0  # on H100/Ada/Blackwell",
+                 NOT_DRAFTING, id="n7-local-salt-zero"),
+    # A second store over the cache, after the one that caches the logits.
+    pytest.param(GUMBEL, "            mask=mask & is_valid_req,\n        )",
+                 "            mask=mask & is_valid_req,\n        )\n        tl.store(logits_cache_ptr"
+                 " + req_state_idx * logits_cache_stride_0 + col * logits_cache_stride_1 + block,"
+                 " logits * 0.0, mask=mask & is_valid_req)", DRAFT_CACHE, id="gc4-second-cache-store"),
+    # The masked logits written over by item, or the request ids emptied before the mask.
+    pytest.param(RUNNER, "        sampler_output: SamplerOutput | None\n",
+                 "        sampler_output: SamplerOutput | None\n"
+                 "        logits[:] = self.model.compute_logits(sample_hidden_states)\n",
+                 {"runner-grammar-before-sampler": "fail"}, id="g15-logits-recomputed-in-place"),
+    pytest.param(RUNNER, "            assert self.structured_outputs_worker is not None\n",
+                 "            assert self.structured_outputs_worker is not None\n"
+                 "            grammar_output.structured_output_request_ids.clear()\n",
+                 {"runner-grammar-before-sampler": "fail"}, id="g16-request-ids-emptied"),
+    # DSpark's logits zeroed before the scatter, or after it.
+    pytest.param(DSPARK, "            buf.index_copy_(", "            logits = torch.zeros_like(logits)\n"
+                 "            buf.index_copy_(", SCATTER_BROKEN,
+                 id="d10-zeroed-before-scatter"),
+    pytest.param(DSPARK, "            logits = buf\n",
+                 "            logits = buf\n            logits.zero_()\n", SCATTER_BROKEN,
+                 id="d11-zeroed-after-scatter"),
+    # The processed logits written over through an alias, or by the unbound method.
+    pytest.param(REJECTION, VERIFIED, "        p = processed_logits\n        p.copy_(logits)\n" + VERIFIED,
+                 {"verify-applies-sampling-params": "fail"}, id="v11-overwritten-through-an-alias"),
+    pytest.param(REJECTION, VERIFIED, "        torch.Tensor.copy_(processed_logits, logits)\n" + VERIFIED,
+                 {"verify-applies-sampling-params": "fail"}, id="v12-overwritten-by-the-unbound-method"),
+    pytest.param(REJECTION, VERIFIED, "        p = processed_logits\n        p[:] = logits\n" + VERIFIED,
+                 {"verify-applies-sampling-params": "fail"}, id="v13-overwritten-by-item-through-an-alias"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
@@ -331,6 +365,13 @@ HARMLESS = [
     pytest.param(GUMBEL, "            mask=mask & is_valid_req,", "            mask=is_valid_req & mask,",
                  id="gc3-cache-mask-operands-swapped"),
     pytest.param(DSPARK, "logits.to(buf.dtype))", "logits)", id="d9-scatter-without-cast"),
+    # The review of 401f9ea: arguments in redundant parentheses, a salt's shift in hex.
+    pytest.param(REJECTION, "            pos,\n            draft_sampled,\n",
+                 "            (pos),\n            draft_sampled,\n",
+                 id="v14-sampling-argument-in-parentheses"),
+    pytest.param(RUNNER, MASK, MASK.replace("input_batch,", "(input_batch),"),
+                 id="g17-mask-argument-in-parentheses"),
+    pytest.param(GUMBEL, SALT, "_DRAFT_NOISE_SALT = tl.constexpr(1 << 0x1E)", id="n8-salt-shift-in-hex"),
 ]
 
 
