@@ -36,7 +36,10 @@ would execute something other than the audited files:
   Outside the target root only names and types are looked at (``lstat``), and
   a zip only through its central directory. A path line to nothing (yet) outside
   the target root fails: ``site`` adds it at the first start after someone
-  creates it (``_missing_path``).
+  creates it (``_missing_path``); so does one to a directory or zip outside it
+  that someone other than the site directory's owner (or root) can write, or
+  replace through a directory above it (``_others_can_write``: ``/tmp``, sticky
+  bit or not).
 * Another distribution claiming the package (a second ``*.dist-info`` /
   ``*.egg-info`` for the same name or installing the same top-level package):
   files of two versions mixed in one directory, or an uninstall leftover. That
@@ -62,9 +65,16 @@ would execute something other than the audited files:
 * The directory of a console script the audited distribution's RECORD installs
   (``../../../bin/vllm``), which Python puts first on ``sys.path`` when it runs
   the script: another ``vllm`` there fails, and so does any other module no
-  RECORD installs there (``check_script_dirs``).
-* ``pyvenv.cfg``: in the startup set, and a ``version`` line the interpreter
-  ``home`` names contradicts fails (``check_venv_config``).
+  RECORD installs there; every module there is in the startup set, and a vouched
+  one's bytecode is judged (``check_script_dirs``). ``importlib.metadata``
+  searches that directory too: its distributions' entry points are judged
+  (``checks.record``).
+* Top-level modules of the target root that no installed distribution lists
+  (``torch/``, ``nt.py``): whatever imports that name runs them (``check_unlisted``).
+* ``pyvenv.cfg``: in the startup set by what it decides (``cfg_token``); a
+  symbolic link fails, never opened; a ``version`` line the release known
+  otherwise contradicts is named in a note (``check_venv_config``). A venv's
+  ``bin/python`` that is a script fails (``check_venv_python``).
 * For a venv whose ``pyvenv.cfg`` lets the system site-packages in (site's
   rule: ``include-system-site-packages`` absent or ``true``), the base
   interpreter's site-packages too: ``site`` processes its ``.pth`` files and
@@ -92,16 +102,21 @@ import hashlib
 import os
 import posixpath
 import stat
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pp1audit.bytecode import VerifiedCache
-from pp1audit.inventory import DIR, FILE, SYMLINK, DirInventory, Inventory
-from pp1audit.pthimports import CUT
+from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode
+from pp1audit.errors import TargetError
+from pp1audit.hashing import Digest, hash_entries
+from pp1audit.inventory import DIR, FILE, DirInventory, Entry, Inventory
+from pp1audit.pthimports import CUT, pth_imports
 from pp1audit.record import (
+    RecordEntry,
     RecordError,
     dist_name,
     distributions,
+    is_bytecode,
     is_distribution,
     logical_path,
     normalize,
@@ -109,7 +124,7 @@ from pp1audit.record import (
     read_record,
     read_small,
 )
-from pp1audit.safeio import NotRegular, TooLarge, read_regular
+from pp1audit.safeio import NotRegular, TooLarge, open_regular, read_regular
 from pp1audit.safetext import cut
 from pp1audit.sitemodel import (
     MODULE_SUFFIXES,
@@ -118,17 +133,23 @@ from pp1audit.sitemodel import (
     base_site_dirs,
     imports_as,
     interpreter,
+    interpreter_names,
     module_files,
     pth_lines,
     pth_processed,
+    site_pairs,
     stdlib_dirs,
     stdlib_zip,
 )
 from pp1audit.sources import kind_of_mode
+from pp1audit.treedigest import token_for
 from pp1audit.vouch import (
+    Listed,
     Scope,
     entry_imports_as,
     judge_hook,
+    listed_at_root,
+    module_entries,
     owners_at,
     owners_of,
     startup_entry,
@@ -267,6 +288,8 @@ def _judge_executing(scope: Scope, name: str, data: bytes, executing: list[tuple
         why = "no installed distribution's RECORD lists it"
     if scope.shown:
         why += f"; {SYSTEM_SITE_HINT}"
+    else:  # what it imports is this finding's to report (check_unlisted leaves it out)
+        report.judged_modules.update(pth_imports([line for _, line in executing]).modules)
     report.findings.append(Shadow(
         shown, f"{shown} executes code at every interpreter start ({why}): {code}", f"pth:{shown}"))
 
@@ -334,6 +357,11 @@ def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) 
         return
     if real == inv.root:
         return  # the site directory itself, already on sys.path
+    if not _under(real, inv.root) and (who := _others_can_write(real, _owner(inv.root))) is not None:
+        report.findings.append(Shadow(
+            pth, f"{head}, and {who}: anyone who can write there can add code run at start (site imports a "
+            "sitecustomize from it at every start, and any module nothing earlier on sys.path provides is "
+            "imported from it)", f"{cid}:writable"))
     if (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)) and added not in report.on_path:
         report.on_path.append(added)
     if stat.S_ISDIR(st.st_mode):
@@ -361,6 +389,41 @@ def _missing_path(inv: DirInventory, pth: str, n: int, added: str, real: str, re
         pth, f"{where} once it exists: a path that does not exist; anything created there later "
         "runs at start (site imports a sitecustomize from it at every start, and any module nothing "
         "earlier on sys.path provides is imported from it)", f"pth:{pth}:{n}"))
+
+
+def _owner(path: str) -> int | None:
+    """The owner of ``path`` (None when it cannot be examined)."""
+    try:
+        return os.stat(path).st_uid
+    except (OSError, ValueError):
+        return None
+
+
+def _others_can_write(real: str, owner: int | None) -> str | None:
+    """Why someone other than ``owner`` (the site directory's) or root can change what
+    is at ``real`` (a path line's directory or zip, symlinks resolved), or None.
+
+    Itself: writable by every user (``mode & 0o002``; the sticky bit of ``/tmp`` only
+    stops others removing what they do not own, not adding), or owned by another
+    user. A directory above it: owned by another user, or writable by every user
+    without the sticky bit (either can rename what is below and put another in its
+    place). Group write is not judged: whether the group holds anyone else is not
+    known here."""
+    path = real
+    while True:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        if st.st_uid not in (0, owner):
+            return f"{path} is owned by another user (uid {st.st_uid}) than the site directory's"
+        if st.st_mode & 0o002 and (path == real or not st.st_mode & stat.S_ISVTX):
+            sticky = " (the sticky bit stops removals, not additions)" if st.st_mode & stat.S_ISVTX else ""
+            return f"{path} is writable by every user{sticky}"
+        up = os.path.dirname(path)
+        if up == path:
+            return None
+        path = up
 
 
 def _under(path: str, directory: str) -> bool:
@@ -740,23 +803,90 @@ def check_copies(inv: Inventory, package: str, primary: str | None, report: Shad
                 f"shadow:{name}"))
 
 
+def check_unlisted(scope: Scope, listed: Listed, stdlib: list[str], report: ShadowReport) -> None:
+    """Top-level modules in the site directory that no installed distribution lists.
+
+    Every ``import torch`` by the package, and every standard-library module that
+    tries an optional one (``import pathlib`` imports ``ntpath``, which tries
+    ``from nt import …``), imports whatever is there under that name: a
+    ``torch/`` or ``nt.py`` no RECORD lists (``listed``: ``vouch.listed_at_root``)
+    is code nothing installed, and fails. Judged elsewhere, so left out here: the
+    audited package and module files beside it (``check_copies``), the startup
+    hooks (``check_customize``), ``__pycache__``, metadata directories and ``.pth``
+    files. Not importable from here, so left out too: a name that is no
+    identifier, a name the standard library (``stdlib``: its directories, ahead on
+    ``sys.path``; the built-in modules when the target runs this ``X.Y``) provides,
+    and a directory through which no module can be imported (``_imports_below``:
+    empty, or only bytecode caches). A module a ``.pth`` imports is judged with it
+    (``ShadowReport.judged_modules``). An ``*.egg-info``
+    (a setuptools-era install, no RECORD) lists the modules of its
+    ``top_level.txt``. A RECORD vouches for what it lists only against accidents,
+    as everywhere: a forged one lists anything."""
+    inv, version = scope.inv, scope.version
+    if not isinstance(inv, DirInventory):
+        return
+    builtin = set(sys.builtin_module_names) if version == sys.version_info[:2] else set()
+    for name, _kind in inv.children(""):
+        if name in listed.names or name.endswith(".pth") or is_distribution(name):
+            continue
+        module = _module_name(inv.root, name, version)
+        if module is None or module == scope.package or module in CUSTOMIZE or module in listed.modules \
+                or module in builtin or any(_copy_in(d, module, version) for d in stdlib):
+            continue
+        path = os.path.join(inv.root, name)
+        if module in report.judged_modules or (os.path.isdir(path) and not _imports_below(path, version)):
+            continue
+        report.findings.append(Shadow(
+            name, f"{name} is importable as '{module}' from the site directory, and no installed "
+            f"distribution's RECORD lists it: any 'import {module}' (by {scope.package}, anything it "
+            "imports, or a standard-library module trying an optional one) runs it, unaudited",
+            f"shadow:{name}"))
+
+
+def _imports_below(path: str, version: tuple[int, int] | None) -> bool:
+    """Whether a directory (a link to one followed, none below it) holds a module an
+    import could reach through it: a module file of an identifier in it or in a
+    subdirectory named as one (``pkg/__pycache__/mod.cpython-311.pyc`` is a cache,
+    no module; ``pkg/__pycache__/sitecustomize.pyc`` is one)."""
+    for _dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = [d for d in dirnames if d.isidentifier()]
+        if any(_module_name_of(f, version) for f in filenames):
+            return True
+    return False
+
+
+def _module_name_of(name: str, version: tuple[int, int] | None) -> str | None:
+    """The module a file of this name is, for Python ``version`` (``imports_as``), or None."""
+    stem = name.split(".", 1)[0]
+    return stem if stem.isidentifier() and imports_as(name, stem, version) else None
+
+
 SCRIPT_MODULE_MAX = 16 << 20
 """Largest module file beside a console script read to compare with RECORD; a larger
 one (or one that is no regular file) fails unverified."""
 
 
-def script_dirs(inv: DirInventory, primary: str) -> list[tuple[str, str]]:
-    """``(directory, script)``: each directory, symlinks resolved, into which the
-    audited distribution's RECORD installs a console script (``../../../bin/vllm``),
-    with one such script. Only a ``bin`` inside the installation prefix of a
-    ``<prefix>/lib/pythonX.Y/site-packages`` root: a row naming a host directory is
-    not followed (RECORD is untrusted), and nothing is looked up for it."""
-    try:
-        rows = parse_record(read_record(inv, f"{primary}/RECORD"), f"{primary}/RECORD")
-    except RecordError:
-        return []
+@dataclass(frozen=True, slots=True)
+class ScriptDir:
+    """A directory the audited distribution's RECORD installs a console script into."""
+
+    path: str
+    """The directory, symlinks resolved."""
+    shown: str
+    """As the RECORD row spells it from the site directory (``../../../bin``): how its
+    files are named in the startup set, the same wherever the venv lives."""
+    script: str
+    """One console script there (its OS path), for the messages."""
+
+
+def script_dirs(inv: DirInventory, rows: list[RecordEntry]) -> list[ScriptDir]:
+    """Each directory into which the audited distribution's RECORD (its parsed
+    ``rows``) installs a console script (``../../../bin/vllm``). Only a ``bin``
+    inside the installation prefix of a ``<prefix>/lib/pythonX.Y/site-packages``
+    root: a row naming a host directory is not followed (RECORD is untrusted), and
+    nothing is looked up for it."""
     prefix = os.path.dirname(os.path.dirname(os.path.dirname(inv.root)))
-    out: dict[str, str] = {}
+    out: dict[str, ScriptDir] = {}
     for row in rows:
         path = logical_path(inv, row.path)
         full = os.path.normpath(os.path.join(inv.root, path))
@@ -764,13 +894,23 @@ def script_dirs(inv: DirInventory, primary: str) -> list[tuple[str, str]]:
             continue
         parent = os.path.realpath(os.path.dirname(full))
         if os.path.basename(parent) == "bin" and _under(parent, os.path.realpath(prefix)):
-            out.setdefault(parent, full)
-    return sorted(out.items())
+            shown = os.path.relpath(os.path.dirname(full), inv.root).replace(os.sep, "/")
+            out.setdefault(parent, ScriptDir(parent, shown, full))
+    return [out[k] for k in sorted(out)]
 
 
-def check_script_dirs(inv: Inventory, package: str, primary: str | None, report: ShadowReport,
-                      version: tuple[int, int] | None) -> None:
-    """What a console script of the audited distribution imports from its own directory.
+def _record_rows(inv: Inventory, primary: str) -> list[RecordEntry]:
+    """The audited distribution's RECORD rows ([] when it cannot be parsed), for a
+    caller that has not parsed it already (``RecordRun`` has)."""
+    try:
+        return parse_record(read_record(inv, f"{primary}/RECORD"), f"{primary}/RECORD")
+    except RecordError:
+        return []
+
+
+def check_script_dirs(scope: Scope, rows: list[RecordEntry], report: ShadowReport) -> None:
+    """What a console script of the audited distribution (``rows``: its RECORD) imports
+    from its own directory.
 
     Python runs ``bin/vllm`` with that directory first on ``sys.path``, ahead of the
     standard library and site-packages, so a ``bin/vllm.py`` (or ``vllm/``, or an
@@ -778,23 +918,73 @@ def check_script_dirs(inv: Inventory, package: str, primary: str | None, report:
     runs: a failure, as another copy ahead of the audited one. Any other module
     there (``bin/torch.py``) is imported in place of the installed one by whatever
     the script imports: it fails unless an installed distribution's RECORD lists
-    it with its hash (``docutils``' old ``rst2html.py``). A ``bin`` is not meant to
-    hold modules; virtualenv's ``activate_this.py`` (no RECORD lists it; nothing
-    imports it by name) is named in a note."""
-    if not isinstance(inv, DirInventory) or primary is None:
+    it with its hash (``docutils``' old ``rst2html.py``), and then its bytecode
+    there is judged too. A ``bin`` is not meant to hold modules; virtualenv's
+    ``activate_this.py`` (no RECORD lists it; nothing imports it by name) is named
+    in a note. Every module found there is in the startup set
+    (``_script_module_startup``): a RECORD vouches as well when forged, the pin does
+    not. The directories are kept (``ShadowReport.script_dirs``): ``importlib.metadata``
+    finds distributions there too."""
+    inv, package, version = scope.inv, scope.package, scope.version
+    if not isinstance(inv, DirInventory):
         return
-    for directory, script in script_dirs(inv, primary):
-        report.looked_in.append(directory)
-        copy = _copy_in(directory, package, version)
+    for d in script_dirs(inv, rows):
+        report.looked_in.append(d.path)
+        report.script_dirs.append(d.path)
+        copy = _copy_in(d.path, package, version)
         if copy is not None:
             report.findings.append(Shadow(
                 copy, f"another '{package}' at {copy} is ahead of the audited copy on sys.path when the "
-                f"console script {script} runs (Python puts the script's directory first): Python "
+                f"console script {d.script} runs (Python puts the script's directory first): Python "
                 "imports that one", f"shadow:{copy}"))
-        for name in sorted(_os_names(directory, (package,))):
-            module = _module_name(directory, name, version)
-            if module is not None and module != package:
-                _judge_script_module(inv, directory, name, module, script, report)
+        found: dict[str, list[str]] = {}
+        for name in sorted(_os_names(d.path, (package,))):
+            if (module := _module_name(d.path, name, version)) is not None:
+                found.setdefault(module, []).append(name)
+        binv = DirInventory(d.path)
+        children = dict(binv.children(""))
+        for module, names in sorted(found.items()):
+            startup = _script_module_startup(scope, d, binv, children, module, report)
+            if module == package:
+                continue  # failed above, as another copy
+            vouched = [_judge_script_module(inv, d, name, module, report) for name in names]
+            if startup is not None and all(vouched):
+                _script_bytecode(scope, d, module, startup, report)
+
+
+def _script_module_startup(scope: Scope, d: ScriptDir, binv: DirInventory, children: dict[str, str],
+                           module: str, report: ShadowReport) -> tuple[list[Entry], dict[str, Digest]] | None:
+    """Put every file of ``module`` in a console script's directory (``binv``, its
+    entries ``children``) in the startup set, named from the site directory
+    (``../../../bin/torch.py``), bytecode caches left out as everywhere
+    (``ShadowReport.startup``): its module files and package directory (a link to a
+    directory outside it by the link). Returns its entries and digests (bytecode
+    kept) for the bytecode check; None when its directory leads outside."""
+    try:
+        files = module_entries(binv, module, children, scope.version)
+    except TargetError:
+        e = binv.entry(module)
+        report.startup[f"{d.shown}/{module}"] = token_for(e, None) if e is not None else None
+        return None
+    digests = hash_entries(files, keep=keep_for_bytecode)
+    for e in files:
+        if not is_bytecode(e.path):
+            report.startup[f"{d.shown}/{e.path}"] = token_for(e, digests.get(e.path))
+    return files, digests
+
+
+def _script_bytecode(scope: Scope, d: ScriptDir, module: str, hashed: tuple[list[Entry], dict[str, Digest]],
+                     report: ShadowReport) -> None:
+    """The bytecode of a vouched module beside a console script (``bin/__pycache__``),
+    which Python loads in place of its source: judged as the package's is."""
+    files, digests = hashed
+    rep = check_bytecode(files, digests, cache=scope.cache or default_cache(), target_release=scope.release)
+    for f in rep.findings:
+        path = os.path.join(d.path, f.path)
+        other = "other:" if f.status == "skip" else ""
+        report.findings.append(Shadow(
+            path, f"{path} is the bytecode of '{module}', imported in place of any installed one when the "
+            f"console script {d.script} runs: {f.message}", f"shadow:{other}{path}", f.status))
 
 
 def _module_name(directory: str, name: str, version: tuple[int, int] | None) -> str | None:
@@ -805,43 +995,41 @@ def _module_name(directory: str, name: str, version: tuple[int, int] | None) -> 
         return None
     if os.path.isdir(os.path.join(directory, name)):
         return name if name.isidentifier() else None
-    stem = name.split(".", 1)[0]
-    return stem if stem.isidentifier() and imports_as(name, stem, version) else None
+    return _module_name_of(name, version)
 
 
-def _judge_script_module(inv: DirInventory, directory: str, name: str, module: str, script: str,
-                         report: ShadowReport) -> None:
-    """One module beside a console script: vouched for by a RECORD listing it with
-    its hash (a note), else a failure."""
-    path = os.path.join(directory, name)
-    head = (f"{path} is importable as '{module}' when the console script {script} runs (Python puts "
+def _judge_script_module(inv: DirInventory, d: ScriptDir, name: str, module: str,
+                         report: ShadowReport) -> bool:
+    """One module entry beside a console script: vouched for by a RECORD listing it
+    with its hash (a note; True), else a failure."""
+    path = os.path.join(d.path, name)
+    head = (f"{path} is importable as '{module}' when the console script {d.script} runs (Python puts "
             f"the script's directory first on sys.path): an 'import {module}' there, by the package or "
             "anything it imports, runs this file instead of any installed one")
     if name == "activate_this.py":
         report.notes.append(f"{path}: virtualenv's activate_this.py (no RECORD lists it; nothing imports "
                             "it by name), beside the console script; not verified")
-        return
+        return True
+    if os.path.isdir(path):  # Python follows a link to one
+        report.findings.append(Shadow(path, f"{head}; it is a package directory, which no installed "
+                                      "distribution's RECORD installs there", f"shadow:{path}"))
+        return False
     try:
         data = read_regular(path, SCRIPT_MODULE_MAX)
-    except IsADirectoryError:
-        data = None
     except (OSError, NotRegular, TooLarge) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a regular file or too large"
         report.findings.append(Shadow(path, f"{head}; it cannot be read ({why}), so nothing vouches for it",
                                       f"shadow:{path}"))
-        return
-    if data is None:
-        report.findings.append(Shadow(path, f"{head}; a directory no installed distribution's RECORD "
-                                      "installs", f"shadow:{path}"))
-        return
+        return False
     owners = owners_at(inv, path, hashlib.sha256(data).digest())
     if owners.good:
-        report.notes.append(f"{path}, importable as '{module}' beside the console script {script}, is "
+        report.notes.append(f"{path}, importable as '{module}' beside the console script {d.script}, is "
                             f"installed by {owners.good[0]} (matches its RECORD)")
-        return
+        return True
     why = (f"it differs from the {owners.bad[0]} RECORD" if owners.bad
            else "no installed distribution's RECORD lists it")
     report.findings.append(Shadow(path, f"{head}; {why}", f"shadow:{path}"))
+    return False
 
 
 def check_customize(inv: Inventory, report: ShadowReport, scope: Scope | None = None) -> None:
@@ -872,53 +1060,97 @@ def _hook_entries(children: dict[str, str], hook: str, version: tuple[int, int] 
 
 
 def check_venv_config(interp: Interpreter, site: str, report: ShadowReport) -> None:
-    """``pyvenv.cfg``: in the startup set, and its release line judged.
+    """``pyvenv.cfg``: in the startup set, a symbolic link failed, its release line noted.
 
     Each one present goes in the startup set, named relative to the site
-    directory as RECORD names a console script (``../../../pyvenv.cfg``), so the
-    digest does not depend on where the venv lives: ``home`` and
-    ``include-system-site-packages`` decide which standard library and which
-    system site-packages start with it. Its ``version`` line Python never reads;
-    when the release of the interpreter ``home`` names can be read and differs
-    (``sitemodel.home_release``), the line fails, named: it would make bytecode
-    that differs from this interpreter's compile pass for another release's."""
+    directory as RECORD names a console script (``../../../pyvenv.cfg``), by what
+    in it decides startup and is the same on every host (``cfg_token``): so two
+    identical venvs, or one moved, share a digest. A symbolic link is not opened
+    (``sitemodel.CfgFile.link``): Python reads what it names, which anyone able to
+    write there can change, or create when it dangles, without the venv or its
+    digest changing; it fails, as a symlinked ``.pth`` does. Its ``version`` line
+    Python never reads; when it differs from the release known otherwise
+    (``sitemodel.venv_release``) it is stale or untrue and plays no part (the
+    bytecode is judged as the release that runs): a note."""
     for cfg in interp.configs:
-        report.startup[os.path.relpath(cfg.path, site).replace(os.sep, "/")] = _cfg_token(cfg)
+        report.startup[os.path.relpath(cfg.path, site).replace(os.sep, "/")] = cfg_token(cfg)
+        if cfg.link is not None:
+            report.findings.append(Shadow(
+                cfg.path, f"{cfg.path} is a symbolic link (to {cfg.link}); not opened: Python reads what it "
+                "names at every start (the base interpreter, whether the system site-packages start), which "
+                "can be changed, or created, without the venv changing", f"pyvenv:{cfg.path}"))
     stated, actual = interp.misstated, interp.release
     if stated is None or actual is None:
         return
-    report.findings.append(Shadow(
-        interp.cfg, f"{interp.cfg} states Python {stated.number} ({stated.origin}), but the interpreter "
-        f"its home names is Python {actual.number} ({actual.origin}): Python never reads that line, so it "
-        "is stale (a base upgraded in place) or a lie, and no reason to take bytecode that differs from "
-        f"Python {actual.number}'s compile for another release's; bytecode is judged as "
-        f"Python {actual.number}'s", f"pyvenv:{interp.cfg}:version"))
+    report.notes.append(
+        f"{interp.cfg} states Python {stated.number} ({stated.origin}), but the interpreter that runs is "
+        f"Python {actual.number} ({actual.origin}): Python never reads that line (stale after an upgrade "
+        f"in place, or untrue); bytecode is judged as Python {actual.number}'s")
 
 
-def _cfg_token(cfg: CfgFile) -> str | None:
-    """A ``pyvenv.cfg``'s token in the digest format (``treedigest``): its SHA-256, the
-    type of what is there when it is no regular file (a FIFO, never opened; a
-    dangling link), None when a regular file could not be read (or is too large)."""
+def check_venv_python(interp: Interpreter, report: ShadowReport) -> None:
+    """A venv's ``bin/python`` (``python3``, ``pythonX.Y``) that is a script (``#!``),
+    not an interpreter: the console scripts name it in their ``#!`` line, so it
+    decides what runs them (any interpreter, options, environment, code of its
+    own), and nothing audits it. Read through the safe opener, links followed as
+    the kernel follows them; only its first two bytes."""
+    if not interp.configs:
+        return  # not a venv: the prefix's own bin
+    for name in interpreter_names(interp.version):
+        exe = os.path.join(interp.prefix, "bin", name)
+        try:
+            fd, _st = open_regular(exe, follow=True)
+        except (OSError, NotRegular, ValueError):
+            continue
+        try:
+            head = os.read(fd, 2)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if head == b"#!":
+            report.findings.append(Shadow(
+                exe, f"{exe} is a script (it starts with '#!'), not an interpreter: the console scripts name "
+                "it, so whatever it runs runs them (another interpreter, options, code of its own), and "
+                "nothing here audits it", f"shadow:{exe}"))
+
+
+CFG_DIGEST_KEY = "include-system-site-packages"
+"""What ``pyvenv.cfg`` decides about startup that is the same on every host: the
+rest is host paths (``home``, ``executable``, ``command``) and a release line
+Python never reads, judged by checks of their own."""
+
+
+def cfg_token(cfg: CfgFile) -> str | None:
+    """A ``pyvenv.cfg``'s token in the digest format (``treedigest``). A regular
+    file read: the SHA-256 of ``include-system-site-packages = true\n`` or ``=
+    false\n``, as ``site`` reads that file (its last such line; absent is true).
+    A symbolic link (dangling or not): ``symlink:<target>``, never opened; another
+    kind of file: its type (a FIFO, never opened). None when a regular file could
+    not be read (or is too large)."""
+    if cfg.link is not None:
+        return "symlink:" + cfg.link  # treedigest.token_for's
     if cfg.data is not None:
-        return hashlib.sha256(cfg.data).hexdigest()
+        values = [v.lower() for k, v in site_pairs(cfg.data) if k == CFG_DIGEST_KEY]
+        decided = "true" if not values or values[-1] == "true" else "false"
+        return hashlib.sha256(f"{CFG_DIGEST_KEY} = {decided}\n".encode()).hexdigest()
     try:
         mode = os.stat(cfg.path).st_mode
-    except FileNotFoundError:
-        with contextlib.suppress(OSError):
-            return f"{SYMLINK}:{os.readlink(cfg.path)}"
-        return None
     except (OSError, ValueError):
         return None
     return None if stat.S_ISREG(mode) else f"{kind_of_mode(mode)}:"
 
 
 def check_shadowing(inv: Inventory, package: str, primary: str | None,
-                    cache: VerifiedCache | None = None, site_dir: str | None = None) -> ShadowReport:
+                    cache: VerifiedCache | None = None, site_dir: str | None = None,
+                    rows: list[RecordEntry] | None = None) -> ShadowReport:
     """All shadowing checks for one target. ``cache``: the bytecode verification
     cache for the modules vouched ``.pth`` files import (the user's by default).
     ``site_dir``: the target root as ``site`` spells it (``sitemodel.site_dir_as_given``;
     by default its resolved path): the layout, ``pyvenv.cfg`` and relative path
-    lines are read from it, as Python reads them."""
+    lines are read from it, as Python reads them. ``rows``: ``primary``'s RECORD as
+    the caller parsed it (an 8,000-row RECORD is not parsed twice); read here when
+    not given."""
     report = ShadowReport()
     site = (site_dir or inv.root) if isinstance(inv, DirInventory) else ""
     interp = report.interpreter = interpreter(site) if site else None
@@ -929,14 +1161,20 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None,
     if interp is not None:
         report.notes.extend(interp.notes)
         check_venv_config(interp, site, report)
+        check_venv_python(interp, report)
     scope = Scope(inv, package, _package_dir(inv, package), cache=cache, site_dir=site,
                    version=interp.version if interp else None,
                    release=interp.release if interp else None)
     check_pth(inv, package, report, scope)
     check_customize(inv, report, scope)
     check_copies(inv, package, primary, report, scope.version)
-    if interp is not None:
-        check_script_dirs(inv, package, primary, report, scope.version)
+    if primary is not None and rows is None:
+        rows = _record_rows(inv, primary)
+    if isinstance(inv, DirInventory):
+        check_unlisted(scope, listed_at_root(inv, {primary: rows} if primary and rows else None),
+                       stdlib_dirs(interp.stdlib, inv.root) if interp is not None else [], report)
+    if interp is not None and rows:
+        check_script_dirs(scope, rows, report)
     if interp is not None and isinstance(inv, DirInventory):
         check_stdlib(inv.root, package, report, interp)
         check_system_site(interp, inv.root, scope, report)

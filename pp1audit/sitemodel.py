@@ -14,8 +14,12 @@ checked with the real interpreter:
   from ``home``) reads ``<prefix>/pyvenv.cfg``, else ``<prefix>/bin/pyvenv.cfg``,
   at most 32 KiB (a larger file stops Python before it starts), decoded as
   UTF-8 up to the first NUL, lines split at ``\\n`` only, and takes the first
-  ``home``. Its ``version`` line Python never reads: it is believed only when
-  nothing better says which release runs (``Interpreter.release``). ``site``
+  ``home``, from which it searches upward for the standard library
+  (``home_stdlib``). The binary that runs (and compiles) is the venv's
+  ``bin/python``, links resolved; its release is known when that is the
+  interpreter running the audit (``venv_release``). The ``version`` line Python
+  never reads: it is believed only when nothing better says which release runs
+  (``Interpreter.release``). A symbolic link is not opened (``CfgFile.link``). ``site``
   (the system site-packages) reads ``bin/pyvenv.cfg`` first, as a text file:
   lines end at ``\\n``, ``\\r`` or ``\\r\\n`` only, never at a form feed
   or U+2028 as ``str.splitlines`` would have them; it takes the last
@@ -40,8 +44,10 @@ Where the audit judges what it finds there, it is ``pp1audit.shadowing``.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -104,18 +110,21 @@ class Interpreter:
     release: Release | None = None
     """The ``X.Y.Z`` that runs, as far as it is known without running anything:
     patch releases share a bytecode cache tag but not always their compiler. The
-    release of the base interpreter ``home`` names when the audit can read it
-    (``home_release``), else the one ``pyvenv.cfg`` states (``version``, or
+    running audit's when the venv's binary (or ``home``) is recognisably it
+    (``venv_release``), else the one ``pyvenv.cfg`` states (``version``, or
     virtualenv's ``version_info``), a line Python never reads. None when neither says."""
     misstated: Release | None = None
-    """What ``pyvenv.cfg`` states when it is not the release read from ``home``:
-    the line is stale or a lie, and the shadowing check fails it."""
+    """What ``pyvenv.cfg`` states when it is not the release known otherwise: the
+    line is stale (a base upgraded in place) or untrue, and plays no part: the
+    shadowing check names it in a note."""
     cfg: str = ""
     """The ``pyvenv.cfg`` ``getpath`` reads (its ``home``, and the release it states); '' for none."""
     configs: tuple[CfgFile, ...] = ()
     """The ``pyvenv.cfg`` files present (``<prefix>/pyvenv.cfg``, ``<prefix>/bin/pyvenv.cfg``):
     they decide what starts (``home``, ``include-system-site-packages``), so they are
     in the startup set."""
+    prefix: str = ""
+    """``<prefix>``, as the site directory spells it: its ``bin`` holds the venv's interpreter."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,14 +138,24 @@ class CfgFile:
     """Over ``CFG_MAX`` bytes: not read."""
     present: bool = False
     """Something is there (read or not): Python opens it."""
+    link: str | None = None
+    """The target of a symbolic link there (dangling or not): never opened. Python
+    reads what it names, which can change (or be created) without the venv
+    changing, so the shadowing check fails it, and the startup digest holds the
+    link, not what it leads to."""
 
 
 def _cfg(path: str) -> CfgFile:
     """A ``pyvenv.cfg``'s bytes. The target is untrusted: read through the safe
-    opener (never blocking, a FIFO refused, bounded by ``CFG_MAX``); a final
-    symlink is followed, as ``open`` does."""
+    opener (never blocking, a FIFO refused, bounded by ``CFG_MAX``); a symbolic
+    link is not followed (``CfgFile.link``)."""
     try:
-        return CfgFile(path, read_regular(path, CFG_MAX, follow=True), present=True)
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            return CfgFile(path, None, present=True, link=os.readlink(path))
+    except (OSError, ValueError):
+        pass
+    try:
+        return CfgFile(path, read_regular(path, CFG_MAX), present=True)
     except TooLarge:
         return CfgFile(path, None, too_large=True, present=True)
     except (FileNotFoundError, NotADirectoryError):
@@ -190,9 +209,9 @@ def interpreter(site_dir: str) -> Interpreter | None:
     None for any other layout.
 
     ``<prefix>/lib/pythonX.Y`` itself, unless the prefix is a venv: then the
-    base interpreter's, under the directory above the one ``home`` names
-    (``getpath``'s reading), and the system site-packages as ``site`` reads the
-    file (see the module docstring).
+    base interpreter's, found from the directory ``home`` names as ``getpath``
+    finds it (``home_stdlib``), and the system site-packages as ``site`` reads the
+    file (see the module docstring). The release that runs: ``venv_release``.
     """
     parent = os.path.dirname(site_dir)
     if os.path.basename(site_dir) not in SITE_NAMES or not os.path.basename(parent).startswith("python"):
@@ -205,37 +224,96 @@ def interpreter(site_dir: str) -> Interpreter | None:
     system_site, system_origin = _site_system_site((in_bin, top))
     version = _version(os.path.basename(parent), base.pairs)
     stated = _release(base)
-    actual = home_release(base.home, stdlib, version) if base.home else None
+    actual = venv_release(prefix, base.home, stdlib, version)
     misstated = stated if actual is not None and stated is not None and stated.number != actual.number \
         else None
     return Interpreter(stdlib, origin, version, system_site, system_origin, base.notes,
                        release=actual or stated, misstated=misstated, cfg=base.cfg,
-                       configs=tuple(c for c in (top, in_bin) if c.present))
+                       configs=tuple(c for c in (top, in_bin) if c.present), prefix=prefix)
 
 
-def home_release(home: str, stdlib: str, version: tuple[int, int] | None) -> Release | None:
-    """The release of the base interpreter a venv's ``home`` names, when it can be
-    known without running it: when it is the interpreter running the audit (an
-    executable there resolves to ``sys._base_executable`` or ``sys.executable``),
-    or its standard library (``stdlib``, where ``getpath`` looks from ``home``) is
-    the one the audit runs on. None otherwise, and for a venv of another ``X.Y``.
+BINARY_MAX = 256 << 20
+"""Largest interpreter binary compared byte for byte with the one running the audit
+(a ``--copies`` venv's ``bin/python``): a shared build's is some 20 kB, a static one
+a few tens of MB."""
+
+
+def venv_release(prefix: str, home: str, stdlib: str, version: tuple[int, int] | None) -> Release | None:
+    """The release that runs a ``<prefix>/lib/pythonX.Y/site-packages``, when it can be
+    known without running anything: the running audit's, when the binary
+    ``<prefix>/bin/python`` (``python3``, ``pythonX.Y``), which is what runs and
+    compiles, is the interpreter running the audit (a link to it, a hard link, an
+    identical copy: ``running_binary``), or one in the directory ``home`` names is,
+    or the standard library found from ``home`` (``stdlib``) is its. None
+    otherwise, and for a venv of another ``X.Y``.
 
     ``pyvenv.cfg``'s ``version`` is no evidence: Python never reads it, so an edit
     to it costs nothing and would pass tampered bytecode off as another patch
-    release's compile."""
+    release's compile. A binary that is not recognisably this one (another
+    build, or this one altered) leaves the release unknown: the stated one is then
+    believed, which can only make differing bytecode a ``skip``, never a pass."""
     here = sys.version_info[:2]
     if version is not None and version != here:
         return None
     number = "{}.{}.{}".format(*sys.version_info[:3])
-    running = {os.path.realpath(p) for p in (getattr(sys, "_base_executable", ""), sys.executable) if p}
-    for name in (f"python{here[0]}.{here[1]}", f"python{here[0]}", "python"):
-        exe = os.path.join(home, name)
-        if os.path.isfile(exe) and os.path.realpath(exe) in running:
+    for directory in (os.path.join(prefix, "bin"), home):
+        if directory and (exe := running_binary(directory)) is not None:
             return Release(number, f"{exe}, the interpreter running pp1audit")
     mine = os.path.dirname(os.__file__)
-    if os.path.isdir(stdlib) and os.path.realpath(stdlib) == os.path.realpath(mine):
+    if home and os.path.isdir(stdlib) and os.path.realpath(stdlib) == os.path.realpath(mine):
         return Release(number, f"{stdlib}, the standard library of the Python running pp1audit")
     return None
+
+
+def interpreter_names(version: tuple[int, int] | None = None) -> tuple[str, ...]:
+    """The names a venv's ``bin`` gives its interpreter (``pythonX.Y``, ``pythonX``, ``python``)."""
+    major, minor = version or sys.version_info[:2]
+    return f"python{major}.{minor}", f"python{major}", "python"
+
+
+def running_binary(directory: str) -> str | None:
+    """The first interpreter of ``directory`` (``interpreter_names``) that is the
+    binary running the audit (``sys._base_executable`` / ``sys.executable``, links
+    resolved): the same file, or a regular file of the same bytes (a ``--copies``
+    venv). Read through the safe opener (a FIFO never opened), at most ``BINARY_MAX``."""
+    for name in interpreter_names():
+        exe = os.path.join(directory, name)
+        try:
+            st = os.stat(exe)
+        except (OSError, ValueError):
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if os.path.realpath(exe) in _running() or _same_bytes(exe, st.st_size):
+            return exe
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _running() -> frozenset[str]:
+    """The binaries running the audit, links resolved."""
+    return frozenset(os.path.realpath(p) for p in (getattr(sys, "_base_executable", ""), sys.executable) if p)
+
+
+@functools.lru_cache(maxsize=1)
+def _running_bytes() -> tuple[int, bytes] | None:
+    """The running binary's size and bytes (read once), None when it cannot be read."""
+    try:
+        data = read_regular(sorted(_running())[0], BINARY_MAX, follow=True)
+    except (OSError, NotRegular, TooLarge, IndexError):
+        return None
+    return len(data), data
+
+
+def _same_bytes(exe: str, size: int) -> bool:
+    """Whether ``exe`` (``size`` bytes) holds the running binary's bytes."""
+    mine = _running_bytes()
+    if mine is None or mine[0] != size:
+        return False
+    try:
+        return read_regular(exe, BINARY_MAX, follow=True) == mine[1]
+    except (OSError, NotRegular, TooLarge):
+        return False
 
 
 def _release(base: _Base) -> Release | None:
@@ -264,9 +342,14 @@ class _Base:
 
 def _getpath_base(cfgs: tuple[CfgFile, CfgFile], lib_name: str) -> _Base:
     """The base standard library ``getpath`` derives from the first ``home`` of
-    ``cfgs``: ``<prefix>/pyvenv.cfg``, else ``<prefix>/bin/pyvenv.cfg``."""
+    ``cfgs``: ``<prefix>/pyvenv.cfg``, else ``<prefix>/bin/pyvenv.cfg``
+    (``home_stdlib``). A symbolic link there is not opened: what it names, hence
+    the base, is unknown (the shadowing check fails the link)."""
     for c in cfgs:
         cfg, data = c.path, c.data
+        if c.link is not None:
+            return _Base(cfg=cfg, notes=(f"{cfg} is a symbolic link (to {c.link}), not opened: the base "
+                                         "interpreter it names is not known here",))
         if c.too_large or (data is not None and len(data) >= GETPATH_CFG_MAX):
             return _Base(notes=(f"{cfg} is {GETPATH_CFG_MAX >> 10} KiB or more: Python refuses to "
                                 "start with such a pyvenv.cfg (nothing runs)",))
@@ -276,9 +359,41 @@ def _getpath_base(cfgs: tuple[CfgFile, CfgFile], lib_name: str) -> _Base:
         home = next((v for k, v in pairs if k == "home"), None)
         if not home:
             return _Base(pairs=pairs, cfg=cfg)
-        return _Base(os.path.join(os.path.dirname(home), "lib", lib_name), f"home = {home} in {cfg}",
-                     pairs, cfg=cfg, home=home)
+        stdlib, how = home_stdlib(home, lib_name)
+        return _Base(stdlib, f"home = {home} in {cfg}{how}", pairs, cfg=cfg, home=home)
     return _Base()
+
+
+def home_stdlib(home: str, lib_name: str) -> tuple[str, str]:
+    """The standard library ``getpath`` finds from a venv's ``home``, and how (for
+    the summary, '' for the usual case).
+
+    ``getpath`` searches from ``home`` upward for the prefix: the first directory
+    holding the zipped standard library (``lib/python311.zip``) or
+    ``lib/pythonX.Y/os.py`` (``.pyc``), and takes its ``lib/pythonX.Y``. So ``home =
+    /usr/bin`` is ``/usr/lib/python3.11``, and ``home = /root/.pyenv/versions/3.11.7``
+    (no ``bin``) that prefix's own. One simplification: at ``home``'s parent, where
+    venv's own layout puts it, an existing ``lib/pythonX.Y`` is taken without its
+    landmark (a partial copy is looked into rather than passed over). When nothing
+    is found Python falls back to the prefix compiled into its binary, not known
+    here: ``home``'s parent is taken, and the summary says so."""
+    zipped = stdlib_zip(lib_name)
+    marks = [os.path.join("lib", lib_name, "os.py"), os.path.join("lib", lib_name, "os.pyc")]
+    if zipped:
+        marks.insert(0, os.path.join("lib", zipped))
+    start = os.path.normpath(home)
+    usual = os.path.dirname(start)
+    d = start
+    while True:
+        if any(os.path.isfile(os.path.join(d, mark)) for mark in marks) or \
+                (d == usual and os.path.isdir(os.path.join(d, "lib", lib_name))):
+            return os.path.join(d, "lib", lib_name), ""
+        up = os.path.dirname(d)
+        if up == d:
+            return (os.path.join(usual, "lib", lib_name),
+                    f"; no standard library found from it upward, as getpath looks: {lib_name} beside it "
+                    "taken")
+        d = up
 
 
 def _site_system_site(cfgs: tuple[CfgFile, CfgFile]) -> tuple[bool, str]:
@@ -288,6 +403,9 @@ def _site_system_site(cfgs: tuple[CfgFile, CfgFile]) -> tuple[bool, str]:
     ``pyvenv.cfg``: no venv (its own site-packages are the system's)."""
     for c in cfgs:
         cfg, data = c.path, c.data
+        if c.link is not None:
+            return True, (f"{cfg} is a symbolic link, not opened, so the system site-packages are taken "
+                          "as let in")
         if c.too_large:
             return True, (f"{cfg} is over the {CFG_MAX >> 20} MiB read; site reads it all, so the "
                           "system site-packages are taken as let in")

@@ -31,12 +31,19 @@ every interpreter start, and what decides it, in the same byte format: one line
 per file of the shadowing check's startup set (``ShadowReport.startup``: every
 ``.pth`` ``site`` reads, path lines only or not, every ``sitecustomize`` /
 ``usercustomize`` found, the files of the modules a vouched ``.pth`` imports,
-and a venv's ``pyvenv.cfg``; ``__pycache__`` left to the bytecode check as
-above), sorted by the UTF-8 bytes of the path *as the report shows it*:
-relative to the target root for its own files, and for ``pyvenv.cfg`` as
-RECORD names a file outside it (``../../../pyvenv.cfg``, so a venv moved
-elsewhere keeps its digest); the full path for a base site-packages'
-(``/usr/lib/python3.11/site-packages/x.pth``).
+every module in the directory of the audited distribution's console scripts
+(``bin/torch.py``: first on ``sys.path`` when one runs), and a venv's
+``pyvenv.cfg``; ``__pycache__`` left to the bytecode check as above), sorted by
+the UTF-8 bytes of the path *as the report shows it*: relative to the target
+root for its own files, and for files outside it as RECORD names them
+(``../../../pyvenv.cfg``, ``../../../bin/torch.py``, so a venv moved elsewhere
+keeps its digest); the full path for a base site-packages'
+(``/usr/lib/python3.11/site-packages/x.pth``). A ``pyvenv.cfg``'s token is not
+the file's hash, whose ``home``, ``executable`` and ``command`` lines name the
+host, but the SHA-256 of what it decides about startup, the same on every
+host: ``include-system-site-packages = true\n`` or ``= false\n`` as ``site``
+reads that file (absent is true); a symbolic link's is ``symlink:<target>``
+(never opened; the shadowing check fails it).
 RECORD vouching cannot anchor these files, since whoever writes
 site-packages can write a ``*.dist-info`` too; the pin can. A file the audit
 does not open (a hook outside the site directory or inside a zip, which the

@@ -33,10 +33,12 @@ from pp1audit.record import (
     RecordEntry,
     RecordError,
     is_bytecode,
+    logical_path,
     logical_row,
     other_algorithm_digests,
     parse_record,
     read_record,
+    read_small,
     verify,
 )
 from pp1audit.sitemodel import Interpreter, Release, imports_as, module_files
@@ -63,6 +65,13 @@ class ShadowReport:
     notes: list[str] = field(default_factory=list)
     pth_files: int = 0
     looked_in: list[str] = field(default_factory=list)
+    judged_modules: set[str] = field(default_factory=set)
+    """Top-level modules of the target root judged as what a ``.pth`` imports (the
+    check of modules no RECORD lists leaves them out)."""
+    script_dirs: list[str] = field(default_factory=list)
+    """The directories of the audited distribution's console scripts (symlinks
+    resolved): first on ``sys.path`` when one runs, so ``importlib.metadata`` finds
+    distributions there too."""
     on_path: list[str] = field(default_factory=list)
     """What ``site`` puts on ``sys.path`` besides the target root, in ``sys.path``
     order, as ``site`` spells it: the directories and zips ``.pth`` path lines add
@@ -78,9 +87,10 @@ class ShadowReport:
     one that cannot be read or is not a regular file too), every ``sitecustomize`` /
     ``usercustomize`` found (the root, a directory or zip a path line adds, a base
     site-packages the venv lets in; a package of that name by its files), the
-    files of the modules a vouched ``.pth`` imports, and the venv's ``pyvenv.cfg``
-    (``../../../pyvenv.cfg``: it names the base interpreter and whether the system
-    site-packages start too). Those modules' bytecode caches
+    files of the modules a vouched ``.pth`` imports, every module beside the
+    audited distribution's console scripts (``../../../bin/torch.py``), and the
+    venv's ``pyvenv.cfg`` (``../../../pyvenv.cfg``, by whether it lets the system
+    site-packages start: ``shadowing.cfg_token``). Those modules' bytecode caches
     (``__pycache__``) are left to the bytecode check, as in the tree digest; a hook
     file a path line reaches is in whatever its directory. Not in it: the audited
     package (``tree_sha256`` pins it) and hooks in the standard library (outside
@@ -176,6 +186,46 @@ def owners_at(inv: DirInventory, path: str, digest: bytes) -> Owners:
                 out.good.append(rec.meta)
             else:
                 out.hollow.append(rec.meta)
+    return out
+
+
+@dataclass
+class Listed:
+    """What the installed distributions of a site directory say they installed at its root."""
+
+    names: set[str] = field(default_factory=set)
+    """Root entries a RECORD row names (the first component of its logical path)."""
+    modules: set[str] = field(default_factory=set)
+    """Top-level modules a ``*.egg-info`` (no RECORD: a setuptools-era install) names
+    in ``top_level.txt``."""
+
+
+TOP_LEVEL_MAX = 1 << 20
+"""Largest ``top_level.txt`` read (a list of module names)."""
+
+
+def listed_at_root(inv: Inventory, parsed: dict[str, list[RecordEntry]] | None = None) -> Listed:
+    """The root entries the installed distributions (a ``*.dist-info`` with METADATA)
+    list in their RECORD, and the modules an ``*.egg-info`` directory names.
+    ``parsed``: RECORDs already parsed (the audited one, 8,000 rows for vLLM),
+    by their ``*.dist-info``, not parsed again."""
+    out = Listed()
+    parsed = parsed or {}
+    for rec in _records(inv):
+        if not rec.installed:
+            continue
+        rows = parsed.get(rec.meta)
+        if rows is None:
+            try:
+                rows = parse_record(rec.data, f"{rec.meta}/RECORD")
+            except RecordError:
+                continue
+        out.names.update(logical_path(inv, r.path).split("/", 1)[0] for r in rows)
+    for meta, kind in inv.children(""):
+        if kind == DIR and meta.lower().endswith(".egg-info"):
+            data = read_small(inv, f"{meta}/top_level.txt", limit=TOP_LEVEL_MAX)
+            if data is not None:
+                out.modules.update(line.strip() for line in data.decode("utf-8", "replace").splitlines())
     return out
 
 
@@ -286,6 +336,8 @@ def verify_imports(scope: Scope, pth: str, meta: str, record: list[RecordEntry],
             where = ""
             if _present(root, module, version):
                 where = "; another of that name is in the site directory"
+                if not scope.shown:
+                    report.judged_modules.add(module)
                 _startup_module(scope, module, root, report)
             report.findings.append(Shadow(
                 pth, f"{pth} (vouched for by {meta}) imports '{module}' at every interpreter start, "
@@ -313,7 +365,7 @@ def _present(root: dict[str, str], module: str, version: tuple[int, int] | None)
     return any(entry_imports_as(n, k, module, version) for n, k in root.items())
 
 
-def _module_files(inv: Inventory, module: str, root: dict[str, str], version: tuple[int, int] | None,
+def module_entries(inv: Inventory, module: str, root: dict[str, str], version: tuple[int, int] | None,
                   base: str = "") -> list[Entry]:
     """Every entry of top-level ``module`` in directory ``base`` ('' the root; its
     children ``root``): its directory walked, its module files (as Python ``version``
@@ -346,7 +398,7 @@ def _hashed_module(scope: Scope, module: str, root: dict[str, str], report: Shad
     kept for the bytecode check), and added to the startup set. ``TargetError``
     when its directory leads outside the root: then in the set unread."""
     try:
-        files = _module_files(scope.inv, module, root, scope.version, base)
+        files = module_entries(scope.inv, module, root, scope.version, base)
     except TargetError:
         report.startup[scope.name(f"{base}/{module}" if base else module)] = None
         raise

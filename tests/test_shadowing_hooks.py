@@ -85,6 +85,18 @@ def fake_base(tmp_path: Path, interpreter: bool = True) -> Path:
     return tmp_path / "base" / "bin"
 
 
+def unrecognised_binary(v: Path) -> None:
+    """Make the venv's ``bin/python`` an interpreter the audit cannot tell is the one
+    running it: a copy of it with a byte appended (it runs the same, as another
+    build of this release would, but its bytes differ), so the release that runs is
+    not known and ``pyvenv.cfg``'s ``version`` is believed."""
+    exe = v / "bin" / "python"
+    data = Path(BASE_EXE).read_bytes()
+    exe.unlink()
+    exe.write_bytes(data + b"\0")
+    exe.chmod(0o755)
+
+
 def starts(v: Path) -> str:
     """What the venv's interpreter writes to stderr on a bare start."""
     return subprocess.run([str(v / "bin" / "python"), "-I", "-c", "pass"], capture_output=True,
@@ -215,12 +227,13 @@ def test_every_way_into_the_package_fails(tmp_path: Path, line: str) -> None:
 
 def test_a_hook_under_the_root_is_judged_by_record(tmp_path: Path) -> None:
     """A directory of the site the path line adds: its hook fails unless an installed
-    distribution's RECORD lists it with its hash."""
+    distribution's RECORD lists it with its hash. (Unlisted, the directory is also a
+    top-level ``hooks`` no RECORD lists: ``import hooks.sitecustomize`` reaches it.)"""
     root = install(tmp_path / "site")
     (root / "hooks").mkdir()
     (root / "hooks" / "sitecustomize.py").write_text(HOOK, encoding="utf-8")
     (root / "hooks.pth").write_text("hooks\n", encoding="utf-8")
-    assert list(bad(run(root))) == ["pth:hooks.pth:1:sitecustomize.py"]
+    assert list(bad(run(root))) == ["pth:hooks.pth:1:sitecustomize.py", "shadow:hooks"]
     meta = root / "hooks-1.0.dist-info"
     meta.mkdir()
     (meta / "METADATA").write_text("Name: hooks\nVersion: 1.0\n", encoding="utf-8")
@@ -352,13 +365,16 @@ def test_tampered_bytecode_of_the_imported_module_fails(tmp_path: Path) -> None:
 def test_differing_bytecode_of_the_imported_module_under_another_patch_release_is_a_skip(
         tmp_path: Path) -> None:
     """The venv runs another patch release of this Python (its pyvenv.cfg says, and
-    its home names no interpreter the audit can tell apart): a pyc of a module a
-    vouched .pth imports that differs from this interpreter's compile is
-    unverifiable, as the package's own is, not tampered: a ``skip``, as the
-    package's own is, never a pass (``--require-all`` closes the gate on it)."""
+    neither its ``bin/python`` nor its home is an interpreter the audit can tell
+    apart): a pyc of a module a vouched .pth imports that differs from this
+    interpreter's compile is unverifiable, as the package's own is, not tampered: a
+    ``skip``, as the package's own is, never a pass (``--require-all`` closes the
+    gate on it). (Since the review of dea2ffb a ``bin/python`` linking to the
+    running interpreter makes the release known: hence ``unrecognised_binary``.)"""
     other = f"{sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2] + 1}"
     v, root = venv(tmp_path, f"include-system-site-packages = false\nversion = {other}\n",
                    home=fake_base(tmp_path, interpreter=False))
+    unrecognised_binary(v)
     with_hack(root)
     pyc = swap_pyc(root / "_hack" / "__init__.py", HOOK + HACK).relative_to(root).as_posix()
     assert "MARK: startup hook ran" in starts(v)

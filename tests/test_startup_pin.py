@@ -49,10 +49,21 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+CFG = "../../../pyvenv.cfg"
+"""A venv's ``pyvenv.cfg`` in the startup set: its token is the SHA-256 of what it
+decides portably (``include-system-site-packages = true|false``), not of the file,
+whose ``home`` / ``command`` lines differ per host (review of dea2ffb, item 6)."""
+
+
 def expected_digest(root: Path, rels: list[str]) -> str:
     """The startup digest as the docstring defines it, computed here from scratch:
-    ``sha256sum`` lines sorted by the path's bytes, hashed."""
-    lines = "".join(f"{sha(root / rel)}  {rel}\n" for rel in sorted(rels, key=str.encode))
+    ``sha256sum`` lines sorted by the path's bytes, hashed (``venv``'s pyvenv.cfg says
+    ``include-system-site-packages = false``)."""
+    def token(rel: str) -> str:
+        if rel == CFG:
+            return hashlib.sha256(b"include-system-site-packages = false\n").hexdigest()
+        return sha(root / rel)
+    lines = "".join(f"{token(rel)}  {rel}\n" for rel in sorted(rels, key=str.encode))
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
@@ -119,7 +130,7 @@ def test_a_forged_distribution_vouching_for_a_new_pth_fails_the_pin(tmp_path: Pa
     fail = failed["startup"]
     assert fail.status is Status.FAIL and fail.expected == digest
     # The venv's pyvenv.cfg is startup code too, named as RECORD names files outside the root.
-    assert fail.actual == expected_digest(root, [*HACK_FILES, "zz-evil.pth", "../../../pyvenv.cfg"]) != digest
+    assert fail.actual == expected_digest(root, [*HACK_FILES, "zz-evil.pth", CFG]) != digest
     assert fail.message.startswith(f"startup code: 5 file(s), digest {fail.actual} differs from the pin")
     assert f"zz-evil.pth {sha(pth)[:12]}" in fail.message
     for rel in HACK_FILES:

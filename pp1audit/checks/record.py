@@ -19,18 +19,21 @@ check that passes, plus one check per problem file:
   ``tree_sha256`` is for the package;
 * ``bytecode`` — summary; ``bytecode:<pyc>`` — tampered (fail) or another
   interpreter's (skip) bytecode (see ``pp1audit.bytecode``);
-* ``shadowing`` — summary; ``pth:<file>`` / ``shadow:<path>`` / ``pyvenv:<cfg>:version``
-  — executing ``.pth`` files, path lines to what does not exist, other copies of
-  the package (beside a console script too), a release ``pyvenv.cfg`` misstates
-  (see ``pp1audit.shadowing``); a startup module's bytecode that only another
+* ``shadowing`` — summary; ``pth:<file>`` / ``shadow:<path>`` / ``pyvenv:<cfg>``
+  — executing ``.pth`` files, path lines to what does not exist or others can
+  write, other copies of the package (beside a console script too), modules no
+  RECORD lists (at the root, beside a console script), a symlinked
+  ``pyvenv.cfg``, a ``bin/python`` that is a script (see
+  ``pp1audit.shadowing``); a startup module's bytecode that only another
   interpreter or release could verify is a ``skip`` (``pth:<file>:other:<pyc>``);
   ``plugin:<dist-info>/entry_points.txt[:<line>]`` — entry points in the
   package's own groups (``vllm.general_plugins``…) that another distribution
   declares (in the target root, or in a directory or zip a ``.pth`` path line
-  or the admitted system site-packages put on ``sys.path``, named by its full
-  path), or that the audited one declares without its RECORD vouching for
-  them (see ``pp1audit.entrypoints``). They are code the package itself imports
-  and runs, so the shadowing summary names them too.
+  or the admitted system site-packages put on ``sys.path``, or in a console
+  script's directory, named by its full path), or that the audited one
+  declares without its RECORD vouching for them (see ``pp1audit.entrypoints``).
+  They are code the package itself imports and runs, so the shadowing summary
+  names them too.
 """
 
 from __future__ import annotations
@@ -302,7 +305,7 @@ class RecordRun:
         checks.append(_tree_check(files, digests, package, tree_sha256, ver, record_problem))
         shadow = None
         if record or self.startup_sha256 is not None:
-            shadow = check_shadowing(inv, package, primary, self.cache, self.site_dir)
+            shadow = check_shadowing(inv, package, primary, self.cache, self.site_dir, rows=rows)
         if record and shadow is not None:
             # No pyc in the tree (a wheel, an install without bytecode): the
             # verification cache is not even opened.
@@ -314,7 +317,7 @@ class RecordRun:
             unvouched = _unvouched(primary, rows, ver, record_problem)
             checks.extend(_shadow_checks(shadow, package, primary,
                                          _plugin_report(inv, package, primary, unvouched,
-                                                        shadow.on_path)))
+                                                        [*shadow.on_path, *shadow.script_dirs])))
         if shadow is not None:
             checks.append(_startup_check(shadow, self.startup_sha256))
         return checks
@@ -503,7 +506,11 @@ def _plugin_report(inv: Inventory, package: str, primary: str | None,
     (``entrypoints.judge``): those of the target root, then those of ``elsewhere``,
     what ``site`` puts on ``sys.path`` besides it (``ShadowReport.on_path``: the
     directories and zips ``.pth`` path lines add, the system site-packages a venv
-    lets in), which ``importlib.metadata`` searches all the same. Every
+    lets in), and the directories of the audited distribution's console scripts
+    (``ShadowReport.script_dirs``: Python puts a script's directory first on
+    ``sys.path`` when it runs, so a ``bin/evil-1.0.dist-info`` declaring a
+    ``vllm.general_plugins`` entry point is loaded by ``vllm serve``), which
+    ``importlib.metadata`` searches all the same. Every
     distribution found is judged, none passed over as a duplicate: ``entry_points()``
     keeps the first of each normalised name, but which name that is depends on the
     target's version (CPython 3.11 takes it from the directory's name only when it
@@ -522,7 +529,7 @@ def _plugin_report(inv: Inventory, package: str, primary: str | None,
     """
     rep = PluginReport()
     _dir_plugins(rep, inv, "", package, primary, unvouched)
-    for path in elsewhere or []:
+    for path in dict.fromkeys(elsewhere or []):
         try:
             st = os.stat(path)
         except OSError:
