@@ -15,7 +15,7 @@ import ast
 import builtins
 import re
 import symtable
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,6 @@ from pp1audit.syntaxtree import (
     binding_statement,
     bound_names,
     branches,
-    constant_raises,
     constant_string,
     constant_truth,
     flatten_targets,
@@ -38,6 +37,8 @@ from pp1audit.syntaxtree import (
     named_items,
     parse_expression,
     short,
+    short_text,
+    statement_raises,
     unparen,
     within,
 )
@@ -59,7 +60,7 @@ _WRITING: Any = {"rule": {"any": [
     *({"kind": k} for k in ("assignment", "augmented_assignment", "for_statement",
                             "for_in_clause", "as_pattern", "delete_statement",
                             "type_alias_statement")),
-    {"kind": "call", "regex": "(set|del)attr|update|setdefault|__(set|del)item__|pop|clear|__ior__"}]}}
+    {"kind": "call", "regex": "(set|del)attr|update|setdefault|(set|del)item|pop|clear|ior"}]}}
 """Nodes that may bind or delete an attribute (calls: only those naming setattr/delattr or a
 method of a dict that binds or deletes keys, ``_MUTATORS``)."""
 _MUTATORS = frozenset({"update", "setdefault", "__setitem__", "__delitem__", "pop", "popitem",
@@ -116,6 +117,55 @@ class AliasPair:
     not ``Cls()`` or ``Cls.x``: ``_mentions``): what a class alias follows."""
 
 
+class _ForceTable:
+    """The bindings of one name in one body, in source order, and when each stops being in
+    force, for ``Facts.final`` and ``Facts.in_force``.
+
+    ``kills[i]``: the end of the first binding that certainly overrides ``bindings[i]`` (a
+    later one, not one that only may happen, in a block holding it), None when none does;
+    ``certain``: (binding, its block) of each binding that is not one that only may happen.
+    A binding is in force at a place when it ended before the place and its overrider did
+    not, so the answer depends only on how many bindings ended before the place: each
+    count's answer is kept, and found from the last one by a sweep when places are asked
+    in source order (as a class body's calls are), so that thousands of ``H = H()`` cost
+    each call the bindings it sees, not all those before it."""
+
+    def __init__(self, bindings: list[SgNode], kills: list[int | None],
+                 certain: list[tuple[SgNode, SgNode]]) -> None:
+        self.bindings = bindings
+        self.kills = kills
+        self.certain = certain
+        self._starts = [b.range().start.index for b in bindings]
+        self._order = sorted(range(len(bindings)), key=lambda i: bindings[i].range().end.index)
+        self._ends = [bindings[i].range().end.index for i in self._order]
+        self._by_kill = sorted((end, i) for i, end in enumerate(kills) if end is not None)
+        self._added = 0  # bindings swept in, by end
+        self._killed = 0  # entries of _by_kill swept out
+        self._alive: dict[int, None] = {}
+        self._answers: dict[int, list[SgNode]] = {}
+
+    def before(self, place: int) -> list[SgNode]:
+        """The bindings in force at ``place`` (a source index), in source order."""
+        count = bisect_right(self._ends, place)
+        hit = self._answers.get(count)
+        if hit is None:
+            if count < self._added:  # asked out of order: sweep again from the start
+                self._added, self._killed, self._alive = 0, 0, {}
+            while self._added < count:
+                self._alive[self._order[self._added]] = None
+                self._added += 1
+            limit = self._ends[count - 1] if count else -1
+            while self._killed < len(self._by_kill) and self._by_kill[self._killed][0] <= limit:
+                self._alive.pop(self._by_kill[self._killed][1], None)
+                self._killed += 1
+            hit = self._answers[count] = [self.bindings[i] for i in sorted(self._alive)]
+        return hit
+
+    def starting(self, low: int, high: int) -> list[SgNode]:
+        """The bindings that start in ``[low, high)``."""
+        return self.bindings[bisect_left(self._starts, low):bisect_left(self._starts, high)]
+
+
 class Facts:
     """What one parsed file says beyond its syntax: scopes, dead code, final bindings.
 
@@ -138,6 +188,8 @@ class Facts:
         self._module: ast.Module | None = None
         self._search: dict[tuple[object, ...], list[Hit]] = {}
         self._final: dict[tuple[Key, str], dict[Key, SgNode]] = {}
+        self._tables: dict[tuple[Key, str], _ForceTable] = {}
+        self._stars: tuple[list[SgNode], list[int], list[int]] | None = None
         self._binding_lists: dict[tuple[Key, str], list[SgNode]] = {}
         self._truths: dict[Key, bool | None] = {}
         self._aliases: dict[Key, tuple[list[Alias], list[Alias]]] = {}
@@ -157,8 +209,19 @@ class Facts:
         self._raising: dict[Key, str | None] = {}
         self._maybe: set[tuple[Key, str]] = set()
         self._runners: tuple[list[int], list[SgNode]] | None = None
+        self._builtins: frozenset[str] | None = None
+        self._scope_tables: dict[Key, symtable.SymbolTable | None] = {}
         self._write_starts: list[int] | None = None
         self._made: dict[Key, list[tuple[SgNode, SgNode]]] = {}
+        self._bindings_made: list[tuple[SgNode, SgNode, SgNode]] = []
+        self._by_target: dict[str, list[SgNode]] | None = None
+        self._reads: dict[Key, list[tuple[str, bool]]] = {}
+        self._hook_names: dict[str, tuple[SgNode | None, SgNode | None]] = {}
+        self._set_names: dict[Key, tuple[SgNode, SgNode, SgNode] | None] = {}
+        self._call_backs: dict[Key, bool] = {}
+        self._classes_by_name: dict[str, list[SgNode]] | None = None
+        self._set_name_spelled: bool | None = None
+        self._child_tables: dict[Key | None, dict[tuple[str, int], list[symtable.SymbolTable]]] = {}
 
     # scopes
 
@@ -281,9 +344,10 @@ class Facts:
         if stop.kind() == "assert_statement":
             return (f"the `{short(stop, 40)}` at line {line(stop)}, which always raises "
                     "(unless Python runs with -O)")
-        if stop.kind() == "expression_statement":
-            return (f"`{short(stop, 40)}` at line {line(stop)}, which always raises "
-                    f"{self.raises(stop)}")
+        raised = self.raises(stop)
+        if raised is not None:
+            return (f"`{short_text(self._header(stop) or '', 40)}` at line {line(stop)}, which "
+                    f"always raises {raised}")
         if stop.kind() == "with_statement":
             return (f"the `with` at line {line(stop)}, whose body always leaves the block (reached "
                     "only if its context manager suppresses an exception)")
@@ -319,8 +383,9 @@ class Facts:
         return self._exits[k]
 
     def ends(self, stmt: SgNode, certain: bool = False) -> bool:
-        """The statement never completes normally: return/raise/continue/break; an
-        expression of constants that always raises (``1 / 0``: ``raises``); an if
+        """The statement never completes normally: return/raise/continue/break; one that
+        certainly raises (a part of it that is certainly evaluated is made of constants and
+        raises, ``print(1 / 0)``, ``if 1 / 0:``, ``a, b = 1``: ``raises``); an if
         chain whose every reachable branch (with an ``else`` or a constant-true test)
         ends; a ``try`` or a loop that ends (``_try_ends``, ``_loop_ends``); and, unless
         ``certain``, a ``with`` whose body ends (its context manager could suppress an
@@ -329,11 +394,13 @@ class Facts:
         kind = stmt.kind()
         if kind == "assert_statement":
             return not certain and self._failing_assert(stmt)
-        if kind == "expression_statement":
-            return self.raises(stmt) is not None
+        if kind in _TERMINATORS:
+            return True
+        if self.raises(stmt) is not None:
+            return True
         if kind not in ("if_statement", "try_statement", "with_statement", "for_statement",
                         "while_statement"):
-            return kind in _TERMINATORS
+            return False
         if kind == "with_statement" and certain:
             return False
         k = (key(stmt), certain)
@@ -392,18 +459,41 @@ class Facts:
         return self._truths[k]
 
     def raises(self, stmt: SgNode) -> str | None:
-        """The exception an expression statement certainly raises, or None: its expression,
-        or the value an assignment stores (evaluated before anything is bound), is made of
-        constants and raises when evaluated (``constant_raises``: ``1 / 0``, ``[][0]``,
-        ``None.x``). Such a statement ends its block exactly as ``raise`` does, in both
-        directions: it never completes, so what follows it never runs (memoised per
-        statement)."""
+        """The exception a statement certainly raises when it runs, or None: a simple
+        statement, or the header of an ``if`` / ``while`` / ``for`` / ``with`` / ``match``,
+        certainly evaluates a part made of constants that raises (``statement_raises``:
+        ``1 / 0``, ``print([][0])``, ``if None.x:``, ``None()``, ``a, b = 1``,
+        ``for _ in 1:``). Such a statement ends its block exactly as ``raise`` does, in
+        both directions: it never completes, so what follows it never runs (memoised per
+        statement; an ``assert`` is not one: ``python -O`` strips it)."""
         k = key(stmt)
         if k not in self._raising:
-            expr = _stored_expression(stmt)
-            self._raising[k] = constant_raises(expr.text()) \
-                if expr is not None and _foldable(expr) else None
+            text = self._evaluated_text(stmt)
+            self._raising[k] = statement_raises(text) \
+                if text is not None and _CONSTANT_TEXT.search(text) else None
         return self._raising[k]
+
+    def _evaluated_text(self, stmt: SgNode) -> str | None:
+        """What Python evaluates of ``stmt`` before its body, as a statement the stdlib
+        parses: a simple statement, or a compound statement's header with a body of
+        ``pass`` (``_header``); else None."""
+        header = self._header(stmt)
+        if header is None or stmt.kind() not in _HEADED:
+            return header
+        return header + ("\n case _:\n  pass\n" if stmt.kind() == "match_statement" else
+                         "\n pass\n")
+
+    def _header(self, stmt: SgNode) -> str | None:
+        """A simple statement's text, or a compound statement's header (``if 1 / 0:``), read
+        from the file's text: the header, not the whole body; None for other statements."""
+        kind = stmt.kind()
+        if kind in ("expression_statement", "delete_statement"):
+            return stmt.text()
+        body = stmt.field("consequence" if kind == "if_statement" else "body") \
+            if kind in _HEADED else None
+        if body is None:
+            return None
+        return self.source[stmt.range().start.index:body.range().start.index].rstrip()
 
     def _failing_assert(self, stmt: SgNode) -> bool:
         """``assert False`` / ``assert 0, "…"``: a test that is constant and false."""
@@ -466,27 +556,85 @@ class Facts:
         """Statements of ``scope``'s body that may be the binding of ``name`` in force after
         the body ran: every live binding not followed, later in a block that holds it, by
         another binding (which then always runs after it). Bindings in different arms of
-        a branch are all kept: which one is in force is decided at run time."""
+        a branch are all kept: which one is in force is decided at run time. Of the star
+        imports that may be, the first and the last stand for all (``_stand_ins``)."""
         k = (key(scope), name)
         hit = self._final.get(k)
         if hit is None:
-            found = self._bindings(scope, name)
-            hit = self._final[k] = {
-                key(s): s for i, s in enumerate(found)
-                if not any(self._overrides(later, s, name) for later in found[i + 1:])}
+            table = self._force_table(scope, name)
+            found = [s for s, end in zip(table.bindings, table.kills, strict=True) if end is None]
+            found += self._stand_ins(scope, table, None)
+            hit = self._final[k] = {key(s): s for s in sorted(
+                found, key=lambda s: s.range().start.index)}
         return hit
 
+    def _force_table(self, scope: SgNode, name: str) -> _ForceTable:
+        """``_ForceTable`` of ``name`` in ``scope`` (memoised): each binding's overriding end
+        found in one backward pass, so that a body of thousands of bindings that only may
+        happen (``case`` captures, ``except … as``), none of which hides another, costs
+        each of them its depth, not the number of bindings after it."""
+        k = (key(scope), name)
+        table = self._tables.get(k)
+        if table is None:
+            found = self._bindings(scope, name)
+            kills: list[int | None] = [None] * len(found)
+            nearest: dict[Key, int] = {}  # a block → end of its next certain binding
+            stop = key(scope)
+            certain: list[tuple[SgNode, SgNode]] = []
+            for i in range(len(found) - 1, -1, -1):
+                stmt = found[i]
+                ends = []
+                for anc in stmt.ancestors():
+                    if (end := nearest.get(key(anc))) is not None:
+                        ends.append(end)
+                    if key(anc) == stop:
+                        break
+                kills[i] = min(ends, default=None)
+                parent = stmt.parent()
+                if parent is not None and not self.may_only(stmt, name):
+                    nearest[key(parent)] = stmt.range().end.index
+                    certain.append((stmt, parent))
+            table = self._tables[k] = _ForceTable(found, kills, certain[::-1])
+        return table
+
+    def _stand_ins(self, scope: SgNode, table: _ForceTable, place: int | None) -> list[SgNode]:
+        """The first and the last star import of ``scope`` that may be the binding of the
+        name of ``table`` in force at ``place`` (None: after the body ran): one that ended
+        before it and that no certain binding of the name ended before it hides (it follows
+        the star import in a block that holds it).
+
+        Each star import may bind any name, and which of them last did is not known: two
+        stand for all, so that a module of thousands of them costs each name it is asked
+        about its own bindings, not the star imports (what follows either is the same)."""
+        stars, starts, ends = self._star_index(scope)
+        if not stars:
+            return []
+        count = len(stars) if place is None else bisect_right(ends, place)
+        hidden: list[tuple[int, int]] = []
+        for stmt, parent in table.certain:
+            if place is None or stmt.range().end.index <= place:
+                hidden.append((bisect_left(starts, parent.range().start.index),
+                               bisect_left(starts, stmt.range().start.index)))
+        return [stars[i] for i in _uncovered(hidden, count)]
+
+    def _star_index(self, scope: SgNode) -> tuple[list[SgNode], list[int], list[int]]:
+        """The star imports of ``scope`` that may run, their starts and their ends (Python
+        allows them at module level only; one never holds another, so both are in order)."""
+        if scope.kind() != "module":
+            return [], [], []
+        if self._stars is None:
+            stars = self._bindings(scope, _ANY_NAME)
+            self._stars = (stars, [s.range().start.index for s in stars],
+                           [s.range().end.index for s in stars])
+        return self._stars
+
     def _bindings(self, scope: SgNode, name: str) -> list[SgNode]:
-        """Every statement of ``scope``'s body that may run and binds ``name`` (or may bind
-        any name: ``from m import *``), in order."""
+        """Every statement of ``scope``'s body that may run and binds ``name`` itself, in order
+        (``_ANY_NAME``: the star imports, which may bind any name: ``_stand_ins``)."""
         k = (key(scope), name)
         hit = self._binding_lists.get(k)
         if hit is None:
-            index = self._binders_of(scope)
-            found = index.get(name, [])
-            if _ANY_NAME in index and name != _ANY_NAME:
-                found = sorted({key(s): s for s in [*found, *index[_ANY_NAME]]}.values(),
-                               key=lambda s: s.range().start.index)
+            found = self._binders_of(scope).get(name, [])
             hit = self._binding_lists[k] = [s for s in found
                                             if self.dead(s, certain=True) is None]
         return hit
@@ -501,7 +649,7 @@ class Facts:
         the expressions it evaluates bind (``_inner_binders``: ``(x := v)``, in a test too),
         and may bind a ``case`` capture of its ``match`` or an ``except … as`` name of its
         ``try``; ``from m import *`` may bind any name (``_ANY_NAME``). A binding that only
-        may happen never hides an earlier one (``_maybe``, ``_overrides``)."""
+        may happen never hides an earlier one (``_maybe``, ``_force_table``)."""
         k = key(scope)
         index = self._binding_index.get(k)
         if index is None:
@@ -555,16 +703,20 @@ class Facts:
     def in_force(self, scope: SgNode, name: str, at: SgNode) -> list[SgNode]:
         """Statements of ``scope``'s body that may be the binding of ``name`` in force when
         ``at`` (a node in that body) runs: those before it not overridden by a later one
-        before it, and any after it in a loop that also holds ``at`` (a later pass sees
-        them). Empty: nothing in the body binds it before ``at``."""
+        before it (of the star imports, the first and the last: ``_stand_ins``), and any
+        after it in a loop that also holds ``at`` (a later pass sees them). Empty: nothing
+        in the body binds it before ``at``."""
+        table = self._force_table(scope, name)
         start = at.range().start.index
+        found = [*table.before(start), *self._stand_ins(scope, table, start)]
         loops = [a for a in at.ancestors() if a.kind() in ("for_statement", "while_statement")
                  and within(a, scope)]
-        before = [s for s in self._bindings(scope, name) if s.range().end.index <= start]
-        again = [s for s in self._bindings(scope, name) if s.range().start.index >= start
-                 and any(within(s, loop) for loop in loops)]
-        return [s for i, s in enumerate(before)
-                if not any(self._overrides(later, s, name) for later in before[i + 1:])] + again
+        stars, starts, _ends = self._star_index(scope)
+        for loop in loops:
+            end = loop.range().end.index
+            later = stars[bisect_left(starts, start):bisect_left(starts, end)]
+            found += [s for s in [*table.starting(start, end), *later] if within(s, loop)]
+        return list({key(s): s for s in found}.values())
 
     @staticmethod
     def _statements(body: SgNode) -> Iterator[SgNode]:
@@ -594,14 +746,6 @@ class Facts:
             return [t.text() for node in forms for _, t, _ in assigned(node)
                     if t.kind() == "identifier"]
         return bound_names(stmt)
-
-    def _overrides(self, later: SgNode, earlier: SgNode, name: str) -> bool:
-        """``later`` certainly binds ``name`` after ``earlier`` ran: it follows it in a block
-        that holds it, and is not a binding that only may happen (``_maybe``)."""
-        block = later.parent()
-        return block is not None and within(earlier, block) and \
-            later.range().start.index >= earlier.range().end.index and \
-            (key(later), name) not in self._maybe and (key(later), _ANY_NAME) not in self._maybe
 
     def may_only(self, stmt: SgNode, name: str) -> bool:
         """``stmt`` (a binding ``final`` or ``in_force`` gave) only may bind ``name``: a
@@ -882,31 +1026,198 @@ class Facts:
         return found
 
     def instances_made(self, cls: SgNode) -> list[tuple[SgNode, SgNode]]:
-        """(code, class) for each call in ``cls``'s own body (not its methods) whose callee
-        may be a class of this file (``_Hook()``, ``Outer.Hook(…)``), and each decorator
-        naming one (``@Hook`` calls it with the function): the class statement then holds
-        an instance of that class, whose ``__set_name__`` Python calls as it creates the
-        class. The callee is read as the class body reads it: a name the body bound before
-        the call, else as its class statement reads a base (``_base_classes``). Memoised per
-        class."""
+        """(code, class) for each place in ``cls``'s own body (what runs as its class statement
+        runs, not its methods) that may make or hold an instance of a class of this file
+        whose ``__set_name__`` may write the class it is given (``set_name_hook``): Python
+        calls it with the new class as the class is created. Read on the safe side
+        (``_hook_kinds``): a call whose callee reads a name that may be such a class, or an
+        instance of one (``Hook()``, ``Alias()``, ``(H := Hook)()``, ``Hook.__new__(Hook)``,
+        ``Hook.make()``, ``_HOOK.copy()``); a decorator naming one (``@Hook`` calls it with
+        the function; ``@Hook()`` stores what the instance returns, the instance only when
+        its ``__call__`` may return it: ``_calls_back``); and any read of a name that may
+        hold an instance (``_hook = _HOOK``). A function that returns one (``make()``) is
+        not followed. Memoised per class."""
         k = key(cls)
         hit = self._made.get(k)
         if hit is None:
             hit = self._made[k] = []
             body = cls.field("body")
-            for node in body.find_all(_MAKING) if body is not None else []:
-                owner = self.owner(node)
-                callee = node.field("function") if node.kind() == "call" else \
-                    next(iter(named_items(node.children())), None)
-                dotted = _dotted(unparen(callee)) if callee is not None else None
-                if owner is None or key(owner) != k or dotted is None:
-                    continue
-                first, _, rest = dotted.partition(".")
-                bound = self.in_force(cls, first, node)
-                found = self._members(_class_definitions(bound), rest) if bound else \
-                    self._base_classes(cls, dotted)
-                hit += [(node, made) for made in found]
+            if body is None or not self._may_set_name():
+                return hit
+            reads = [(node, dotted) for node in (body.find_all(_NAMES) if body is not None else [])
+                     if (dotted := _read_name(node)) is not None and key(self.owner(node) or
+                                                                        self.root) == k]
+            kinds = self._hook_kinds({dotted for _, dotted in reads})
+            for node, dotted in reads:
+                made_as, instance = kinds.get(dotted, (None, None))
+                called = _callee_of(node, body) if body is not None else None
+                if called is not None and made_as is not None and \
+                        not self._decorator_result(called, node, made_as):
+                    hit.append((called, made_as))
+                elif instance is not None:
+                    hit.append((called or node, instance))
         return hit
+
+    def _may_set_name(self) -> bool:
+        """Some class of the file may have a ``__set_name__``: the name is spelled somewhere, or
+        an attribute write may bind it (by that name, or by a name not known on anything but
+        an instance, ``self``, which ``attribute_binding`` never reads as the class). Else no
+        class statement of the file can call one, and ``instances_made`` has nothing to
+        find (memoised)."""
+        if self._set_name_spelled is None:
+            self._set_name_spelled = bool(self._occurrences("__set_name__", self.root)) or any(
+                attr == "__set_name__" or (attr is None and unparen(obj).text() != "self")
+                for _where, obj, attr, _value in self.attribute_writes())
+        return self._set_name_spelled
+
+    def _decorator_result(self, called: SgNode, node: SgNode, made: SgNode) -> bool:
+        """``called`` is ``@Hook(…)`` with ``Hook`` (``node``) the class ``made`` itself, whose
+        ``__call__`` returns what it decorates, not the instance (``_calls_back``): the
+        class body holds that, and the instance is gone."""
+        parent = called.parent()
+        return called.kind() == "call" and parent is not None and \
+            parent.kind() == "decorator" and (fn := called.field("function")) is not None and \
+            key(unparen(fn)) == key(node) and \
+            (title := made.field("name")) is not None and node.text() == title.text() and \
+            self._calls_back(made)
+
+    def _calls_back(self, cls: SgNode) -> bool:
+        """``cls``'s ``__call__`` (its own, or the nearest same-file base's) is a plain ``def``
+        that returns only its argument (not rebound) or a function it defines itself: a
+        decorator ``@cls()`` then stores what it decorates (or a wrapper), never the
+        instance. Memoised per class."""
+        k = key(cls)
+        if k not in self._call_backs:
+            self._call_backs[k] = False
+            hook = next((h for holder in [cls, *self.bases(cls)]
+                         if (h := self.member_hook(holder, "__call__")) is not None), None)
+            params = hook.field("parameters") if hook is not None and \
+                hook.kind() == "function_definition" else None
+            taken = named_items(params.children())[1:2] if params is not None else []
+            body = hook.field("body") if hook is not None else None
+            name = _parameter_name(taken[0]) if taken else None
+            if hook is not None and body is not None and name is not None and \
+                    len(self._binders(body, name)) == 0 and \
+                    body.find(kind="yield") is None:
+                own = {f.text() for d in body.find_all(kind="function_definition")
+                       if self.owner(d) is not None and key(self.owner(d) or d) == key(hook)
+                       and (f := d.field("name")) is not None}
+                returns = [r for r in body.find_all(kind="return_statement")
+                           if key(next((a for a in r.ancestors() if a.kind() in _SCOPE_KINDS),
+                                       r)) == key(hook)]
+                self._call_backs[k] = all(
+                    len(values := named_items(r.children())) == 1 and
+                    unparen(values[0]).kind() == "identifier" and
+                    unparen(values[0]).text() in {name, *own} for r in returns)
+        return self._call_backs[k]
+
+    def member_hook(self, cls: SgNode, method: str) -> SgNode | None:
+        """Where ``cls`` gets ``method``: its body's binding in force, or one from outside the
+        body (``attribute_binding``), else None."""
+        lookup = [*self.final(cls, method).values(),
+                  self.attribute_binding(cls, method, instance=False)]
+        return next((n for n in lookup if n is not None), None)
+
+    def set_name_hook(self, cls: SgNode) -> tuple[SgNode, SgNode, SgNode] | None:
+        """(holder, hook, use) when an instance of ``cls`` has a ``__set_name__`` (``cls``'s own
+        or a same-file base's: ``holder``) that may write the class it is given: the use of
+        its ``owner`` parameter that may (``class_hook_use``), or the hook itself when what it
+        runs is not read. Storing the class on the instance (``self.owner = owner``),
+        reading its name or storing it in a registry does not. Memoised per class."""
+        k = key(cls)
+        if k not in self._set_names:
+            self._set_names[k] = None
+            for holder in [cls, *self.bases(cls)]:
+                hook = self.member_hook(holder, "__set_name__")
+                use = class_hook_use(self, hook, parameter=1, implicit=frozenset(),
+                                     instance=0) if hook is not None else None
+                if hook is not None and use is not None:
+                    self._set_names[k] = (holder, hook, use)
+                    break
+        return self._set_names[k]
+
+    def _hook_kinds(self, names: set[str]) -> dict[str, tuple[SgNode | None, SgNode | None]]:
+        """For each dotted name: (the class with a writing ``__set_name__`` it may denote, the
+        class it may hold an instance of), each None when it may not. Followed through every
+        binding of the file (``_bindings_made``), whatever the scope (a name bound anywhere
+        may be the one read), to a fixed point: a class of this file with such a hook
+        (``set_name_hook``) is one by its name and path; a name bound to a value that reads
+        one other than as a callee (``Alias = Hook``, ``A = [Hook][0]``, ``make =
+        Hook.make``) may be one too (or make an instance when called); a name bound to a
+        value that calls one or an instance (``_HOOK = Hook()``, ``h = Alias.make()``), or
+        reads an instance at all (``h = _HOOK``), may hold an instance. Memoised per name:
+        the names a query reaches are closed under what their values read."""
+        todo = [n for n in names if n not in self._hook_names]
+        reached = set(todo)
+        while todo:  # every name the values bound to these read, not yet decided
+            for value in self._values_of(todo.pop()):
+                for read, _called in self._value_reads(value):
+                    if read not in reached and read not in self._hook_names:
+                        reached.add(read)
+                        todo.append(read)
+        classes: dict[str, SgNode] = {}
+        instances: dict[str, SgNode] = {}
+        readers: dict[str, list[tuple[str, SgNode]]] = {}
+        queue: list[tuple[str, bool, SgNode]] = []
+        for name in reached:
+            made = next((c for c in self._class_definitions_named(name)
+                         if self.set_name_hook(c) is not None), None)
+            if made is not None:
+                classes[name] = made
+                queue.append((name, False, made))
+            for value in self._values_of(name):
+                for read, _called in self._value_reads(value):
+                    readers.setdefault(read, []).append((name, value))
+                    for instance, origin in enumerate(self._hook_names.get(read, (None, None))):
+                        if origin is not None:
+                            queue.append((read, bool(instance), origin))
+        while queue:  # what each value bound to a name is, once the names it reads are known
+            read, instance, origin = queue.pop()
+            for name, value in readers.get(read, []):
+                reads = self._value_reads(value)
+                if not instance and name not in classes and (read, False) in reads:
+                    classes[name] = origin  # Alias = Hook, make = Hook.make
+                    queue.append((name, False, origin))
+                if name not in instances and (instance or (read, True) in reads):
+                    instances[name] = origin  # _HOOK = Hook(), h = _HOOK
+                    queue.append((name, True, origin))
+        for name in reached:
+            self._hook_names[name] = (classes.get(name), instances.get(name))
+        return {n: self._hook_names[n] for n in names}
+
+    def _values_of(self, name: str) -> list[SgNode]:
+        """The values the file binds the dotted name ``name`` to (``_bindings_made``)."""
+        if self._by_target is None:
+            self._alias_pairs()
+            self._by_target = {}
+            for _where, target, value in self._bindings_made:
+                dotted = _dotted(unparen(target))
+                if dotted is not None:
+                    self._by_target.setdefault(dotted, []).append(value)
+        return self._by_target.get(name, [])
+
+    def _value_reads(self, value: SgNode) -> list[tuple[str, bool]]:
+        """(dotted name, whether a callee reads it) for each name ``value`` reads
+        (``_read_name``), memoised per value."""
+        k = key(value)
+        hit = self._reads.get(k)
+        if hit is None:
+            hit = self._reads[k] = [
+                (dotted, _callee_of(node, value) is not None)
+                for node in [value, *value.find_all(_NAMES)]
+                if (dotted := _read_name(node)) is not None]
+        return hit
+
+    def _class_definitions_named(self, name: str) -> list[SgNode]:
+        """The class statements of the file called ``name`` (by their own name, or their path
+        from the module: ``Outer.Inner``)."""
+        if self._classes_by_name is None:
+            self._classes_by_name = {}
+            for cls in self.root.find_all(kind="class_definition"):
+                title, path = cls.field("name"), self.class_path(cls)
+                for text in dict.fromkeys(t for t in (title.text() if title else None, path) if t):
+                    self._classes_by_name.setdefault(text, []).append(cls)
+        return self._classes_by_name.get(name, [])
 
     def attribute_writes(self) -> list[Write]:
         """Every place the file binds or deletes an attribute (memoised); a name computed
@@ -1159,6 +1470,7 @@ class Facts:
                 body = function.field("body") if function is not None else None
                 if name is not None and value is not None and body is not None:
                     found.append((body, name, value))
+            self._bindings_made = found
             self._pairs = [p for where, target, value in found
                            if (p := _alias_pair(where, target, value)) is not None]
         return self._pairs
@@ -1716,26 +2028,192 @@ class Facts:
     # code the file runs from text
 
     def code_runner(self, region: SgNode) -> SgNode | None:
-        """The first ``exec`` / ``eval`` in ``region`` that may run (``dead(certain=True)``),
-        called or taken as a value (``run = exec``), spelled ``exec``, ``builtins.exec``
-        or ``__builtins__.exec``: the code it runs is a string, not read, and may bind
-        anything (in a class body, with no namespace given, the class's own names)."""
+        """The first use of the builtin ``exec`` / ``eval`` in ``region`` that may run
+        (``dead(certain=True)``), called or taken as a value (``run = exec``): the code it
+        runs is a string, not read, and may bind anything (in a class body, with no
+        namespace given, the class's own names). See ``_all_runners`` for its spellings."""
         return next((n for n in self._runners_in(region)
                      if self.dead(n, certain=True) is None), None)
 
     def _runners_in(self, region: SgNode) -> list[SgNode]:
-        """Every use of ``exec`` / ``eval`` in ``region`` (``_runner``), in source order: the
-        file's are indexed once, and a region's share found by bisection."""
+        """Every use of ``exec`` / ``eval`` in ``region`` (``_all_runners``), in source order:
+        the file's are found once, and a region's share by bisection."""
         if self._runners is None:
-            found = sorted((n for name in ("exec", "eval")
-                            for i in self._occurrences(name, self.root)
-                            if (n := _runner(i)) is not None),
+            found = sorted({key(n): n for n in self._all_runners()}.values(),
                            key=lambda n: n.range().start.index)
             self._runners = ([n.range().start.index for n in found], found)
         starts, runners = self._runners
         span = region.range()
         return [n for n in runners[bisect_left(starts, span.start.index):
                                    bisect_left(starts, span.end.index)] if within(n, region)]
+
+    def _all_runners(self) -> list[SgNode]:
+        """Every place the file uses the builtin ``exec`` / ``eval`` (the call, or the value
+        taken): the name read where the file does not bind it (``_shadowed``: a parameter
+        or a local called ``eval``, ``from lib import eval as e``, ``import some.eval`` are
+        other things); an attribute ``exec`` / ``eval`` of the builtins module
+        (``_builtins_module``: ``builtins.exec``, ``b.exec`` after ``import builtins as b``,
+        ``__import__("builtins").exec``), or its item in a namespace of it
+        (``__builtins__["exec"]``, ``vars(b)["eval"]``); ``getattr(x, "exec")`` on any
+        object; ``from builtins import exec``; and, to a fixed point, every read of a name
+        bound to one of these (``run = exec`` … ``run(code)``)."""
+        modules = self._builtins_names()
+        taken: list[SgNode] = []  # each runner, as the value the code takes
+        for name in _RUNNER_NAMES:
+            taken += [use for ident in self._occurrences(name, self.root)
+                      if (use := self._runner_use(ident, modules)) is not None]
+        for ident in self._occurrences("getattr", self.root):
+            call = _call_of(ident)
+            args = call.field("arguments") if call is not None else None
+            items = named_items(args.children()) if args is not None else []
+            if call is not None and len(items) >= 2 and constant_name(items[1]) in _RUNNER_NAMES:
+                taken.append(call)
+        for item in self.root.find_all(_NAMED_ITEM):
+            holder, index = item.field("value"), item.field("subscript")
+            if holder is not None and index is not None and \
+                    constant_name(index) in _RUNNER_NAMES and \
+                    self._builtins_namespace(holder, modules):
+                taken.append(item)
+        todo, names = list(taken), set(_RUNNER_NAMES)
+        while todo:  # what a name bound to a runner is read as
+            for alias in _aliases_of(todo.pop()):
+                if alias in names:
+                    continue
+                names.add(alias)
+                reads = [i for i in self._occurrences(alias, self.root)
+                         if not _binds_here(i) and not _named_only(i)]
+                taken += reads
+                todo += reads
+        return [_used(n) if n.kind() != "import_from_statement" else n for n in taken]
+
+    def _runner_use(self, ident: SgNode, modules: frozenset[str]) -> SgNode | None:
+        """The builtin ``exec`` / ``eval`` as the identifier ``ident`` (spelled so) takes it
+        (``_all_runners``: the name, ``b.exec``, the import binding it), or None."""
+        parent = ident.parent()
+        if parent is None:
+            return ident
+        if parent.kind() == "attribute" and (attr := parent.field("attribute")) is not None \
+                and key(attr) == key(ident):
+            holder = parent.field("object")
+            return parent if holder is not None and \
+                self._builtins_module(holder, modules) else None  # x.eval: another object's
+        statement = next((a for a in ident.ancestors() if a.kind() in (
+            "import_statement", "import_from_statement")), None)
+        if statement is not None:  # `from builtins import exec`: the name bound to it
+            module = statement.field("module_name")
+            return statement if module is not None and module.text() in _BUILTINS_MODULES \
+                and not within(ident, module) else None
+        if _named_only(ident) or _binds_here(ident) or self._shadowed(ident):
+            return None
+        return ident
+
+    def _shadowed(self, ident: SgNode) -> bool:
+        """The name read at ``ident`` is one the file binds where it is read (a parameter, an
+        assignment, an import, a definition, in its own scope, an enclosing function's, or
+        the module), so not the builtin of that name. Read from the stdlib's symbol tables
+        (``_scope_table``); a scope they cannot be matched with is read as not binding it,
+        the safe side for a name that may run code."""
+        name = ident.text()
+        scope, first = self.owner(ident), True
+        while scope is not None:
+            table = self._scope_table(scope)
+            if table is None:
+                return False
+            sym = _symbol(table, name)  # None: read in a comprehension only, look further out
+            if sym is not None and (first or table.get_type() != "class"):
+                if sym.is_global():  # declared so, or not bound in a function: the module's
+                    break
+                if sym.is_local() or sym.is_free():
+                    return True
+            scope, first = self.owner(scope), False
+        sym = _symbol(self._symtable(), name)
+        return sym is not None and sym.is_local()
+
+    def _scope_table(self, scope: SgNode | None) -> symtable.SymbolTable | None:
+        """The stdlib symbol table of a function, lambda or class (None: the module's), found
+        by name and line among its enclosing scope's (memoised, each scope's children indexed
+        once); None when none or several match (two lambdas on one line, a function in a
+        comprehension)."""
+        if scope is None:
+            return self._symtable()
+        k = key(scope)
+        if k not in self._scope_tables:
+            owner = self.owner(scope)
+            outer = self._scope_table(owner)
+            outer_key = key(owner) if owner is not None else None
+            if outer is not None and outer_key not in self._child_tables:
+                index: dict[tuple[str, int], list[symtable.SymbolTable]] = {}
+                for table in outer.get_children():
+                    index.setdefault((table.get_name(), table.get_lineno()), []).append(table)
+                self._child_tables[outer_key] = index
+            title = scope.field("name")
+            found = self._child_tables.get(outer_key, {}).get(
+                (title.text() if title is not None else "lambda", line(scope)), []) \
+                if outer is not None else []
+            self._scope_tables[k] = found[0] if len(found) == 1 else None
+        return self._scope_tables[k]
+
+    def _builtins_names(self) -> frozenset[str]:
+        """Names the file binds to the builtins module: ``import builtins as b``, and, to a
+        fixed point, every name assigned one (``b = builtins``, ``b = __import__("builtins")``),
+        wherever it is bound (memoised)."""
+        if self._builtins is None:
+            names: set[str] = set()
+            for stmt in self.root.find_all(kind="import_statement"):
+                for item in stmt.field_children("name"):
+                    alias = item.field("alias") if item.kind() == "aliased_import" else None
+                    inner = item.field("name") if alias is not None else None
+                    if alias is not None and inner is not None and \
+                            inner.text() in _BUILTINS_MODULES:
+                        names.add(alias.text())
+            by_value: dict[str, list[AliasPair]] = {}
+            todo: list[AliasPair] = []
+            for pair in self._alias_pairs():
+                if pair.target.kind() != "identifier":
+                    continue
+                for value in _may_be(pair.value):
+                    if value.kind() == "identifier":
+                        by_value.setdefault(value.text(), []).append(pair)
+                    if self._builtins_module(value, frozenset(names)):
+                        todo.append(pair)
+            todo += [p for n in names for p in by_value.get(n, [])]
+            while todo:
+                target = todo.pop().target.text()
+                if target not in names:
+                    names.add(target)
+                    todo += by_value.get(target, [])
+            self._builtins = frozenset(names)
+        return self._builtins
+
+    @staticmethod
+    def _builtins_module(node: SgNode, modules: frozenset[str]) -> bool:
+        """``node`` may be the builtins module: ``builtins``, ``__builtins__``, a name bound to
+        it (``modules``), ``__import__(…)`` / ``importlib.import_module(…)`` of ``"builtins"``
+        or of a name not spelled, ``sys.modules["builtins"]``."""
+        node = unparen(node)
+        if node.kind() == "identifier":
+            return node.text() in ("builtins", "__builtins__") or node.text() in modules
+        if node.kind() == "call" and (fn := node.field("function")) is not None:
+            args = node.field("arguments")
+            items = named_items(args.children()) if args is not None else []
+            name = constant_name(items[0]) if items else None
+            return "".join(fn.text().split()).rpartition(".")[2] in (
+                "__import__", "import_module") and name in (None, *_BUILTINS_MODULES)
+        if node.kind() == "subscript" and (holder := node.field("value")) is not None and \
+                (index := node.field("subscript")) is not None:
+            return "".join(holder.text().split()).endswith("modules") and \
+                constant_name(index) in _BUILTINS_MODULES
+        return False
+
+    def _builtins_namespace(self, holder: SgNode, modules: frozenset[str]) -> bool:
+        """``holder`` may be the builtins module's namespace: ``__builtins__`` (a dict outside
+        ``__main__``), ``vars(b)`` / ``b.__dict__`` of the module (``_builtins_module``)."""
+        holder = unparen(holder)
+        if holder.kind() == "identifier" and holder.text() == "__builtins__":
+            return True
+        space = _namespace_of(holder)
+        return space is not None and space.kind() != "call" and \
+            self._builtins_module(space, modules)
 
     # exclusive branches
 
@@ -1853,25 +2331,77 @@ class Facts:
         object ``obj`` matches whose name is not known (``setattr(self, name, v)``,
         ``self.__dict__.update(d)`` / ``(**d)``, ``vars(self)[k] = v``, ``self.__dict__ =
         d``) or whose value is not shown (``vars(self).update({"attr": v}, **more)`` reads
-        as any name); and any ``exec`` / ``eval`` (``code_runner``), which may do anything.
+        as any name), or whose object is not known either (``setattr(*args)``); and any
+        ``exec`` / ``eval`` (``code_runner``), which may do anything.
         The caller decides what may run (``dead``)."""
         parts = assign_parts(text)
         obj, dot, attr = parts[0].rpartition(".") if parts is not None else ("", "", "")
         if not dot or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", attr):
             return []
         objpat = parse_pattern(obj)
-        out = [(where, "its attribute's name is not known" if name is None else
+        out = [(where, "its object and attribute are not known" if holder.kind() in _SPLATS
+                else "its attribute's name is not known" if name is None else
                 "the value it gives is not known")
                for where, holder, name, stored in self._namespace_writes(region)
                if (name is None or (name == attr and stored is None))
-               and at(unparen(holder), objpat, bound) is not None]
+               and (holder.kind() in _SPLATS or at(unparen(holder), objpat, bound) is not None)]
         out += [(n, "exec/eval run code the file does not show")
                 for n in self._runners_in(region)]
         return sorted(out, key=lambda pair: pair[0].range().start.index)
 
 
-_MAKING: Any = {"rule": {"any": [{"kind": "call"}, {"kind": "decorator"}]}}
-"""Code that may make an instance of a class: a call, or a decorator (``Facts.instances_made``)."""
+def _symbol(table: symtable.SymbolTable, name: str) -> symtable.Symbol | None:
+    """``name`` in a symbol table, None when the scope does not use it."""
+    try:
+        return table.lookup(name)
+    except KeyError:
+        return None
+
+
+def _read_name(node: SgNode) -> str | None:
+    """The dotted name an identifier or attribute node reads (``Hook``, ``Outer.Hook``), or
+    None: an attribute's or a keyword's own name, a name bound there (a target, a
+    parameter), or an attribute not made of names (``f().x``)."""
+    if node.kind() == "identifier" and (_named_only(node) or _binds_here(node)):
+        return None
+    return _dotted(node)
+
+
+def _callee_of(node: SgNode, top: SgNode) -> SgNode | None:
+    """The call (or decorator) within ``top`` whose callee holds ``node``: what calling it
+    makes (``Hook()``, ``Hook.make()``, ``(H := Hook)()``, ``@Hook``), else None."""
+    if key(node) == key(top):
+        return None
+    child = node
+    for anc in node.ancestors():
+        if anc.kind() == "call" and (fn := anc.field("function")) is not None and \
+                within(child, fn):
+            return anc
+        if anc.kind() == "decorator":
+            return anc if next(iter(named_items(anc.children())), anc).kind() != "call" else None
+        if key(anc) == key(top) or anc.kind() in _SCOPE_KINDS:
+            return None
+        child = anc
+    return None
+
+
+def _uncovered(spans: list[tuple[int, int]], count: int) -> list[int]:
+    """The first and the last of ``0 … count-1`` that no span ``[low, high)`` covers (one
+    when they are the same, none when all are covered)."""
+    first, last = 0, count - 1
+    for low, high in sorted(spans):
+        if low > first:
+            break
+        first = max(first, high)
+    for low, high in sorted(spans, key=lambda span: -span[1]):
+        if high <= last:
+            break
+        last = min(last, low - 1)
+    if first > last:
+        return []
+    return [first] if first == last else [first, last]
+
+
 _ANY_NAME = "*"
 """The key under which ``Facts._binders_of`` lists statements that may bind any name."""
 _INNER_BINDING: Any = {"rule": {"any": [{"kind": k} for k in (
@@ -1915,43 +2445,91 @@ def _maybe_how(stmt: SgNode) -> str:
     return "a binding that may happen"
 
 
-def _runner(ident: SgNode) -> SgNode | None:
-    """The code that uses the builtin ``exec`` / ``eval`` through the identifier ``ident``
-    (the call, or the identifier taken as a value), or None when the identifier is not
-    that builtin: another object's attribute (``model.eval()``), a keyword's name, the
-    name of a definition or of a parameter. A local rebinding of the name is not looked
-    for: a runner read where there is none errs on the safe side."""
+_RUNNER_NAMES = ("exec", "eval")
+"""Builtins that run code given as text."""
+_BUILTINS_MODULES = ("builtins", "__builtin__")
+"""The module of the builtins (``__builtin__``: its Python 2 name, still importable by some)."""
+_NAMED_ITEM: Any = {"rule": {"kind": "subscript", "regex": "exec|eval"}}
+"""Subscripts that may take ``exec`` / ``eval`` from a namespace by name."""
+
+
+def _used(node: SgNode) -> SgNode:
+    """The call that calls ``node`` (through parentheses: ``(exec)(code)``), else ``node``
+    itself, taken as a value."""
+    outer = node
+    while (parent := outer.parent()) is not None and parent.kind() == "parenthesized_expression":
+        outer = parent
+    if parent is not None and parent.kind() == "call" and \
+            (fn := parent.field("function")) is not None and key(fn) == key(outer):
+        return parent
+    return node
+
+
+def _call_of(ident: SgNode) -> SgNode | None:
+    """The call whose callee is ``ident`` (``getattr(…)``) or ends with it
+    (``builtins.getattr(…)``), else None."""
+    callee = ident
+    parent = ident.parent()
+    if parent is not None and parent.kind() == "attribute" and \
+            (attr := parent.field("attribute")) is not None and key(attr) == key(ident):
+        callee, parent = parent, parent.parent()
+    if parent is None or parent.kind() != "call" or \
+            (fn := parent.field("function")) is None or key(fn) != key(callee):
+        return None
+    return parent
+
+
+def _named_only(ident: SgNode) -> bool:
+    """``ident`` names no variable: an attribute's name, a keyword's, a parameter's, or a
+    definition's (``f(eval=x)``, ``def f(eval=False)``, ``def eval(…)``)."""
     parent = ident.parent()
     if parent is None:
-        return ident
+        return False
     kind = parent.kind()
-    if kind == "attribute" and (attr := parent.field("attribute")) is not None and \
-            key(attr) == key(ident):
-        if _builtin(parent) not in ("exec", "eval"):
-            return None  # x.eval: another object's
-        ident, parent = parent, parent.parent()
-        if parent is None:
-            return ident
-        kind = parent.kind()
+    if kind == "attribute":
+        return (attr := parent.field("attribute")) is not None and key(attr) == key(ident)
     if kind in ("parameters", "lambda_parameters", "typed_parameter", "list_splat_pattern",
                 "dictionary_splat_pattern"):
-        return None  # the parameter's own name (an annotation is inside a `type` node)
-    if kind in ("keyword_argument", "function_definition", "class_definition",
-                "default_parameter", "typed_default_parameter") and \
-            (named := parent.field("name")) is not None and key(named) == key(ident):
-        return None
-    if kind == "call" and (fn := parent.field("function")) is not None and key(fn) == key(ident):
-        return parent
-    return ident
+        return True  # the parameter's own name (an annotation is inside a `type` node)
+    return kind in ("keyword_argument", "function_definition", "class_definition",
+                    "default_parameter", "typed_default_parameter") and \
+        (named := parent.field("name")) is not None and key(named) == key(ident)
+
+
+def _aliases_of(use: SgNode) -> list[str]:
+    """Names a runner taken as a value (``use``) is bound to: ``run = exec``,
+    ``(run := b.exec)``, ``def f(run=exec)``, the names ``from builtins import exec as run``
+    binds."""
+    if use.kind() == "import_from_statement":
+        out = []
+        for item in use.field_children("name"):
+            alias = item.field("alias") if item.kind() == "aliased_import" else None
+            name = item.field("name") if alias is not None else item
+            if name is not None and name.text() in _RUNNER_NAMES:
+                out.append((alias or name).text())
+        return out
+    outer = use
+    while (parent := outer.parent()) is not None and parent.kind() in (
+            "parenthesized_expression", "conditional_expression", "boolean_operator"):
+        outer = parent
+    if parent is None:
+        return []
+    field = {"assignment": ("right", "left"), "named_expression": ("value", "name"),
+             "default_parameter": ("value", "name"),
+             "typed_default_parameter": ("value", "name")}.get(parent.kind())
+    if field is None or (value := parent.field(field[0])) is None or \
+            key(value) != key(outer) or (target := parent.field(field[1])) is None:
+        return []
+    return [t.text() for t, _ in flatten_targets(target) if t.kind() == "identifier"]
 
 
 def _statement_of(node: SgNode, own: set[Key]) -> SgNode | None:
     """The statement among ``own`` (a body's statements) that evaluates ``node``, or None when
-    ``node`` is in a nested body (a function's or a class's, or a lambda) and binds there."""
+    ``node`` is in a nested body (a function's, a class's or a lambda's) and binds there. A
+    lambda's default values are evaluated where the lambda is written, like a ``def``'s:
+    ``lambda a=(x := v): a`` binds ``x`` in the enclosing body."""
     child = node
     for anc in node.ancestors():
-        if anc.kind() == "lambda":
-            return None
         if anc.kind() in _SCOPE_KINDS and (body := anc.field("body")) is not None and \
                 key(body) == key(child):
             return None
@@ -2002,37 +2580,11 @@ def _captures(case: SgNode) -> list[str]:
     return out
 
 
-def _stored_expression(stmt: SgNode) -> SgNode | None:
-    """The expression an expression statement evaluates first and whole: itself, or the value
-    of an assignment (``x = y = v``, ``x: T = v``, ``x += v``: ``v``), else None."""
-    items = named_items(stmt.children())
-    expr = items[0] if len(items) == 1 else None
-    while expr is not None and expr.kind() in ("assignment", "augmented_assignment"):
-        expr = expr.field("right")  # None for `x: int`, which evaluates nothing
-    return expr
-
-
-_LITERAL_KINDS = ("string", "concatenated_string", "integer", "float", "true", "false", "none",
-                  "ellipsis")
-"""Literals: evaluating one never raises."""
-_NOT_FOLDED: Any = {"rule": {"any": [{"kind": k} for k in (
-    "identifier", "call", "lambda", "await", "yield", "named_expression", "interpolation")]}}
-"""Nodes that make an expression unknown to a fold (a name, a call, …); an identifier that
-is an attribute's own name (``None.x``) is no such node."""
-
-
-def _foldable(expr: SgNode) -> bool:
-    """``expr`` may be an expression of constants that raises: not a lone literal, and
-    holding no name, call or other code a fold leaves unknown (a cheap test on the tree, so
-    that only such expressions are parsed again and folded)."""
-    if expr.kind() in _LITERAL_KINDS or expr.kind() == "call":
-        return False
-    for node in expr.find_all(_NOT_FOLDED):
-        parent = node.parent()
-        if node.kind() != "identifier" or parent is None or parent.kind() != "attribute" or \
-                (attr := parent.field("attribute")) is None or key(attr) != key(node):
-            return False
-    return True
+_HEADED = ("if_statement", "while_statement", "for_statement", "with_statement",
+           "match_statement")
+"""Compound statements that evaluate a header before their body (``Facts.raises``)."""
+_CONSTANT_TEXT = re.compile(r"""[0-9'"\[{]|\(\s*\)|\b(?:None|True|False)\b|\.\.\.""")
+"""Text without any of these holds no constant a statement could raise on: not parsed."""
 
 
 def _block_of(clause: SgNode) -> SgNode | None:
@@ -2141,12 +2693,15 @@ def _namespaces(holder: SgNode, where: SgNode, resolve: Resolve) -> list[SgNode]
 def _setattr_call(call: SgNode) -> Iterator[RawWrite]:
     """``setattr(o, "a", v)``, ``delattr(o, "a")``, ``object.__setattr__(o, "a", v)`` and
     ``o.__setattr__("a", v)`` as writes of ``o.a`` (also ``builtins.setattr``, and a name
-    spelled as a constant expression, ``"sam" + "ple"``); a name not made of constants is
-    given as its node."""
+    spelled as a constant expression, ``"sam" + "ple"``; ``super().__setattr__("a", v)``
+    writes the instance, the method's first parameter: ``_super_instance``); a name not made
+    of constants is given as its node. Arguments unpacked from a display are its items
+    (``setattr(*(o, "a", v))``); an object unpacked from anything else is not known: the
+    splat is given as the object, with any name."""
     fn, args = call.field("function"), call.field("arguments")
     if fn is None or args is None:
         return
-    items = named_items(args.children())
+    items = _call_items(args)
     if _builtin(fn) in ("setattr", "delattr"):
         obj_items = items
     elif fn.kind() == "attribute" and (attr := fn.field("attribute")) is not None and \
@@ -2154,10 +2709,17 @@ def _setattr_call(call: SgNode) -> Iterator[RawWrite]:
         holder = fn.field("object")
         if holder is None:
             return
-        obj_items = items if _builtin(holder) in ("object", "type") else [holder, *items]
+        instance = _super_instance(holder)
+        obj_items = items if _builtin(holder) in ("object", "type") else [
+            instance if instance is not None else holder, *items]
     else:
         return
-    if len(obj_items) < 2 or obj_items[0].kind() in _SPLATS:
+    if not obj_items:
+        return
+    if obj_items[0].kind() in _SPLATS:  # setattr(*args): any attribute of any object
+        yield call, obj_items[0], None, None
+        return
+    if len(obj_items) < 2:
         return
     if obj_items[1].kind() in _SPLATS:  # setattr(C, *pair): a name and a value not read
         yield call, obj_items[0], None, None
@@ -2167,26 +2729,76 @@ def _setattr_call(call: SgNode) -> Iterator[RawWrite]:
            obj_items[2] if len(obj_items) > 2 else None)
 
 
+def _call_items(args: SgNode) -> list[SgNode]:
+    """A call's arguments, those unpacked from a display of items replaced by its items
+    (``f(*(a, b))`` is ``f(a, b)``); any other ``*x`` / ``**x`` stays as it is."""
+    out: list[SgNode] = []
+    for item in named_items(args.children()):
+        inner = named_items(item.children()) if item.kind() == "list_splat" else []
+        shown = unparen(inner[0]) if len(inner) == 1 else None
+        if shown is not None and shown.kind() in ("tuple", "list"):
+            out += _call_items(shown)
+        else:
+            out.append(item)
+    return out
+
+
+def _super_instance(holder: SgNode) -> SgNode | None:
+    """For ``super()`` (or ``super(C, obj)``), the instance it writes through: the first
+    parameter of the function it is called in (or ``obj``), else None."""
+    holder = unparen(holder)
+    if holder.kind() != "call" or _builtin(holder.field("function")) != "super":
+        return None
+    args = holder.field("arguments")
+    items = named_items(args.children()) if args is not None else []
+    if len(items) == 2:
+        return items[1]
+    function = next((a for a in holder.ancestors() if a.kind() in _SCOPE_KINDS), None)
+    params = function.field("parameters") if function is not None and \
+        function.kind() == "function_definition" else None
+    first = named_items(params.children())[:1] if params is not None else []
+    if not first or items:
+        return None
+    if first[0].kind() == "identifier":
+        return first[0]
+    return next((c for c in first[0].children() if c.kind() == "identifier"), None)
+
+
 def _namespace_mutation(call: SgNode, resolve: Resolve) -> Iterator[RawWrite]:
     """``ns.update(…)``, ``ns.setdefault("a", v)``, ``ns.pop("a")``… (``_MUTATORS``) on a
-    namespace (``_namespaces``; also ``dict.update(ns, …)``): a write of each key named, or
-    of any name (``clear``, ``update`` of anything but keywords and a display of constant
-    keys; the value given is what ``attached`` reads)."""
+    namespace (``_namespaces``; also ``dict.update(ns, …)``, and ``operator.setitem(ns, "a",
+    v)`` / ``delitem``, however ``operator`` is named): a write of each key named, or of any
+    name (``clear``, ``update`` of anything but keywords and a display of constant keys; the
+    value given is what ``attached`` reads)."""
     fn, args = call.field("function"), call.field("arguments")
-    if fn is None or args is None or fn.kind() != "attribute":
+    if fn is None or args is None:
         return
-    method, holder = fn.field("attribute"), fn.field("object")
-    if method is None or holder is None or method.text() not in _MUTATORS:
+    items = _call_items(args)
+    named = fn.field("attribute") if fn.kind() == "attribute" else fn
+    method = _ITEM_FUNCTIONS.get(named.text()) if named is not None else None
+    holder: SgNode | None
+    if method is not None:  # operator.setitem(ns, k, v): the namespace comes first
+        holder = None
+    elif fn.kind() == "attribute" and named is not None and named.text() in _MUTATORS:
+        method, holder = named.text(), fn.field("object")
+        if holder is None:
+            return
+        if _builtin(holder) == "dict" or "".join(holder.text().split()) == "operator":
+            holder = None  # dict.update(globals(), …), operator.__setitem__(ns, …)
+    else:
         return
-    items = named_items(args.children())
-    if _builtin(holder) == "dict":  # dict.update(globals(), …): the namespace comes first
+    if holder is None:
         if not items or items[0].kind() in (*_SPLATS, "keyword_argument"):
             return
         holder, items = items[0], items[1:]
     spaces = _namespaces(holder, call, resolve)
-    for name, value in _keys_written(method.text(), items) if spaces else []:
+    for name, value in _keys_written(method, items) if spaces else []:
         for space in spaces:
             yield call, space, name, value
+
+
+_ITEM_FUNCTIONS = {"setitem": "__setitem__", "delitem": "__delitem__", "ior": "__ior__"}
+"""``operator``'s functions that write an item of their first argument, as its method."""
 
 
 def _keys_written(method: str, items: list[SgNode]) -> list[tuple[str | SgNode | None,
@@ -2233,6 +2845,8 @@ def _namespace_of(holder: SgNode) -> SgNode | None:
     itself for ``locals()`` / ``vars()`` / ``globals()`` (the namespace being run, or the
     module's); None for any other dict."""
     holder = unparen(holder)
+    while holder.kind() == "named_expression" and (value := holder.field("value")) is not None:
+        holder = unparen(value)  # (d := self.__dict__).update(…): the namespace itself
     if holder.kind() == "attribute":
         attr = holder.field("attribute")
         return holder.field("object") if attr is not None and attr.text() == "__dict__" else None
@@ -2251,7 +2865,8 @@ _NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
 
 
 def class_hook_use(facts: Facts, hook: SgNode, parameter: int = 0,
-                   implicit: frozenset[str] = frozenset({"@classmethod"})) -> SgNode | None:
+                   implicit: frozenset[str] = frozenset({"@classmethod"}),
+                   instance: int | None = None) -> SgNode | None:
     """Where an ``__init_subclass__`` binding (``hook``: the statement ``Facts.final``
     gives) may replace attributes of the class it is called for, or None when it cannot.
     The same for a ``__set_name__`` (``parameter=1``: ``(self, owner, name)``, no
@@ -2264,7 +2879,9 @@ def class_hook_use(facts: Facts, hook: SgNode, parameter: int = 0,
     ``__module__``), the whole value stored into a subscript (the registry idiom
     ``registry[cls.__name__] = cls``), or an argument of ``super().__init_subclass__(…)``
     (a same-file base's hook is read on its own), or the value a container method stores
-    (``registry.append(cls)``, ``.add(cls)``, ``.insert(i, cls)``: ``_STORING``). Any other
+    (``registry.append(cls)``, ``.add(cls)``, ``.insert(i, cls)``: ``_STORING``), or, for a
+    ``__set_name__`` (``instance``: the place of its ``self``), the whole value stored on the
+    instance (``self.owner = owner``: harmless as the class is created). Any other
     use (``cls.x = …``, ``setattr(cls, …)``, ``vars(cls)``, ``cls.__dict__``, passing it to
     any other call, an alias ``c = cls``) may replace them: the hook
     itself is returned when it is not a plain ``def`` (``classmethod(lambda c: …)``,
@@ -2284,13 +2901,17 @@ def class_hook_use(facts: Facts, hook: SgNode, parameter: int = 0,
     name = _parameter_name(wanted[0]) if wanted else None
     if body is None or name is None:
         return hook
+    selves = named_items(params.children())[instance:instance + 1] \
+        if params is not None and instance is not None else []
+    self_name = _parameter_name(selves[0]) if selves else None
     return next((n for n in body.find_all(kind="identifier")
-                 if n.text() == name and not _harmless_class_use(n, facts)), None)
+                 if n.text() == name and not _harmless_class_use(n, facts, self_name)), None)
 
 
-def _harmless_class_use(node: SgNode, facts: Facts) -> bool:
+def _harmless_class_use(node: SgNode, facts: Facts, self_name: str | None = None) -> bool:
     """An identifier that is no use of the variable (an attribute's or keyword's name), or a
-    use ``class_hook_use`` accepts."""
+    use ``class_hook_use`` accepts (``self_name``: the hook's instance parameter, on which
+    storing the class whole is harmless)."""
     parent = node.parent()
     if parent is None:
         return False
@@ -2313,8 +2934,13 @@ def _harmless_class_use(node: SgNode, facts: Facts) -> bool:
         kind = parent.kind()
     if kind == "assignment":
         left, right = parent.field("left"), parent.field("right")
-        return right is not None and key(right) == key(node) and left is not None and \
-            unparen(left).kind() == "subscript"
+        stored = unparen(left) if left is not None else None
+        holder = stored.field("object") if stored is not None and \
+            stored.kind() == "attribute" else None
+        return right is not None and key(right) == key(node) and stored is not None and (
+            stored.kind() == "subscript" or (
+                holder is not None and self_name is not None and
+                unparen(holder).kind() == "identifier" and unparen(holder).text() == self_name))
     if kind == "argument_list":
         call = parent.parent()
         function = call.field("function") if call is not None else None

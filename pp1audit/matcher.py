@@ -15,8 +15,10 @@ cannot hold on code that never runs or is not where the rule says:
   in its class/module, by any form (``:=`` too, also in a test; ``del a, x``), nor
   may it be by a binding that only may happen (a ``case`` capture, an
   ``except … as``, a star import). When branches leave several possible final
-  bindings (``if TYPE_CHECKING: … else: …``), the rule must hold for each. An
-  ``exec`` / ``eval`` anywhere in the file may bind any name.
+  bindings (``if TYPE_CHECKING: … else: …``), the rule must hold for each. The
+  builtin ``exec`` / ``eval`` anywhere in the file may bind any name, however it is
+  reached (``b.exec`` after ``import builtins as b``, ``getattr(x, "exec")``,
+  ``from builtins import exec as run``); a name the file binds is not the builtin.
 * **What runs.** A class attribute bound from outside the class body
   (``Cls.meth = f``, ``setattr(Cls, "meth", f)``, ``del Cls.meth`` anywhere in the
   file; ``cls.meth`` / ``type(self).meth`` and, for a method, ``self.meth`` in the
@@ -27,14 +29,16 @@ cannot hold on code that never runs or is not where the rule says:
   reading its name, storing it into a registry, passing it to
   ``super().__init_subclass__``), an instance made in the class body whose
   same-file class has a ``__set_name__`` that may write its ``owner`` (read the
-  same way), or a metaclass; for ``in: Cls`` the same class-creation hooks
-  count against the members searched; so may a
+  same way, or stored on the instance; made by any call reading the class or a name
+  bound to it, or held through a name bound to an instance), or a metaclass; for
+  ``in: Cls`` the same class-creation hooks count against the members searched; so may a
   decorator: only those the invariant's ``decorators:`` lists, or without it
   those the module imports (called with constants at most), are accepted.
 * **Dead code.** A match under a constant-false test (``if False:``, ``while 0:``,
   after an ``elif True:``), or after a statement that never completes in its
-  block (``return`` / ``raise`` / ``continue`` / ``break``, a statement of
-  constants that always raises such as ``1 / 0`` or ``[][0]``, an ``if`` whose every
+  block (``return`` / ``raise`` / ``continue`` / ``break``, a statement that
+  certainly evaluates a part of constants that raises, such as ``1 / 0``,
+  ``print([][0])``, ``if None.x:`` or ``a, b = 1``, an ``if`` whose every
   arm leaves, a ``try`` whose body-or-``else`` and every handler leave or whose
   ``finally`` leaves, ``while True:`` without ``break``, a loop that certainly
   runs, ``for _ in [0]:``, and whose pass leaves; not ``while x: return``, which
@@ -55,8 +59,10 @@ cannot hold on code that never runs or is not where the rule says:
   targets, augmented assignments, ``for`` / ``with … as`` targets, ``:=`` and
   ``setattr(obj, "name", V)``, and writes through a namespace or a name made of
   constants (``obj.__dict__.update(name=V)``, ``vars(obj)["name"] = V``,
-  ``setattr(obj, "na" + "me", V)``); a write whose name or value cannot be read
-  (``setattr(obj, key, V)``, ``update(**d)``) or an ``exec`` / ``eval`` in the region
+  ``setattr(obj, "na" + "me", V)``, ``operator.setitem(vars(obj), "name", V)``,
+  ``super().__setattr__("name", V)`` on ``self``); a write whose name or value cannot
+  be read (``setattr(obj, key, V)``, ``update(**d)``, ``setattr(*args)``) or an
+  ``exec`` / ``eval`` in the region
   may make the assignment, which both fail on (``Facts.may_assign``); ``every`` on
   ``self.<attr>`` looks in every method of the class, of its subclasses in the
   same file, and in code the file attaches to them (``Cls.reset = _reset``).
@@ -573,29 +579,29 @@ def _built(facts: Facts, name: str, cls: SgNode) -> str | None:
             return f"{name}: its base class {_title(base)} (line {line(base)}): {made}"
     why = _set_name_hook(facts, cls)
     if why is not None:
-        return f"{name}: its class body (line {line(cls)}) makes {why}"
+        return f"{name}: its class body (line {line(cls)}) {why}"
     return None
 
 
 def _set_name_hook(facts: Facts, cls: SgNode) -> str | None:
-    """What in ``cls``'s body may replace its methods as Python creates the class: an
-    instance of a class of this file (``Facts.instances_made``) whose ``__set_name__`` (its
-    own or a base's in the file) uses the class it is given (``class_hook_use`` on its
-    ``owner`` parameter: reading its name or storing it in a registry does not count).
-    A class imported from another file is not read."""
+    """What in ``cls``'s body may replace its methods as Python creates the class: code that
+    may make or hold an instance of a class of this file (``Facts.instances_made``) whose
+    ``__set_name__`` (its own or a base's in the file) uses the class it is given
+    (``Facts.set_name_hook``: reading its name, storing it in a registry or on the
+    instance does not count). A class imported from another file, or an instance a
+    function returns, is not read."""
     for code, made in facts.instances_made(cls):
-        for holder in [made, *facts.bases(made)]:
-            hook = _hook(facts, holder, "__set_name__")
-            use = class_hook_use(facts, hook, parameter=1, implicit=frozenset()) \
-                if hook is not None else None
-            if hook is None or use is None:
-                continue
-            stmt = next((a for a in use.ancestors() if a.kind().endswith("statement")), use)
-            how = "" if key(use) == key(hook) else \
-                f" (it uses the class at line {line(use)}: `{short(stmt, 50)}`)"
-            return (f"`{short(code, 40)}` at line {line(code)}, an instance of {_title(made)} "
-                    f"(line {line(made)}), whose {_where(hook, '__set_name__')} runs when the "
-                    f"class is created and may replace its methods{how}")
+        found = facts.set_name_hook(made)
+        if found is None:
+            continue
+        _holder, hook, use = found
+        stmt = next((a for a in use.ancestors() if a.kind().endswith("statement")), use)
+        how = "" if key(use) == key(hook) else \
+            f" (it uses the class at line {line(use)}: `{short(stmt, 50)}`)"
+        verb = "makes" if code.kind() in ("call", "decorator") else "holds"
+        return (f"{verb} `{short(code, 40)}` at line {line(code)}, an instance of {_title(made)} "
+                f"(line {line(made)}), whose {_where(hook, '__set_name__')} runs when the "
+                f"class is created and may replace its methods{how}")
     return None
 
 
@@ -635,9 +641,7 @@ def _where(hook: SgNode, method: str) -> str:
 
 def _hook(facts: Facts, cls: SgNode, method: str) -> SgNode | None:
     """Where ``cls`` gets ``method`` (its body's binding in force, or one from outside)."""
-    lookup = [*facts.final(cls, method).values(),
-              facts.attribute_binding(cls, method, instance=False)]
-    return next((n for n in lookup if n is not None), None)
+    return facts.member_hook(cls, method)
 
 
 def _decorated(inv: Invariant, facts: Facts, name: str, definition: SgNode,

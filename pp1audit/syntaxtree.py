@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +44,12 @@ def line(node: SgNode) -> int:
 
 
 def short(node: SgNode, limit: int = 60) -> str:
-    text = " ".join(node.text().split())
+    return short_text(node.text(), limit)
+
+
+def short_text(text: str, limit: int = 60) -> str:
+    """``text`` on one line, cut to ``limit`` characters (for messages)."""
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -130,23 +136,34 @@ def constant_string(text: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def constant_raises(text: str) -> str | None:
-    """The exception an expression of constants certainly raises when it is evaluated
-    (``1 / 0``, ``1 % 0``, ``[][0]``, ``{}["k"]``, ``None.x``, ``(1, 1 / 0)``), named, or
-    None: it completes, or it is not made of constants (a name, a call: ``int("x")``
-    calls whatever ``int`` is then), or folding it costs too much (``"a" * 10**12``
-    may or may not exhaust memory: unknown).
+def statement_raises(text: str) -> str | None:
+    """The exception a statement certainly raises when it runs, named, or None: some part
+    of it that is certainly evaluated whenever it runs (not the right of ``and`` / ``or``,
+    an arm of ``a if t else b``, a lambda, a comprehension's body) is an expression of
+    constants that raises (``print(1 / 0)``, ``if 1 / 0:``, ``(z := 1 / 0)``,
+    ``f"{1 / 0}"``, ``x + [][0]``), calls a constant (``None()``), unpacks one into a
+    target of another shape (``a, b = 1``), iterates one that is not iterable
+    (``for _ in 1:``, ``[*None]``), enters one (``with 1:``) or sets an attribute or an
+    item of one (``None.x = 1``). What comes before that part either completes or leaves
+    the statement too: either way the statement never completes, and what follows it in
+    its block never runs.
 
-    Folded as ``constant_truth`` folds a test, operands in Python's order of
-    evaluation, so that a ``_Refuse`` (unknown) met before the raising operand leaves
-    the answer unknown, as ``f() or 1 / 0`` is. Only builtin values ever meet an
-    operator, so the exception is the one Python raises: a statement made of such an
-    expression never completes, and what follows it in its block never runs."""
-    tree = parse_expression(text)
-    if tree is None:
+    ``text`` is a simple statement, or a compound statement's header closed by a body of
+    ``pass``; an ``assert`` is never read (``python -O`` strips it). Folded as
+    ``constant_truth`` folds a test, operands in Python's order of evaluation and within
+    the same bounds (``_Certain``): a part not made of constants, or too costly to fold
+    (``"a" * 10**12`` may or may not exhaust memory), is unknown. Only builtin values ever
+    meet an operator, so the exception is the one Python raises."""
+    try:
+        with warnings.catch_warnings():  # `"\d"`: the file's to warn about, not ours
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if len(tree.body) != 1:
         return None
     try:
-        _Folder(len(text), lookups=True).fold(tree)
+        _Certain(len(text)).statement(tree.body[0])
     except _Refuse:  # not constant, too costly (the budget spent, too)
         return None
     except _RAISED as exc:
@@ -254,7 +271,7 @@ class _Folder:
 
     def __init__(self, size: int, lookups: bool = False) -> None:
         self.budget = BUDGET_FLOOR + BUDGET_PER_CHAR * size
-        # Fold subscripts and attributes of constants too (constant_raises: `[][0]`,
+        # Fold subscripts and attributes of constants too (statement_raises: `[][0]`,
         # `None.x`); a test or a name spelled that way stays unknown, as it always was.
         self.lookups = lookups
 
@@ -537,6 +554,184 @@ def _huge_int(op: type[ast.operator], a: Any, b: Any) -> bool:
     return False
 
 
+_ITERABLE = (str, bytes, tuple, list, dict, set, frozenset)
+"""The builtin constants iterating (or unpacking, or ``*``) accepts."""
+_IMMUTABLE = (str, bytes, tuple, frozenset, set, int, float, complex, type(None), type(...))
+"""Builtin constants whose items cannot be set (``()[0] = 1``: TypeError); ``set`` has no
+items to set."""
+_Folded = tuple[Any, int]
+
+
+class _Certain(_Folder):
+    """Evaluates what a statement certainly evaluates (``statement_raises``), in Python's
+    order: a constant part is folded, and raises as Python raises; any other part is
+    unknown, but what it evaluates whatever it is (the operands of ``x + y``, a call's
+    callee and arguments, the items of a display, an f-string's fields, the test of
+    ``a if t else b``, the first operand of ``and`` / ``or`` or of a comparison, a
+    comprehension's first iterable) is still evaluated. Each node is folded once
+    (memoised), so a part read both on its own and inside its parent costs nothing more."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size, lookups=True)
+        self._memo: dict[int, _Folded | Exception] = {}
+
+    def fold(self, node: ast.expr) -> _Folded:
+        got = self._memo.get(id(node))
+        if got is None:
+            try:
+                got = self._fold(node)
+            except _Exhausted:
+                raise
+            except (_Refuse, *_RAISED) as exc:
+                got = exc
+            self._memo[id(node)] = got
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    def known(self, node: ast.expr | None) -> _Folded | None:
+        """The value of a part that is certainly evaluated, None when it is not known (or
+        absent); an exception it certainly raises goes on."""
+        if node is None:
+            return None
+        try:
+            return self.fold(node)
+        except _Exhausted:
+            raise
+        except _Refuse:
+            return None
+
+    def _fold(self, node: ast.expr) -> _Folded:
+        for part in _evaluated_first(node):
+            if isinstance(part, ast.Starred):
+                self._iterated(part.value)
+            else:
+                self.known(part)
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                got = self.known(keyword.value)
+                if keyword.arg is None and got is not None and not isinstance(got[0], dict):
+                    raise TypeError("argument after ** must be a mapping")
+            if self.known(node.func) is not None:
+                raise TypeError("a constant is not callable")
+            raise _Refuse
+        if isinstance(node, ast.NamedExpr):
+            return self.fold(node.value)
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values, strict=True):
+                got = self.known(v) if k is None else None
+                if got is not None and not isinstance(got[0], dict):
+                    raise TypeError("'**' needs a mapping")
+        return super().fold(node)
+
+    def _iterated(self, node: ast.expr) -> None:
+        """``node`` is iterated (``*node``, ``for _ in node``): a constant that is not
+        iterable raises."""
+        got = self.known(node)
+        if got is not None and not isinstance(got[0], _ITERABLE):
+            raise TypeError(f"{type(got[0]).__name__!r} object is not iterable")
+
+    def statement(self, stmt: ast.stmt) -> None:
+        """Evaluate what ``stmt`` certainly evaluates, as Python runs it."""
+        if isinstance(stmt, ast.Expr):
+            self.known(stmt.value)
+        elif isinstance(stmt, ast.Assign):
+            value = self.known(stmt.value)
+            for target in stmt.targets:
+                self._store(target, value)
+        elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+            self._store(stmt.target, None, load=isinstance(stmt, ast.AugAssign))
+            if stmt.value is not None:
+                self.known(stmt.value)
+        elif isinstance(stmt, ast.Delete):  # deleting an item fails where reading it does
+            for target in stmt.targets:
+                self._store(target, None, load=True)
+        elif isinstance(stmt, (ast.If, ast.While)):
+            self.known(stmt.test)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._iterated(stmt.iter)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if self.known(item.context_expr) is not None:
+                    raise TypeError("a constant is not a context manager")
+        elif isinstance(stmt, ast.Match):
+            self.known(stmt.subject)
+
+    def _store(self, target: ast.expr, value: _Folded | None, load: bool = False) -> None:
+        """Bind (or delete) ``target`` (``value``: what is stored, when known): unpacking a
+        constant of another shape, or writing an attribute or an item of a constant,
+        raises; the parts of a target are evaluated either way (``d[1 / 0] = v``)."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            self._unpack(target, value)
+        elif isinstance(target, ast.Starred):
+            self._store(target.value, None)
+        elif isinstance(target, ast.Attribute):
+            if self.known(target.value) is not None:
+                raise AttributeError("a constant's attributes cannot be set")
+        elif isinstance(target, ast.Subscript):
+            holder = self.known(target.value)
+            if not isinstance(target.slice, ast.Slice):
+                self.known(target.slice)
+            if holder is not None and isinstance(holder[0], _IMMUTABLE):
+                raise TypeError(f"{type(holder[0]).__name__!r} object has no items to set")
+            if load and holder is not None:
+                self.fold(target)  # `[][0] += 1` reads the item first, `del [][0]` finds it
+
+    def _unpack(self, target: ast.Tuple | ast.List, value: _Folded | None) -> None:
+        items = None
+        if value is not None:
+            if not isinstance(value[0], _ITERABLE):
+                raise TypeError(f"cannot unpack non-iterable {type(value[0]).__name__}")
+            stars = sum(isinstance(e, ast.Starred) for e in target.elts)
+            size, wanted = len(value[0]), len(target.elts) - stars
+            if size < wanted or (size > wanted and not stars):
+                raise ValueError(f"{size} values to unpack into {wanted} targets")
+            if not stars and isinstance(value[0], (tuple, list, str, bytes)):
+                items = list(value[0])
+        for i, element in enumerate(target.elts):
+            self._store(element, (items[i], 1) if items is not None else None)
+
+
+def _evaluated_first(node: ast.expr) -> list[ast.expr]:
+    """The parts of ``node`` Python evaluates whenever it evaluates ``node``, in order."""
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    if isinstance(node, ast.BoolOp):
+        return node.values[:1]
+    if isinstance(node, ast.Compare):
+        return [node.left, *node.comparators[:1]]
+    if isinstance(node, ast.IfExp):
+        return [node.test]
+    if isinstance(node, ast.Attribute):
+        return [node.value]
+    if isinstance(node, ast.Subscript):
+        return [node.value, *_slice_parts(node.slice)]
+    if isinstance(node, ast.Call):
+        return [node.func, *node.args]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return list(node.elts)
+    if isinstance(node, ast.Dict):
+        return [part for k, v in zip(node.keys, node.values, strict=True)
+                for part in ([v] if k is None else [k, v])]
+    if isinstance(node, ast.JoinedStr):
+        return [v for v in node.values if isinstance(v, ast.FormattedValue)]
+    if isinstance(node, ast.FormattedValue):
+        return [node.value, *([node.format_spec] if node.format_spec is not None else [])]
+    if isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)):
+        return [node.value] if node.value is not None else []
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        return [node.generators[0].iter]
+    return []
+
+
+def _slice_parts(node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, ast.Slice):
+        return [p for p in (node.lower, node.upper, node.step) if p is not None]
+    return [node]
+
+
 # --- conditions and bindings ---------------------------------------------------------------
 
 
@@ -570,20 +765,26 @@ def branches(stmt: SgNode) -> list[tuple[SgNode | None, SgNode | None, SgNode]]:
 
 def flatten_targets(target: SgNode) -> Iterator[tuple[SgNode, bool]]:
     """Each name/attribute/subscript a target assigns, with True when it is a direct element
-    (so that ``a, b = x, y`` can pair it with its value)."""
+    (so that ``a, b = x, y`` can pair it with its value). Parentheses around an element do
+    not change what it assigns (``del (x), y``, ``del ((x))``, ``a, (b) = …``)."""
     kind = target.kind()
-    if kind in ("pattern_list", "tuple_pattern", "list_pattern", "expression_list", "tuple",
-                "list", "parenthesized_expression"):
+    if kind in _TARGET_LISTS:
         for item in named_items(target.children()):
+            item = unparen(item)
             if item.kind() in ("list_splat_pattern", "list_splat"):
                 for inner in named_items(item.children()):
-                    yield from ((n, False) for n, _ in flatten_targets(inner))
-            elif item.kind() in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"):
+                    yield from ((n, False) for n, _ in flatten_targets(unparen(inner)))
+            elif item.kind() in _TARGET_LISTS:
                 yield from ((n, False) for n, _ in flatten_targets(item))
             else:
                 yield item, True
     else:
         yield target, False
+
+
+_TARGET_LISTS = ("pattern_list", "tuple_pattern", "list_pattern", "expression_list", "tuple",
+                 "list", "parenthesized_expression")
+"""Targets that hold targets (``a, b``, ``(a, b)``, ``[a, b]``, ``(a)``)."""
 
 
 def assigned(node: SgNode, plain: bool = False) -> Iterator[tuple[SgNode, SgNode, SgNode]]:

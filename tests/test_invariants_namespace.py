@@ -27,6 +27,7 @@ Each is checked next to a harmless edit of the same kind that must keep passing.
 from __future__ import annotations
 
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,20 @@ REBOUND = [
                  id="locals-subscript"),
     pytest.param('    locals().update(draft_sample_method="probabilistic")\n',
                  "bound again on its class", id="locals-update"),
+    pytest.param("    _x = 0; del (draft_sample_method), _x\n", "is bound again at line",
+                 id="del-parenthesized-among-others"),
+    pytest.param("    del ((draft_sample_method))\n", "is bound again at line",
+                 id="del-in-double-parentheses"),
+    pytest.param('    _f = lambda a=(draft_sample_method := "probabilistic"): a\n',
+                 "is bound again at line", id="walrus-in-a-lambda-default"),
+    pytest.param("    import builtins as _b; _b.exec(\"draft_sample_method = 'probabilistic'\")\n",
+                 "which may bind any name", id="exec-of-builtins-imported-as"),
+    pytest.param("    __import__('builtins').exec(\"draft_sample_method = 'probabilistic'\")\n",
+                 "which may bind any name", id="exec-of-dunder-import"),
+    pytest.param("    getattr(__import__('builtins'), 'exec')(\"draft_sample_method = 'p'\")\n",
+                 "which may bind any name", id="getattr-exec"),
+    pytest.param("    from builtins import exec as _run; _run(\"draft_sample_method = 'p'\")\n",
+                 "which may bind any name", id="exec-imported-as"),
 ]
 
 
@@ -132,8 +147,10 @@ def test_a_field_bound_again_in_its_class_body_fails(
     CASE.format("[draft_other]"),
     "    try:\n        raise ValueError\n    except ValueError as draft_other:\n        pass\n",
     "    lambda: (draft_sample_method := 1)\n",
+    "    def _f(self, eval=False):\n        return eval\n",
+    "    _x = 0; del (_x)\n",
 ], ids=["walrus-another-name", "case-value-pattern", "case-another-name", "except-another-name",
-        "walrus-in-a-lambda"])
+        "walrus-in-a-lambda", "a-parameter-called-eval", "del-of-another-name"])
 def test_a_class_body_binding_of_another_name_passes(
     pp1: Manifest, tree_copy: Path, edit: FileEdit, added: str,  # noqa: F811
 ) -> None:
@@ -150,7 +167,17 @@ def test_a_class_body_binding_of_another_name_passes(
     ('x = "g"\nmatch "p":\n    case str() as x:\n        pass\n', "p"),
     ('x = "g"\nexec("x = \'p\'")\n', "p"),
     ('x = "g"\ntry:\n    1 / 0\nexcept ZeroDivisionError as x:\n    pass\n', None),
-], ids=["walrus", "case-list", "case-dict", "case-class", "case-as", "exec", "except-as"])
+    ('x = "g"\n_y = 0\ndel (x), _y\n', None),
+    ('x = "g"\ndel ((x))\n', None),
+    ('x = "g"\n_f = lambda a=(x := "p"): a\n', "p"),
+    ('import builtins as b\nx = "g"\nb.exec("x = \'p\'")\n', "p"),
+    ('x = "g"\n__import__("builtins").exec("x = \'p\'")\n', "p"),
+    ('x = "g"\ngetattr(__import__("builtins"), "exec")("x = \'p\'")\n', "p"),
+    ('from builtins import exec as run\nx = "g"\nrun("x = \'p\'")\n', "p"),
+], ids=["walrus", "case-list", "case-dict", "case-class", "case-as", "exec", "except-as",
+        "del-parenthesized", "del-double-parentheses", "walrus-in-a-lambda-default",
+        "exec-of-builtins-imported-as", "exec-of-dunder-import", "getattr-exec",
+        "exec-imported-as"])
 def test_python_rebinds_a_class_attribute_that_way_and_the_rule_fails(
     make_files: MakeFiles, body: str, value: object,
 ) -> None:
@@ -175,6 +202,50 @@ def test_a_module_constant_bound_again_by_a_case_or_a_star_import_fails(
     assert before.status is Status.PASS, before.message  # the constant is bound after it
 
 
+NOT_THE_BUILTIN = [
+    pytest.param("def f(self, eval=False):\n    return eval\n", id="a-parameter"),
+    pytest.param("def f(eval):\n    return g(eval=eval)\n", id="a-parameter-passed-on"),
+    pytest.param("def f():\n    eval = print\n    eval(1)\n", id="a-local"),
+    pytest.param("eval = print\n\n\ndef f(code):\n    return eval(code)\n", id="a-global"),
+    pytest.param("from lib import eval as e\n", id="imported-from-another-module"),
+    pytest.param("import some.eval\n", id="a-module-called-eval"),
+    pytest.param("def f(model):\n    model.eval()\n    return model.exec\n", id="attributes"),
+    pytest.param("g = lambda eval: eval(1)\n", id="a-lambda-parameter"),
+    pytest.param("def f(eval):\n    return [eval(x) for x in 'ab']\n",
+                 id="a-parameter-read-in-a-comprehension"),
+]
+THE_BUILTIN = [
+    pytest.param("def f(code):\n    return eval(code)\n", id="called"),
+    pytest.param("def f(code, eval=None):\n    pass\n\n\ndef g(code):\n    return eval(code)\n",
+                 id="another-function-has-a-parameter-called-eval"),
+    pytest.param("class K:\n    eval = 1\n\n    def m(self, code):\n        return eval(code)\n",
+                 id="a-class-attribute-a-method-does-not-see"),
+    pytest.param("def f(codes):\n    return [eval(c) for c in codes]\n", id="in-a-comprehension"),
+    pytest.param("x = __builtins__['exec']\n", id="item-of-dunder-builtins"),
+    pytest.param("import builtins\n\nx = vars(builtins)['eval']\n", id="item-of-vars-of-builtins"),
+    pytest.param("import sys\n\nsys.modules['builtins'].exec('1')\n", id="from-sys-modules"),
+    pytest.param("import builtins\n\nb = builtins\nb.eval('1')\n", id="through-an-alias"),
+    pytest.param("run = exec\n", id="taken-as-a-value"),
+]
+
+
+@pytest.mark.parametrize("code", NOT_THE_BUILTIN)
+def test_a_name_eval_that_is_not_the_builtin_passes(make_files: MakeFiles, code: str) -> None:
+    """Only the builtin runs code from text: a parameter, a local, a global or an import
+    called ``eval``, or another object's method, makes no rule of the file fail."""
+    rule = 'file: pkg/mod.py\nin: C\npattern: mode = "greedy"\n'
+    check = one(make_files, rule, 'class C:\n    mode = "greedy"\n\n\n' + code)
+    assert check.status is Status.PASS, check.message
+
+
+@pytest.mark.parametrize("code", THE_BUILTIN)
+def test_the_builtin_eval_still_fails(make_files: MakeFiles, code: str) -> None:
+    rule = 'file: pkg/mod.py\nin: C\npattern: mode = "greedy"\n'
+    check = one(make_files, rule, 'class C:\n    mode = "greedy"\n\n\n' + code)
+    assert check.status is Status.FAIL, check.message
+    assert "exec/eval run code the file does not show" in check.message, check.message
+
+
 # --- 2. a field written through a namespace, or by a name made of constants ------------
 
 KNOWN = [
@@ -188,6 +259,12 @@ KNOWN = [
                  id="setattr-constant-sum"),
     pytest.param('object.__setattr__(self, "draft_" "sample_method", "probabilistic")',
                  id="object-setattr-concatenated"),
+    pytest.param('import operator; operator.setitem(vars(self), "draft_sample_method", "p")',
+                 id="operator-setitem"),
+    pytest.param('(d := self.__dict__).update(draft_sample_method="probabilistic")',
+                 id="dict-bound-by-walrus"),
+    pytest.param('setattr(*(self, "draft_sample_method", "probabilistic"))',
+                 id="setattr-of-an-unpacked-display"),
 ]
 UNKNOWN = [
     pytest.param('self.__dict__.update(**{"draft_sample_method": "probabilistic"})',
@@ -200,6 +277,8 @@ UNKNOWN = [
                  "its attribute's name is not known", id="object-setattr-computed"),
     pytest.param('vars(self)["draft_sample_method".strip()] = "probabilistic"',
                  "its attribute's name is not known", id="vars-subscript-computed"),
+    pytest.param('setattr(*self.__dict__.get("_w", ()))',
+                 "its object and attribute are not known", id="setattr-all-unpacked"),
 ]
 
 
@@ -261,6 +340,11 @@ EVERY_KNOWN = [
     pytest.param('vars(self)["draft_logits"] = torch.zeros(1)', id="vars-subscript"),
     pytest.param('self.__dict__["draft_logits"] = torch.zeros(1)', id="dict-subscript"),
     pytest.param('setattr(self, "draft_" + "logits", torch.zeros(1))', id="setattr-constant-sum"),
+    pytest.param('super().__setattr__("draft_logits", torch.zeros(1))', id="super-setattr"),
+    pytest.param('import operator; operator.setitem(vars(self), "draft_logits", torch.zeros(1))',
+                 id="operator-setitem"),
+    pytest.param('(d := self.__dict__).update(draft_logits=torch.zeros(1))',
+                 id="dict-bound-by-walrus"),
 ]
 EVERY_UNKNOWN = [
     pytest.param('setattr(self, "DRAFT_LOGITS".lower(), torch.zeros(1))', id="setattr-computed"),
@@ -344,6 +428,15 @@ def test_python_writes_the_field_each_way() -> None:
     assert runs(code, "GOT") == {"GOT": ("tensor", "p", 1, 2)}
 
 
+def test_python_writes_the_field_these_ways_too() -> None:
+    code = ("import operator\n\n\nclass B:\n    pass\n\n\nclass S(B):\n"
+            "    def __init__(self):\n        operator.setitem(vars(self), 'a', 1)\n"
+            "        (d := self.__dict__).update(b=2)\n        setattr(*(self, 'c', 3))\n"
+            "        super().__setattr__('d', 4)\n\n\n"
+            "s = S()\nGOT = (s.a, s.b, s.c, s.d)\n")
+    assert runs(code, "GOT") == {"GOT": (1, 2, 3, 4)}
+
+
 def test_not_fails_on_exec_in_the_searched_function(make_files: MakeFiles) -> None:
     rule = ("file: pkg/mod.py\npattern: start()\n"
             "not: {pattern: $OBJ.mode = $MODE, where: {MODE: {not: {is: '\"greedy\"'}}}}\n")
@@ -355,6 +448,9 @@ def test_not_fails_on_exec_in_the_searched_function(make_files: MakeFiles) -> No
         ("    run = exec\n", "may be made at line 3 by `exec`"),
         ("    setattr(cfg, code, 1)\n", "its attribute's name is not known"),
         ("    cfg.__dict__ = {'mode': 'p'}\n", "its attribute's name is not known"),
+        ("    import builtins as b\n    b.exec(code)\n", "may be made at line 4 by `b.exec(code)`"),
+        ("    getattr(cfg, 'exec')(code)\n", "may be made at line 3 by `getattr(cfg, 'exec')"),
+        ("    __builtins__['eval'](code)\n", "may be made at line 3 by `__builtins__['eval']"),
     ]:
         check = one(make_files, rule, base + added)
         assert check.status is Status.FAIL and words in check.message, check.message
@@ -368,6 +464,10 @@ def test_not_fails_on_exec_in_the_searched_function(make_files: MakeFiles) -> No
 
 HOOK = ("class _Hook:\n    def __set_name__(self, owner, name):\n"
         "        owner.sample = owner._plain_sample\n\n\n")
+
+
+FACTORY = "_Hook.make = classmethod(lambda cls: cls())\n\n\n"
+"""A method of the hook class that makes an instance of it."""
 
 
 def with_hook(hook: str = HOOK, use: str = "    _hook = _Hook()\n") -> Edit:
@@ -389,6 +489,16 @@ def with_hook(hook: str = HOOK, use: str = "    _hook = _Hook()\n") -> Edit:
     pytest.param(with_hook("class _Hook:\n    pass\n\n\n_Hook.__set_name__ = lambda s, o, n: "
                            "setattr(o, 'sample', None)\n\n\n"), "which may bind it",
                  id="bound-from-outside"),
+    pytest.param(with_hook(HOOK + "_HOOK = _Hook()\n\n\n", "    _hook = _HOOK\n"),
+                 "holds `_HOOK` at line", id="instance-made-at-module-level"),
+    pytest.param(with_hook(HOOK + "_Alias = _Hook\n\n\n", "    _hook = _Alias()\n"),
+                 "makes `_Alias()` at line", id="an-alias-of-the-class"),
+    pytest.param(with_hook(use="    _hook = (_H := _Hook)()\n"), "makes `(_H := _Hook)()` at line",
+                 id="the-class-bound-by-walrus"),
+    pytest.param(with_hook(use="    _hook = _Hook.__new__(_Hook)\n"),
+                 "makes `_Hook.__new__(_Hook)` at line", id="dunder-new"),
+    pytest.param(with_hook(HOOK + FACTORY, "    _hook = _Hook.make()\n"),
+                 "makes `_Hook.make()` at line", id="a-factory-method"),
 ])
 def test_a_set_name_hook_that_may_replace_the_method_fails(
     pp1: Manifest, tree_copy: Path, edit: FileEdit, mutate: Edit, words: str,  # noqa: F811
@@ -406,7 +516,8 @@ def test_a_set_name_hook_that_may_replace_the_method_fails(
     "class _Hook:\n    def __set_name__(self, owner, name):\n        self.name = name\n\n\n",
     "class _Hook:\n    def __set_name__(self, owner, name):\n        self.title = owner.__name__\n\n\n",
     "class _Hook:\n    def __get__(self, obj, owner=None):\n        return owner.sample\n\n\n",
-], ids=["name-only", "owner-name-read", "no-set-name"])
+    "class _Hook:\n    def __set_name__(self, owner, name):\n        self.owner = owner\n\n\n",
+], ids=["name-only", "owner-name-read", "no-set-name", "owner-stored-on-the-instance"])
 def test_a_harmless_set_name_hook_passes(
     pp1: Manifest, tree_copy: Path, edit: FileEdit, hook: str,  # noqa: F811
 ) -> None:
@@ -414,6 +525,48 @@ def test_a_harmless_set_name_hook_passes(
     for iid in ALL_RUNNER:
         check = judge(pp1, tree_copy, iid)
         assert check.status is Status.PASS, (iid, check.message)
+
+
+CALLS_BACK = HOOK.replace("class _Hook:\n", "class _Hook:\n    def __call__(self, function):\n"
+                          "        return function\n\n")
+DECORATING = "    @_Hook()\n    def _other(self):\n        pass\n\n"
+
+
+@pytest.mark.parametrize(("hook", "status"), [
+    (CALLS_BACK, Status.PASS),
+    (CALLS_BACK.replace("return function", "return self"), Status.FAIL),
+], ids=["call-returns-the-function", "call-returns-the-instance"])
+def test_a_decorator_made_by_the_hook_class_stores_what_it_returns(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit, hook: str, status: Status,  # noqa: F811
+) -> None:
+    """``@_Hook()`` stores what the instance's ``__call__`` returns: the function (no
+    ``__set_name__`` runs), or the instance itself (it does)."""
+    edit(tree_copy / RUNNER, with_hook(hook, DECORATING))
+    for iid in ALL_RUNNER:
+        check = judge(pp1, tree_copy, iid)
+        assert check.status is status, (iid, check.message)
+
+
+@pytest.mark.parametrize(("hook", "use"), [
+    (HOOK + "_HOOK = _Hook()\n", "_hook = _HOOK"),
+    (HOOK + "_Alias = _Hook\n", "_hook = _Alias()"),
+    (HOOK, "_hook = (_H := _Hook)()"),
+    (HOOK, "_hook = _Hook.__new__(_Hook)"),
+    (HOOK + FACTORY, "_hook = _Hook.make()"),
+    (CALLS_BACK.replace("return function", "return self"), "@_Hook()\n    def _other(self): pass"),
+], ids=["module-instance", "alias", "walrus", "dunder-new", "factory-method", "decorator-self"])
+def test_python_calls_set_name_on_each_of_these(hook: str, use: str) -> None:
+    code = (hook.replace("owner._plain_sample", "lambda self: 'unmasked'") +
+            f"\nclass Runner:\n    {use}\n\n    def sample(self):\n        return 'as written'\n"
+            "\n\nGOT = Runner().sample()\n")
+    assert runs(code, "GOT") == {"GOT": "unmasked"}
+
+
+def test_python_stores_what_a_decorator_returns() -> None:
+    code = (CALLS_BACK.replace("owner._plain_sample", "lambda self: 'unmasked'") +
+            "class Runner:\n" + DECORATING + "    def sample(self):\n        return 'as written'\n"
+            "\n\nGOT = Runner().sample()\n")
+    assert runs(code, "GOT") == {"GOT": "as written"}
 
 
 def test_a_set_name_hook_rebinding_a_field_fails(
@@ -476,7 +629,32 @@ def test_a_required_call_after_a_raising_constant_fails(
         in check.message, check.message
 
 
-@pytest.mark.parametrize("statement", ["1 / 1", "[0][0]", 'int("1")', '"not a docstring"'])
+@pytest.mark.parametrize(("statement", "shown", "error"), [
+    ("print(1 / 0)", "print(1 / 0)", "ZeroDivisionError"),
+    ("if 1 / 0:\n                    pass", "if 1 / 0:", "ZeroDivisionError"),
+    ("(_z := 1 / 0)", "(_z := 1 / 0)", "ZeroDivisionError"),
+    ('f"{1 / 0}"', 'f"{1 / 0}"', "ZeroDivisionError"),
+    ("_a, _b = 1", "_a, _b = 1", "TypeError"),
+    ("for _ in 1:\n                    pass", "for _ in 1:", "TypeError"),
+    ("None()", "None()", "TypeError"),
+], ids=["call-argument", "if-test", "walrus", "f-string", "unpacking", "for-over-an-int", "call"])
+def test_a_required_call_after_a_statement_that_raises_in_part_fails(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit, statement: str, shown: str,  # noqa: F811
+    error: str,
+) -> None:
+    """Not only a statement made of constants: one that certainly evaluates such a part
+    (an argument, a test, an f-string's field) or calls, unpacks or iterates a constant
+    that cannot be never completes either."""
+    at = line_of(tree_copy, RUNNER, MASK)
+    edit(tree_copy / RUNNER, swallowed(statement))
+    check = judge(pp1, tree_copy, MASK_FIRST)
+    assert check.status is Status.FAIL, check.message
+    assert f"unreachable, after `{shown}` at line {at + 1}, which always raises {error}" \
+        in check.message, check.message
+
+
+@pytest.mark.parametrize("statement", ["1 / 1", "[0][0]", 'int("1")', '"not a docstring"',
+                                       "print(1 / 1)", "_a, _b = 1, 2", "print(_f() or 1 / 0)"])
 def test_a_constant_that_completes_keeps_the_call(
     pp1: Manifest, tree_copy: Path, edit: FileEdit, statement: str,  # noqa: F811
 ) -> None:
@@ -504,6 +682,44 @@ def test_which_constants_end_the_block(make_files: MakeFiles, prefix: str, holds
     code = f"def f():\n    try:\n        {prefix}\n        required()\n    except Exception:\n" \
            "        pass\n"
     check = one(make_files, "file: pkg/mod.py\nin: f\npattern: required()\n", code)
+    assert (check.status is Status.PASS) is holds, check.message
+
+
+@pytest.mark.parametrize(("prefix", "holds"), [
+    ("print(1 / 0)", False),
+    ("print(g(), 1 / 0)", False),
+    ("x = g() + [][0]", False),
+    ("if 1 / 0:\n            pass", False),
+    ("while [][0]:\n            pass", False),
+    ("(z := 1 / 0)", False),
+    ('f"{g()}{1 / 0}"', False),
+    ("a, b = 1", False),
+    ("a, b = (1,)", False),
+    ("a, *b = ()", False),
+    ("for _ in 1:\n            pass", False),
+    ("None()", False),
+    ("[*None]", False),
+    ("with 1:\n            pass", False),
+    ("None.x = 1", False),
+    ("del [][0]", False),
+    ("print(g() or 1 / 0)", True),    # g() is true: the division never runs
+    ("print(0 if g() else 1 / 0)", True),
+    ("[1 / 0 for _ in range(0)]", True),
+    ("print(lambda: 1 / 0)", True),
+    ("a, b = 1, 2", True),
+    ("for _ in ():\n            pass", True),
+    ("print(g(), 1 / 1)", True),
+])
+def test_which_statements_end_the_block(make_files: MakeFiles, prefix: str, holds: bool) -> None:
+    """A statement ends its block when a part it certainly evaluates raises on constants;
+    Python runs each, and reaches the required call exactly when the rule holds."""
+    code = ("CALLS = []\n\n\ndef g():\n    return 1\n\n\ndef required():\n    CALLS.append(1)\n"
+            f"\n\ndef run():\n    try:\n        {prefix}\n        required()\n"
+            "    except Exception:\n        pass\n\n\nrun()\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)  # `None()`: Python warns, then raises
+        assert runs(code, "CALLS") == {"CALLS": [1] if holds else []}
+    check = one(make_files, "file: pkg/mod.py\nin: run\npattern: required()\n", code)
     assert (check.status is Status.PASS) is holds, check.message
 
 

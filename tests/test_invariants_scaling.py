@@ -8,6 +8,11 @@ own (one module scan per alias), a chain of aliases in one function (one
 ``global`` search per alias). A hostile file of a few MB then took longer than
 any CI allows.
 
+Bindings that only may happen (a ``case`` capture, an ``except … as`` name, a star
+import, a ``:=`` behind ``and``) hide no other binding, so each was compared with every
+binding after it, and each call in a class body looked back over every binding of its
+name: a 1 MB file of ``case [x]:`` took minutes.
+
 No clock is read here: the engine's file facts see the tree through a proxy
 that counts the work of every call on a syntax node (one for ``kind()``,
 ``children()``…; the size of the subtree for a search, ``find_all()``, or
@@ -129,12 +134,82 @@ def local_aliases(n: int) -> str:
                             for i in range(n))
 
 
+def case_captures(n: int) -> str:
+    """``n`` ``case`` captures of the method's name in the class body, before the method:
+    each only may bind it, so none hides another (each was compared with every later one)."""
+    return "class Runner:\n" + "".join(
+        "    match 0:\n        case [sample]:\n            pass\n" for _ in range(n)) + \
+        RUNNER.split("\n", 1)[1]
+
+
+def star_imports(n: int) -> str:
+    """A module of ``n`` star imports (an ``__init__`` re-exporting), then the class."""
+    return "".join(f"from pkg.m{i} import *\n" for i in range(n)) + RUNNER
+
+
+def stars_and_classes(n: int) -> str:
+    """``n`` star imports, then ``classes``: each alias written is a name asked about, and
+    each star import may bind it."""
+    return "".join(f"from pkg.m{i} import *\n" for i in range(n)) + classes(n)
+
+
+def except_names(n: int) -> str:
+    """``n`` import fallbacks after the class, each ``except … as`` its name."""
+    return RUNNER + "".join("try:\n    import x\nexcept ImportError as Runner:\n    pass\n"
+                            for _ in range(n))
+
+
+def self_named_instances(n: int) -> str:
+    """``n`` times ``H = H()`` in the class body: each call reads the binding in force."""
+    return "class H:\n    pass\n\n\n" + RUNNER.replace(
+        "class Runner:\n", "class Runner:\n" + "    H = H()\n" * n)
+
+
+def maybe_walruses(n: int) -> str:
+    """``n`` ``:=`` of the method's name behind ``and`` in the class body, then the method."""
+    return "class Runner:\n" + "    _w = x and (sample := 1)\n" * n + RUNNER.split("\n", 1)[1]
+
+
+def hook_instances(n: int) -> str:
+    """A same-file ``__set_name__`` that only keeps the name, and ``n`` instances of it in the
+    class body: each is read through the names the file binds."""
+    return ("class Hook:\n    def __set_name__(self, owner, name):\n        self.name = name\n\n\n" +
+            RUNNER.replace("class Runner:\n", "class Runner:\n" + "".join(
+                f"    h{i} = Hook()\n" for i in range(n))))
+
+
+def hook_aliases(n: int) -> str:
+    """A chain of ``n`` aliases of a class whose ``__set_name__`` writes the class, the last
+    called in the class body: the rule fails, found through every alias."""
+    return ("class Hook:\n    def __set_name__(self, owner, name):\n        owner.sample = None\n"
+            "\n\nA0 = Hook\n" + "".join(f"A{i + 1} = A{i}\n" for i in range(n)) +
+            RUNNER.replace("class Runner:\n", f"class Runner:\n    h = A{n}()\n"))
+
+
+def eval_parameters(n: int) -> str:
+    """``n`` functions, each with a parameter called ``eval`` that it calls."""
+    return RUNNER + "".join(f"def f{i}(eval):\n    return eval({i})\n\n\n" for i in range(n))
+
+
+def raising_parts(n: int) -> str:
+    """``n`` statements of constants that complete before the matched call: each is read."""
+    return RUNNER.replace("        self.rejection_sampler(1)\n", "".join(
+        f"        print(g(), {i} / 1, (1, 2)[0])\n" for i in range(n)) +
+        "        self.rejection_sampler(1)\n")
+
+
 @pytest.mark.parametrize(("make_code", "status"), [
     (guards, Status.PASS), (classes, Status.PASS), (objects, Status.PASS),
     (alias_chain, Status.PASS), (written, Status.FAIL), (stores, Status.PASS),
-    (namespaces, Status.PASS), (local_aliases, Status.PASS)],
+    (namespaces, Status.PASS), (local_aliases, Status.PASS), (case_captures, Status.PASS),
+    (star_imports, Status.PASS), (stars_and_classes, Status.PASS), (except_names, Status.FAIL),
+    (self_named_instances, Status.PASS), (maybe_walruses, Status.PASS),
+    (hook_instances, Status.PASS), (hook_aliases, Status.FAIL), (eval_parameters, Status.PASS),
+    (raising_parts, Status.PASS)],
     ids=["guards", "classes", "setattr-on-another-object", "alias-chain", "alias-written",
-         "registry-stores", "namespace-names", "local-aliases"])
+         "registry-stores", "namespace-names", "local-aliases", "case-captures", "star-imports",
+         "star-imports-and-classes", "except-names", "self-named-instances", "maybe-walruses",
+         "set-name-instances", "set-name-aliases", "eval-parameters", "raising-parts"])
 def test_the_work_grows_linearly_with_the_file(make_files: MakeFiles,
                                                monkeypatch: pytest.MonkeyPatch,
                                                make_code: Callable[[int], str],
