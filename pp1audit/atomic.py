@@ -6,8 +6,10 @@ directory fsynced, so the rename survives a crash); on any error, Ctrl-C,
 SIGTERM or SIGHUP (the CLI turns both into an exception that unwinds) the
 temporary file is removed, so a failed run leaves nothing behind. Only SIGKILL
 (or a power cut) can leave one: its name says whose it is,
-``.<name>.pp1audit-<host>-<pid>-<random>.tmp``, and the next write to the same
-destination removes those of this host whose process is gone. A destination that is a
+``.<name>.pp1audit-<tag>-<pid>-<random>.tmp`` (``<tag>``: host name and PID
+namespace; a name too long for that is ``.pp1audit-<hash of name>-<tag>-…``), and
+the next write to the same destination removes those of this host and namespace
+whose process is gone and that are older than ``STALE_TEMP``. A destination that is a
 symlink is followed (the link stays a link), and an existing file keeps its
 mode; a new one gets the usual 0666 less the umask.
 
@@ -28,6 +30,7 @@ import re
 import stat
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from pp1audit.errors import Pp1Error
@@ -104,17 +107,58 @@ def _write_stream(path: Path, blob: bytes) -> None:
         os.close(fd)
 
 
-def _host_tag() -> str:
-    """Eight hex digits naming this host: a PID says whether a writer is alive only
-    on the host (and in the PID namespace: a container has a host name of its own)
-    where it ran, and a directory may be shared with others."""
-    return hashlib.sha256(os.uname().nodename.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+STALE_TEMP = 600.0
+"""Seconds after which a dead writer's temporary file may be removed (as fetch's
+``.part`` files): the tag and the PID say whose it is, the age keeps a live writer's
+file safe where they cannot (a PID namespace that another host's shares)."""
+
+NAME_MAX = 255
+"""Longest file name, in bytes, where the file system does not say (``pathconf``)."""
+
+_RANDOM_AND_SUFFIX = 8 + len(".tmp")
+"""What ``mkstemp`` adds to a prefix: 8 random characters and the suffix."""
 
 
-def temp_prefix(name: str) -> str:
+def _pid_namespace() -> str:
+    """The identity of this process's PID namespace (the inode of
+    ``/proc/self/ns/pid``), or "" where there is none to read."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return ""
+
+
+def _writer_tag() -> str:
+    """Eight hex digits naming this host and PID namespace: a PID says whether a
+    writer is alive only on the host and in the namespace where it ran (a
+    container may share the host name, and a directory, with the host or with
+    another container, while its PIDs name other processes)."""
+    who = f"{os.uname().nodename}\0{_pid_namespace()}"
+    return hashlib.sha256(who.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def _name_hash(name: str) -> str:
+    return hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
+
+
+def temp_prefix(name: str, name_max: int = NAME_MAX) -> str:
     """The start of a temporary file's name for destination ``name``; ``mkstemp``
-    adds 8 random characters and ``.tmp``. Host and PID say who writes it."""
-    return f".{name}.pp1audit-{_host_tag()}-{os.getpid()}-"
+    adds 8 random characters and ``.tmp``. Tag and PID say who writes it. When
+    the whole would exceed ``name_max`` bytes (a destination name of 200-odd
+    bytes), the name is replaced by its hash: a write that fits the directory
+    must not fail for its temporary file's name."""
+    tail = f"pp1audit-{_writer_tag()}-{os.getpid()}-"
+    full = f".{name}.{tail}"
+    if len(os.fsencode(full)) + _RANDOM_AND_SUFFIX <= name_max:
+        return full
+    return f".{tail.replace('pp1audit-', f'pp1audit-{_name_hash(name)}-', 1)}"
+
+
+def _name_max(directory: Path) -> int:
+    try:
+        return os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return NAME_MAX
 
 
 def _alive(pid: int) -> bool:
@@ -128,25 +172,31 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temps(directory: Path, name: str) -> list[str]:
+def remove_stale_temps(directory: Path, name: str, older_than: float = STALE_TEMP) -> list[str]:
     """Remove what writers of ``directory/name`` killed by SIGKILL left: regular files
-    named exactly as ``temp_prefix`` names them on this host, owned by this user,
-    whose writer PID no longer exists. Anything else (a live writer's file, another
-    user's or host's, a symlink, a name that merely looks alike) is left alone; a
-    file that cannot be removed is left too, the write goes on. Returns the names removed."""
-    stale = re.compile(re.escape(f".{name}.pp1audit-{_host_tag()}-") + r"([0-9]{1,10})-[a-z0-9_]{8}\.tmp")
+    named exactly as ``temp_prefix`` names them on this host and in this PID
+    namespace (either form), owned by this user, last written more than
+    ``older_than`` seconds ago, whose writer PID no longer exists. Anything else (a
+    live writer's file, a recent one, another user's, host's or namespace's, a
+    symlink, a name that merely looks alike) is left alone; a file that cannot be
+    removed is left too, the write goes on. Returns the names removed."""
+    tail = re.escape(f"{_writer_tag()}-") + r"([0-9]{1,10})-[a-z0-9_]{8}\.tmp"
+    forms = [re.compile(re.escape(f".{name}.pp1audit-") + tail),
+             re.compile(re.escape(f".pp1audit-{_name_hash(name)}-") + tail)]
     removed: list[str] = []
     try:
         entries = list(os.scandir(directory))
     except OSError:
         return removed
+    now = time.time()
     for entry in entries:
-        m = stale.fullmatch(entry.name)
+        m = next((m for form in forms if (m := form.fullmatch(entry.name))), None)
         if m is None or int(m.group(1)) == os.getpid() or _alive(int(m.group(1))):
             continue
         try:
             st = entry.stat(follow_symlinks=False)
-            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() \
+                    and now - st.st_mtime > older_than:
                 os.unlink(entry.path)
                 removed.append(entry.name)
         except OSError:
@@ -168,7 +218,8 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     mode = _mode_for(target)
     remove_stale_temps(directory, target.name)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target.name, _name_max(directory)),
+                                   suffix=".tmp", dir=directory)
     except OSError as exc:
         raise Pp1Error(f"{path}: cannot write: {exc.strerror}") from None
     try:

@@ -56,7 +56,7 @@ import stat
 import struct
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -487,6 +487,78 @@ _TASKS: list[tuple[bytes, bytes, int]] = []
 """Set before forking workers: children read the bytes from inherited memory, not a pipe."""
 
 
+UNWINDING = ("SIGTERM", "SIGHUP", "SIGINT")
+"""Signals a caller may handle by unwinding the run (the CLI: TERM and HUP raise,
+Ctrl-C is ``KeyboardInterrupt``); see ``_worker_init`` for what workers do with them."""
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when the thread that forked it ends (Linux)."""
+
+
+def _handled_here() -> tuple[int, ...]:
+    """The ``UNWINDING`` signals this process handles in Python: the handler
+    unwinds the run, and the pool's shutdown on the way ends the workers."""
+    import signal
+
+    handled = (getattr(signal, name, None) for name in UNWINDING)
+    return tuple(s for s in handled if s is not None and callable(signal.getsignal(s)))
+
+
+def _worker_init(ignored: tuple[int, ...], parent: int) -> None:
+    """Start of a worker process: ignore the signals its parent unwinds on, and
+    die with the parent.
+
+    ``timeout``, a closed terminal or Ctrl-C signals the whole process group. A
+    worker that died by it broke the pool while the parent, unwinding, cancelled
+    its tasks, and the pool's manager thread then set a result on a cancelled
+    task and printed a traceback (CPython gh-107219). Ignoring them, the worker
+    finishes its chunk and leaves when the parent's shutdown tells it to. A
+    signal the parent leaves at its default (a library caller) ends the worker
+    as it ends the parent. What cannot unwind the parent (SIGKILL, a second
+    signal during the shutdown) would leave the worker waiting for tasks for
+    ever: on Linux the kernel kills it when the parent is gone (``PR_SET_PDEATHSIG``).
+    """
+    import signal
+
+    for signum in ignored:
+        signal.signal(signum, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before the line above
+            os._exit(1)
+
+
+@contextlib.contextmanager
+def _signals_held(signums: tuple[int, ...]) -> Iterator[None]:
+    """Hold ``signums`` while the pool forks its workers and queues the tasks,
+    and deliver them after. A handler that raises there (the CLI's) unwinds from
+    the middle of ``submit``: a worker forked but not yet registered, or a task
+    registered but never queued, which no shutdown ends or one that waits for
+    it for ever; raised in an at-fork hook, Python prints "Exception ignored"
+    and the signal is lost. A forked worker runs the holding handler until
+    ``_worker_init`` ignores the signal. Outside the main thread nothing is held:
+    handlers run in the main thread only, never in the middle of this one."""
+    import signal
+
+    caught: list[int] = []
+    previous: dict[int, object] = {}
+    try:
+        for signum in signums:
+            previous[signum] = signal.signal(signum, lambda s, frame: caught.append(s))
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+        for signum in dict.fromkeys(caught):
+            signal.raise_signal(signum)
+
+
 def _compare_task(args: tuple[bytes, bytes, int] | int) -> tuple[str, str] | None:
     if isinstance(args, int):
         return compare(*_TASKS[args])
@@ -759,9 +831,23 @@ def _in_processes(tasks: list[tuple[bytes, bytes, int]], n: int,
     def item(i: int) -> int | tuple[bytes, bytes, int]:
         return i if fork else tasks[i]  # forked children read the bytes from inherited memory
 
+    handled = _handled_here()
+
+    @contextlib.contextmanager
+    def pool_of(workers: int) -> Iterator[ProcessPoolExecutor]:
+        """A pool whose tasks not yet started are cancelled when the run unwinds
+        (a signal, Ctrl-C), whether or not ``map``'s iterator had started."""
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                                   initargs=(handled, os.getpid()))
+        try:
+            yield pool
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
     def one_by_one(indices: list[int], workers: int) -> None:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = [(i, pool.submit(_compare_task, item(i))) for i in indices]
+        with pool_of(workers) as pool:
+            with _signals_held(handled):
+                futures = [(i, pool.submit(_compare_task, item(i))) for i in indices]
             for i, f in futures:
                 with contextlib.suppress(BrokenProcessPool):  # unanswered: sorted out below
                     results[i] = f.result()
@@ -769,10 +855,12 @@ def _in_processes(tasks: list[tuple[bytes, bytes, int]], n: int,
     results: list[tuple[str, str] | object | None] = [_PENDING] * len(tasks)
     _TASKS = tasks
     try:
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        with pool_of(n) as pool:
             try:
-                for i, r in enumerate(pool.map(_compare_task, [item(i) for i in range(len(tasks))],
-                                               chunksize=32)):
+                with _signals_held(handled):  # map queues every chunk before it returns
+                    answers = pool.map(_compare_task, [item(i) for i in range(len(tasks))],
+                                       chunksize=32)
+                for i, r in enumerate(answers):
                     results[i] = r
                     if progress is not None and i % 32 == 0:
                         progress.update(i)

@@ -28,7 +28,7 @@ from pp1audit.formats import FORMATS
 
 if TYPE_CHECKING:
     from pp1audit.manifest import Manifest
-    from pp1audit.result import Result
+    from pp1audit.result import Check, Result
     from pp1audit.runconfig import ProvenanceOptions
 
 _DEFAULT_MANIFEST = "(the shipped PP1 manifest)"
@@ -60,33 +60,70 @@ def make_provenance_options(m: Manifest, repos: tuple[str, ...], config: Path | 
     """Repos, caches and the config file only concern provenance: a manifest that
     declares none (and a command line that names none) never loads that code."""
     if m.prov is None and not (repos or config or cache_dir or fetch or max_bytes):
-        _validate_found_config()
-        return None
+        return None  # the config file was read already (``ConfiguredCommand``)
     from pp1audit.runconfig import resolve_options
 
     return resolve_options(config, repos, cache_dir, fetch=fetch, offline=offline,
                            max_bytes=max_bytes)
 
 
-def _validate_found_config() -> None:
-    """Read ``./pp1audit.toml`` when it is there, though nothing will use it: a
-    broken config is bad input (exit 2) whether or not this manifest needs it, as
-    it is with ``--config``; otherwise a typo in it passed silently until a
-    manifest with sources came along. Nothing is loaded when there is no file."""
-    if os.path.isfile(CONFIG_NAME):
+def _validate_config(given: Path | None) -> None:
+    """Read the run's config file (``--config FILE``, else ``./pp1audit.toml`` when
+    it is there) though the command may not use it: a broken config is bad input
+    (exit 2) whatever the command and the manifest, or a typo in it passes
+    silently until a command and a manifest that need it come along. Nothing is
+    loaded when there is no file."""
+    path = given if given is not None else Path(CONFIG_NAME) if os.path.isfile(CONFIG_NAME) else None
+    if path is not None:
         from pp1audit.runconfig import load_config
 
-        load_config(Path(CONFIG_NAME))
+        load_config(path)
+
+
+class ConfiguredCommand(click.Command):
+    """Every command: its options parsed (a usage error and ``--help`` come first),
+    the config file is validated before it runs (``_validate_config``)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        config = ctx.params.get("config")
+        _validate_config(config if isinstance(config, Path) else None)
+        return super().invoke(ctx)
 
 
 def _judged(result: Result, m: Manifest, hint: str = "") -> Result:
-    """``result``, unless it holds no check at all: then nothing was judged, and an
-    open gate would say the tree holds what a manifest that pins nothing claims
-    (exit 2, naming the manifest; design.md: 2 is "nothing judged")."""
+    """``result``, unless nothing in it was judged: no check at all, or every check
+    skipped (a manifest pinning only donors and git sources, none fetched or
+    given). An open gate would then say the tree holds what nobody looked at
+    (exit 2, naming the manifest and what is missing; design.md: 2 is "nothing
+    judged"), with ``--require-all`` too: a closed gate would say something failed."""
     if not result.checks:
         raise Pp1Error(f"{m.path}: pins nothing that this target can judge (no version, files, "
                        f"citations or invariants){hint}")
+    from pp1audit.result import Status
+
+    if all(c.status is Status.SKIP for c in result.checks):
+        raise Pp1Error(f"{m.path}: every check was skipped, so nothing was judged "
+                       f"({_count(len(result.checks), 'check')}): {_missing_inputs(result.checks)}")
     return result
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _missing_inputs(checks: Iterable[Check], shown: int = 3) -> str:
+    """What the skipped ``checks`` wanted, once each: their reasons name the input
+    and how to give it (``--repo NAME=PATH``, ``pp1audit fetch``). A reason that
+    ends another one (a donor's hunks "not checked: <the donor's reason>") is the
+    same input, said once; the first ``shown`` are listed, the rest counted."""
+    reasons: list[tuple[str, str]] = []
+    for c in checks:
+        if any(c.message.endswith(r) or r.endswith(c.message) for _, r in reasons):
+            continue
+        reasons.append((c.source if c.source not in (None, "target") else c.id, c.message))
+    said = " | ".join(f"{who}: {why}" for who, why in reasons[:shown])
+    more = len(reasons) - shown
+    return said + (f" | and {_count(more, 'other reason')}" if more > 0 else "")
 
 
 class StdoutFailed(Exception):
@@ -203,6 +240,7 @@ class _Group(click.Group):
     their option declarations alone cost more start-up than ``check`` can spare."""
 
     _LAZY: ClassVar[dict[str, str]] = {"init": "init", "pin": "pin", "show": "show", "diff": "diff_cmd"}
+    command_class = ConfiguredCommand
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self._LAZY})
@@ -249,10 +287,13 @@ UNWOUND_SIGNALS = ("SIGTERM", "SIGHUP")
 def _unwinding_signals() -> Iterator[None]:
     """``UNWOUND_SIGNALS`` raise ``Terminated`` for the length of the run.
 
-    A signal the parent ignores (``nohup``) stays ignored. A worker process forked
-    during the run inherits the handler; there it restores the default and dies by
-    the signal, as it would have without one. Outside the main thread (a caller
-    running ``main`` in a thread) nothing is installed.
+    A signal the parent ignores (``nohup``) stays ignored. The bytecode check's
+    worker processes ignore what the parent unwinds on (``bytecode._worker_init``):
+    the group's signal reaches them too, and the parent's unwinding shuts them
+    down. Any other process forked during the run inherits the handler; there it
+    restores the default and dies by the signal, as it would have without one.
+    Outside the main thread (a caller running ``main`` in a thread) nothing is
+    installed.
     """
     import signal
 
@@ -520,11 +561,10 @@ def _diff_lines(path: Path, current: str, text: str) -> Iterator[str]:
 @cli.command()
 def schema() -> int:
     """Print the JSON Schema of the manifest format (for editors and CI validators)."""
-    import json
-
+    from pp1audit.formats.json_format import dumps
     from pp1audit.schema import SCHEMA
 
-    _emit(json.dumps(SCHEMA, indent=2, ensure_ascii=False) + "\n", None)
+    _emit(dumps(SCHEMA), None)
     return EXIT_OPEN
 
 

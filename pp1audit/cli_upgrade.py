@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pp1audit.cli import provenance_options
+from pp1audit.cli import ConfiguredCommand, provenance_options
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, Pp1Error
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def _note(text: str) -> None:
     click.echo(f"pp1audit: {printable(text)}", err=True)
 
 
-@click.command()
+@click.command(cls=ConfiguredCommand)
 @click.argument("target", type=click.Path(path_type=Path))
 @click.option("--package", "-p", required=True, help="Package directory name under the target root.")
 @click.option("--cite", "cites", multiple=True, required=True, metavar="[ID=]PATH:A-B",
@@ -118,7 +118,7 @@ def init(
     return EXIT_OPEN
 
 
-@click.command()
+@click.command(cls=ConfiguredCommand)
 @click.argument("target", type=click.Path(path_type=Path))
 @_manifest_option
 @click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
@@ -140,9 +140,8 @@ def pin(
     nothing is written. Exit 0 when every pin was carried; 1 when some are
     unresolved (not written unless --allow-unresolved, then written marked).
     """
-    import json
-
     from pp1audit import pin as pin_mod
+    from pp1audit.formats.json_format import dumps
     from pp1audit.inputs import read_input
     from pp1audit.manifest import parse_bytes
     from pp1audit.sources import open_target
@@ -161,7 +160,7 @@ def pin(
     dest = path if in_place else output
     if fmt == "json":
         as_json = pin_mod.as_dict(plan, str(dest) if dest is not None else None)
-        _out(json.dumps(as_json, indent=2, ensure_ascii=False) + "\n")
+        _out(dumps(as_json))
     else:
         diff = pin_mod.manifest_diff(plan, str(dest) if dest is not None else None)
         _out(pin_mod.render_review(plan) + ("\n" + diff if diff else ""))
@@ -183,7 +182,7 @@ def pin(
     return EXIT_CLOSED if unresolved or plan.target_fails else EXIT_OPEN
 
 
-@click.command()
+@click.command(cls=ConfiguredCommand)
 @click.argument("target", type=click.Path(path_type=Path))
 @click.argument("spec", metavar="(CITATION-ID | PATH:A-B)")
 @_manifest_option
@@ -232,7 +231,7 @@ def show(
     return EXIT_CLOSED if closed else EXIT_OPEN
 
 
-@click.command("diff")
+@click.command("diff", cls=ConfiguredCommand)
 @click.argument("old", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
 @_manifest_option
@@ -246,16 +245,15 @@ def diff_cmd(old: Path, new: Path, manifest: Path | None, fmt: str, verbose: boo
 
     Exit 0 when nothing cited or pinned differs, 1 when something does.
     """
-    import json
-
     from pp1audit import treediff
+    from pp1audit.formats.json_format import dumps
     from pp1audit.sources import open_target
 
     m = _load(manifest)
     with open_target(old, m.package) as a, open_target(new, m.package) as b:
         td = treediff.compare(m, a, b)
     if fmt == "json":
-        _out(json.dumps(treediff.as_dict(td), indent=2, ensure_ascii=False) + "\n")
+        _out(dumps(treediff.as_dict(td)))
     else:
         _out(treediff.render_text(td, verbose=verbose))
     return EXIT_OPEN if td.same else EXIT_CLOSED

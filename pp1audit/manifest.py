@@ -115,18 +115,25 @@ def _read_as_text_hint(text: str, loaded: Loaded, path: KeyPath, value: object) 
     """For a number or boolean where text belongs (``version: 1.10``): what was
     written, what YAML made of it and the fix, since the schema's "1.1 is not of
     type 'string'" shows the converted value, not the typed one. None when the
-    written token cannot be found (a value over several lines, a tag)."""
+    written token cannot be found (a value over several lines) or is not a plain
+    scalar: a tag (``!!float 1``), an anchor or an alias says what it is on purpose,
+    and quoting would not be the fix. A hint that fails is no hint: the schema's
+    message stands."""
     import yaml
 
     line, col = loaded.where(path)
     lines = text.splitlines()
     if not 0 < line <= len(lines):
         return None
-    m = re.match(r"[^\s,\]}#]+", lines[line - 1][col - 1:])
-    written = m.group() if m else ""
+    # A plain scalar read as a number or boolean starts with a digit, sign, dot or
+    # letter; a tag (!), anchor (&), alias (*) or quote does not.
+    m = re.match(r"[-+.\w][^\s,\]}#]*", lines[line - 1][col - 1:])
+    if m is None:
+        return None
+    written = m.group()
     try:
-        same = written != "" and yaml.safe_load(written) == value
-    except yaml.YAMLError:
+        same = yaml.safe_load(written) == value
+    except Exception:  # the hint only explains an error; it must not be one
         same = False
     if not same:
         return None

@@ -5,10 +5,12 @@ the wording of a few messages."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -172,8 +174,20 @@ def test_the_next_write_removes_what_a_killed_writer_left(tmp_path: Path, pinned
     assert len(left) == 1 and left[0].startswith(".out.json.pp1audit-"), left  # nothing can stop that
     proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
+    # A recent one is kept: its age, not only its PID, must say the writer is gone.
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted([*left, "out.json"])
+    _age(out_dir / left[0])
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out_dir.iterdir()) == ["out.json"]
     assert json.loads(out.read_text())["verdict"] == "pass"
+
+
+def _age(path: Path, seconds: float = 11 * 60) -> None:
+    """Make ``path`` look last written ``seconds`` ago: by default more than the
+    10 minutes after which a dead writer's temporary file may go."""
+    then = time.time() - seconds
+    os.utime(path, (then, then), follow_symlinks=False)
 
 
 def _dead_pid() -> int:
@@ -182,26 +196,75 @@ def _dead_pid() -> int:
     return child.pid
 
 
-def test_only_stale_temporary_files_of_the_destination_are_removed(tmp_path: Path) -> None:
+def test_only_stale_temporary_files_of_the_destination_are_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    long_name = "n" * 250  # too long for the full form: the name's hash stands in for it
+    dead_pid = _dead_pid()
     prefix = atomic.temp_prefix("out.json")
     live = prefix  # this process's
-    dead = prefix.replace(f"-{os.getpid()}-", f"-{_dead_pid()}-")
+    dead = prefix.replace(f"-{os.getpid()}-", f"-{dead_pid}-")
+    dead_long = atomic.temp_prefix(long_name).replace(f"-{os.getpid()}-", f"-{dead_pid}-")
     other_host = re.sub(r"pp1audit-[0-9a-f]{8}-", "pp1audit-00000000-", dead)
+    with monkeypatch.context() as other:  # same host name, another PID namespace (a container)
+        other.setattr(atomic, "_pid_namespace", lambda: "4026539999", raising=False)
+        other_namespace = atomic.temp_prefix("out.json").replace(f"-{os.getpid()}-", f"-{dead_pid}-")
+    assert len(os.fsencode(dead_long)) + 12 <= 255 and long_name not in dead_long
     names = {
         dead + "abcd_123.tmp": True,            # a dead writer's: removed
+        dead_long + "abcd_123.tmp": False,      # another destination's (the long one)
         live + "abcd_123.tmp": False,           # a live writer's (this process)
         other_host + "abcd_123.tmp": False,     # another host's: its PIDs are not ours to test
+        other_namespace + "abcd_123.tmp": False,  # another PID namespace's: nor are its PIDs
         dead + "abcd_123.tmp.bak": False,       # not the exact pattern
         dead.replace("out.json", "other.json") + "abcd_123.tmp": False,  # another destination's
         ".out.json.abcd_123.tmp": False,        # no writer named
     }
     for name in names:
         (tmp_path / name).write_text("x")
+        _age(tmp_path / name)  # old enough: only the name and the PID decide
     (tmp_path / (dead + "link_123.tmp")).symlink_to(tmp_path / "elsewhere")  # not a regular file
+    _age(tmp_path / (dead + "link_123.tmp"))
+    (tmp_path / (dead + "late_123.tmp")).write_text("x")  # a dead writer's, but recent: kept
     removed = atomic.remove_stale_temps(tmp_path, "out.json")
     assert removed == [n for n, gone in names.items() if gone]
     assert {p.name for p in tmp_path.iterdir()} == {
-        *(n for n, gone in names.items() if not gone), dead + "link_123.tmp"}
+        *(n for n, gone in names.items() if not gone), dead + "link_123.tmp", dead + "late_123.tmp"}
+    assert atomic.remove_stale_temps(tmp_path, long_name) == [dead_long + "abcd_123.tmp"]
+
+
+def test_another_pid_namespace_keeps_a_live_writers_temporary_file(tmp_path: Path) -> None:
+    """A process in a PID namespace of its own (a container; same host name) does
+    not see this process's PID, and must not take its temporary file for a dead
+    writer's: ``unshare -p`` runs the cleanup there."""
+    unshare = shutil.which("unshare")
+    probe = [unshare, "-p", "-f", "--mount-proc", sys.executable, "-c", "import os; print(os.getpid())"]
+    if unshare is None or subprocess.run(probe, capture_output=True).returncode != 0:
+        pytest.skip("unshare -p is not available (root and util-linux needed)")
+    live = tmp_path / (atomic.temp_prefix("out.json") + "abcd_123.tmp")  # this process's: alive
+    live.write_text("x")
+    _age(live)  # and old: only the namespace keeps it
+    cleanup = ("import sys; from pathlib import Path; from pp1audit import atomic; "
+               "print(atomic.remove_stale_temps(Path(sys.argv[1]), 'out.json'))")
+    proc = subprocess.run([unshare, "-p", "-f", "--mount-proc", sys.executable, "-c", cleanup,
+                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "[]\n"
+    assert live.exists()
+
+
+@pytest.mark.parametrize("length", [218, 241, 255])
+def test_a_destination_name_near_name_max_is_written(length: int, tmp_path: Path,
+                                                     pinned: tuple[Path, Path]) -> None:
+    """The temporary file's name must fit where the destination's does: a name of
+    200-odd bytes gets the short form of it, and leaves nothing behind."""
+    tree, manifest = pinned
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = out_dir / ("o" * length)
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in out_dir.iterdir()] == [out.name]
+    assert json.loads(out.read_text())["verdict"] == "pass"
 
 
 # 4. fetch says its failure on stderr
@@ -405,3 +468,255 @@ def test_a_broken_pp1audit_toml_found_here_is_exit_2_for_any_manifest(
     (tmp_path / "pp1audit.toml").write_text("[cache]\n")
     assert run_cli("check", str(tree), "-m", str(manifest), cwd=tmp_path).returncode == 0
     assert cli.CONFIG_NAME == runconfig.CONFIG_NAME  # the name cli looks for without runconfig
+
+
+# Review of the contract fixes (session 6)
+
+# 1. a signal to the whole process group while bytecode workers run
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_bytecode_worker_outlives_the_signal_the_cli_unwinds_on(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``timeout``, a closed terminal and Ctrl-C signal the whole group, workers
+    included. A worker that died by it broke the pool while the parent, unwinding,
+    cancelled its tasks: the pool's thread then printed ``InvalidStateError``
+    tracebacks (CPython gh-107219). Under the CLI's handlers a worker ignores the
+    signal and the parent's unwinding ends it: here each task signals its own worker,
+    deterministically, and every answer still comes back."""
+    from pp1audit import bytecode
+
+    signum = getattr(signal, name)
+
+    def signalled(source: bytes, pyc: bytes, optimize: int) -> tuple[str, str]:
+        os.kill(os.getpid(), signum)  # the group's signal, as it reaches a worker
+        return "fail", "the worker lived on"
+
+    monkeypatch.setattr(bytecode, "_compare", signalled)
+    try:
+        with cli._unwinding_signals():
+            answers = bytecode._in_processes([(b"", b"", 0)] * 5, 2, None)
+    except KeyboardInterrupt:  # a worker's Ctrl-C sent back as its task's exception
+        pytest.fail("the worker's KeyboardInterrupt reached the parent")
+    assert answers == [("fail", "the worker lived on")] * 5
+
+
+@pytest.fixture(scope="module")
+def many_pycs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A tree with enough bytecode that ``--record`` keeps its workers busy for a
+    while (a second or more), and a manifest that pins nothing else."""
+    import py_compile
+
+    root = tmp_path_factory.mktemp("pycs")
+    (root / "pkg").mkdir()
+    (root / "pkg/__init__.py").write_text("")
+    body = "".join(f"def f{j}(x):\n    return [x * {j} + k for k in range(x)]\n" for j in range(40))
+    for i in range(1500):
+        src = root / f"pkg/m{i}.py"
+        src.write_text(f"N = {i}\n{body}")
+        py_compile.compile(str(src), doraise=True)
+    manifest = root / "m.yaml"
+    manifest.write_text(NOTHING)
+    return root, manifest
+
+
+def _children(pid: int) -> list[str]:
+    """The PIDs of ``pid``'s children (of any of its threads), from /proc."""
+    found: list[str] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            found += Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+    return found
+
+
+@pytest.mark.parametrize(("name", "code", "said"), [
+    ("SIGTERM", -signal.SIGTERM, "pp1audit: terminated by SIGTERM\n"),  # shell: 143
+    ("SIGHUP", -signal.SIGHUP, "pp1audit: terminated by SIGHUP\n"),     # shell: 129
+    ("SIGINT", 2, "pp1audit: aborted\n"),
+])
+def test_a_signal_to_the_group_once_workers_exist_ends_the_run_cleanly(
+        name: str, code: int, said: str, tmp_path: Path, many_pycs: tuple[Path, Path]) -> None:
+    """The moment the first worker exists (seen in /proc) is the pool's start: the
+    signal then reaches the parent while it forks and queues the tasks, and every
+    worker. One line on stderr, no traceback, the signal's exit status, and no
+    process of the group left once the parent is gone."""
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("needs /proc")
+    tree, manifest = many_pycs
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pp1audit", "check", str(tree), "-m", str(manifest), "--record"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        start_new_session=True,  # its own group, as a shell job's
+        env={**os.environ, "NO_COLOR": "1", "PP1AUDIT_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not _children(proc.pid):
+            assert proc.poll() is None and time.monotonic() < deadline, "no worker was started"
+            time.sleep(0.002)
+        os.killpg(proc.pid, getattr(signal, name))
+        _, stderr = proc.communicate(timeout=60)  # a run that hangs fails here
+        left = _group_alive(proc.pid)
+    finally:  # whatever failed, nothing of the run outlives the test
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert stderr == said
+    assert proc.returncode == code
+    assert not left, "a worker outlived the run"
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` exists."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+# 3. the "quote it" hint never for a tagged, anchored or aliased value, and never a crash
+
+
+@pytest.mark.parametrize(("written", "said"), [
+    ("!!float 1", "5:12: 1.0 is not of type 'string'"),
+    ("!!int 2", "5:12: 2 is not of type 'string'"),
+    ("&v 1.10", "5:12: 1.1 is not of type 'string'"),
+])
+def test_a_tagged_or_anchored_number_where_text_belongs_is_the_schemas_message(
+        written: str, said: str, tmp_path: Path, pinned: tuple[Path, Path]) -> None:
+    """A tag or an anchor says what the value is on purpose: no "quote it" hint
+    (``!!float 1`` quoted is no fix), and reading the token for one must not crash."""
+    tree, _ = pinned
+    bad = tmp_path / "m.yaml"
+    bad.write_text(f"pp1audit: 1\naudit: {{id: x, title: t}}\ntarget:\n  package: pkg\n"
+                   f"  version: {written}\n")
+    proc = run_cli("check", str(tree), "-m", str(bad))
+    assert proc.returncode == 2
+    assert proc.stderr == f"pp1audit: error: {bad}:{said} (at target.version)\n"
+
+
+# 4. every check skipped: nothing judged
+
+
+def _unreachable_inputs(tmp_path: Path) -> Path:
+    """A manifest pinning only a git source (no --repo given) and a donor (never fetched)."""
+    manifest = tmp_path / "src.yaml"
+    manifest.write_text(
+        "pp1audit: 1\naudit: {id: x, title: t, date: 2026-10-23}\ntarget: {package: pkg}\n"
+        f"sources:\n  lane: {{kind: git, commit: {'c' * 40}}}\n"
+        "donors:\n  d1:\n    url: http://127.0.0.1:9/x.patch\n"
+        f"    sha256: \"{'a' * 64}\"\n    commit: afe4d5e41ec6fa4db17c5cc88758af439a106913\n"
+        "    expect: not-applied\n")
+    return manifest
+
+
+@pytest.mark.parametrize("command", [
+    ["check"], ["check", "--require-all"], ["check", "--format", "json"], ["report"],
+], ids=["check", "require-all", "json", "report"])
+def test_every_check_skipped_is_exit_2_saying_what_is_missing(
+        command: list[str], tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree = make_files({"pkg/__init__.py": ""})
+    manifest = _unreachable_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    proc = run_cli(command[0], str(tree), *command[1:], "-m", str(manifest), "--cache-dir", str(cache))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr == (
+        f"pp1audit: error: {manifest}: every check was skipped, so nothing was judged (3 checks): "
+        "lane: git source 'lane' not given; pass --repo lane=PATH (or set it in pp1audit.toml) | "
+        f"d1: not fetched: no copy in the cache {cache}; run pp1audit fetch\n")
+    if "json" in command:
+        assert json.loads(proc.stdout)["error"] == proc.stderr.removeprefix("pp1audit: error: ").strip()
+    else:
+        assert proc.stdout == ""
+
+
+def test_show_of_a_citation_whose_source_is_missing_is_exit_2_too(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    """``show`` judges one citation: one that cannot be read for want of its source
+    is nothing judged as well, as check and report say (already so; kept)."""
+    tree = make_files({"pkg/__init__.py": ""})
+    manifest = _unreachable_inputs(tmp_path)
+    with manifest.open("a") as fh:
+        fh.write('citations:\n  c:\n    source: lane\n    at: "a.py:1"\n    anchor: {exact: "x"}\n')
+    proc = run_cli("show", str(tree), "c", "-m", str(manifest))
+    assert proc.returncode == 2
+    assert proc.stderr == ("pp1audit: error: show c: git source 'lane' not given; pass --repo "
+                           "lane=PATH (or set it in pp1audit.toml)\n")
+
+
+# 6. every JSON document by the one rule
+
+
+def _moved_and_renamed(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A tree, a manifest citing a line with a non-ASCII character, and a copy of
+    the tree under a name that is not UTF-8 where the citation moved down a line."""
+    old = tmp_path / "old"
+    (old / "pkg").mkdir(parents=True)
+    (old / "pkg/__init__.py").write_text("")
+    (old / "pkg/_version.py").write_text('__version__ = "1.0"\n')
+    (old / "pkg/mod.py").write_text('a = 1\nb = "é"\nc = 3\n', encoding="utf-8")
+    manifest = tmp_path / "m.yaml"
+    made = run_cli("init", str(old), "-p", "pkg", "--cite", "pkg/mod.py:2-3", "-o", str(manifest))
+    assert made.returncode == 0, made.stderr
+    new = tmp_path / os.fsdecode(b"new\xff")
+    shutil.copytree(old, new)
+    (new / "pkg/mod.py").write_text('# moved\na = 1\nb = "é"\nc = 3\n', encoding="utf-8")
+    return old, new, manifest
+
+
+@pytest.mark.parametrize("command", ["pin", "diff"])
+def test_pin_and_diff_json_follow_the_json_rule(command: str, tmp_path: Path) -> None:
+    """A name that is not UTF-8 in the document: the whole of it is then plain
+    ASCII with ``\\u`` escapes, the name exact (``formats.json_format.dumps``), as
+    check's; not UTF-8 text for some characters and escapes for others."""
+    old, new, manifest = _moved_and_renamed(tmp_path)
+    targets = [str(new)] if command == "pin" else [str(old), str(new)]
+    proc = subprocess.run([sys.executable, "-m", "pp1audit", command, *targets, "-m", str(manifest),
+                           "--format", "json"], capture_output=True, stdin=subprocess.DEVNULL)
+    assert proc.returncode == (0 if command == "pin" else 1), proc.stderr  # all carried / moved
+    assert proc.stdout.isascii()
+    data = json.loads(proc.stdout.decode("utf-8"))
+    location = data["target"]["location"] if command == "pin" else data["new"]["target"]
+    assert os.fsencode(location).endswith(os.fsencode(str(new)))
+
+
+# 7. the config file, validated by every command
+
+
+@pytest.mark.parametrize("command", [
+    ["check", "{tree}", "-m", "{manifest}"],
+    ["report"],
+    ["report", "{tree}", "-m", "{manifest}"],
+    ["show", "{tree}", "pkg/mod.py:1-2", "-m", "{manifest}"],
+    ["pin", "{tree}", "-m", "{manifest}"],
+    ["diff", "{tree}", "{tree}", "-m", "{manifest}"],
+    ["init", "{tree}", "-p", "pkg", "--cite", "pkg/mod.py:1-2"],
+    ["fetch", "-m", "{manifest}"],
+    ["schema"],
+], ids=["check", "report-as-pinned", "report-target", "show", "pin", "diff", "init", "fetch",
+        "schema"])
+def test_a_broken_config_is_exit_2_for_every_command(
+        command: list[str], tmp_path: Path, pinned: tuple[Path, Path]) -> None:
+    """One rule, no exceptions: a broken ``./pp1audit.toml`` is bad input whatever
+    runs, as a broken ``--config FILE`` is; a typo in it cannot wait silently for
+    the one command and manifest that read it."""
+    tree, manifest = pinned
+    args = [a.format(tree=tree, manifest=manifest) for a in command]
+    (tmp_path / "pp1audit.toml").write_text("[foo]\n")
+    proc = run_cli(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr == ("pp1audit: error: pp1audit.toml: unknown section 'foo' "
+                           "(known: cache, fetch, repos)\n")
+    help_ = run_cli(args[0], "--help", cwd=tmp_path)  # asking how is no run: it still answers
+    assert help_.returncode == 0 and "Usage:" in help_.stdout
+
+
+def test_a_broken_config_given_is_exit_2_where_nothing_reads_it(
+        tmp_path: Path, pinned: tuple[Path, Path]) -> None:
+    bad = tmp_path / "other.toml"
+    bad.write_text("[fetch]\ntimeout = -1\n")
+    proc = run_cli("report", "--config", str(bad))  # rendered as pinned: no provenance read
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"pp1audit: error: {bad}: ")
+    assert "\n" not in proc.stderr.rstrip("\n")

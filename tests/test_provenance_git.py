@@ -28,6 +28,9 @@ CITES = ("cite-speculator-refuses", "cite-capacity-none", "cite-worker-argmax",
          "cite-by-invariant")
 
 
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
 def lane_manifest(commit: str, refs: str = "") -> str:
     """The lane claims of the PP1 audit, as a manifest pinned at ``commit``.
 
@@ -238,7 +241,9 @@ def test_a_commit_missing_from_the_clone_fails_and_says_to_fetch(
 def test_a_source_not_given_is_skip_everywhere_and_require_all_closes_the_gate(
     lane: Lane, tree: Path, tmp_path: Path
 ) -> None:
-    rc, result, text = check(tree, lane_manifest(lane.base), tmp_path)
+    # The target's own file judged beside them: skipped checks alone judge nothing (exit 2).
+    judged = lane_manifest(lane.base) + f"files:\n  pkg/__init__.py: {EMPTY_SHA256}\n"
+    rc, result, text = check(tree, judged, tmp_path)
     assert rc == 0
     lane_checks = [c for c in result["checks"] if c["source"] == "lane"]
     assert len(lane_checks) == len(LANE_RULES) + len(CITES) + 1
@@ -250,7 +255,7 @@ def test_a_source_not_given_is_skip_everywhere_and_require_all_closes_the_gate(
     md = run_cli("report", str(tree), "-m", str(m))
     assert md.returncode == 0, md.stderr  # skips do not close the gate
     assert "**skip**" in md.stdout and "--repo lane=PATH" in md.stdout
-    rc_all, _, _ = check(tree, lane_manifest(lane.base), tmp_path, "--require-all")
+    rc_all, _, _ = check(tree, judged, tmp_path, "--require-all")
     assert rc_all == 1
 
 

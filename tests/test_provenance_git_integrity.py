@@ -440,10 +440,12 @@ def test_no_git_on_path_is_one_short_line(
     assert proc.stderr == (f"pp1audit: error: {pristine.path}: --repo lane: git not found (needed "
                            "for the manifest's git sources): install git, or set "
                            "GIT_PYTHON_GIT_EXECUTABLE to its path\n")
-    # without a clone, git is never needed: the git checks skip as usual
+    # without a clone, git is never needed: the git checks skip as usual (all of them
+    # here, so nothing is judged: exit 2 saying what is missing, not that git is)
     proc = run()
-    assert proc.returncode == 0, proc.stderr
-    assert "skip" in proc.stdout and proc.stderr == ""
+    assert proc.returncode == 2, proc.stderr
+    assert "every check was skipped" in proc.stderr and "--repo lane=PATH" in proc.stderr
+    assert "git not found" not in proc.stderr
 
 
 # -- a SHA-256 repository is refused in one line ------------------------------------

@@ -301,11 +301,11 @@ def test_check_is_offline_by_default_and_fetch_fills_the_cache(
     tree = make_files({"pkg/__init__.py": "", "pkg/mod.py": "a = 1\nmethod = 'greedy'\nc = 3\n"})
     m = fetch_manifest(tmp_path, f"{server.url}/0055.patch")
     proc = run_cli("check", str(tree), "-m", str(m), "--cache-dir", str(cache), "-v")
-    assert proc.returncode == 0
-    assert "skip" in proc.stdout and "run pp1audit fetch" in proc.stdout
+    assert proc.returncode == 2  # the donor's checks skipped, and nothing else: nothing judged
+    assert "every check was skipped" in proc.stderr and "run pp1audit fetch" in proc.stderr
     assert server.hits["/0055.patch"] == 0
     assert run_cli("check", str(tree), "-m", str(m), "--cache-dir", str(cache),
-                   "--require-all").returncode == 1
+                   "--require-all").returncode == 2
     proc = run_cli("check", str(tree), "-m", str(m), "--cache-dir", str(cache), "--fetch",
                    "--require-all")
     assert proc.returncode == 0, proc.stdout
@@ -343,7 +343,7 @@ def test_offline_never_opens_a_socket(
             main(["check", str(tree), "-m", str(m), "--cache-dir", str(cache), "--format",
                   "json", *extra])
         codes.append(done.value.code)
-    assert attempts == [] and codes == [0, 0]
+    assert attempts == [] and codes == [2, 2]  # not fetched, so nothing judged
     # the guard is real: a fetching run does try to connect, and is refused
     with pytest.raises(SystemExit):
         main(["check", str(tree), "-m", str(m), "--cache-dir", str(cache), "--fetch"])
