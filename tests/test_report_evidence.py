@@ -364,8 +364,6 @@ def test_a_name_clash_is_one_line_naming_the_file(tmp_path: Path) -> None:
                         r"\(at citations\.version\)\n", err), err
 
 
-@pytest.mark.xfail(strict=True, reason="manifest._report_check places a report Problem at its value; "
-                                       "Problem.key asks for the key's position (manifest.py's owner)")
 def test_a_name_clash_is_reported_at_the_key() -> None:
     text = small_manifest("", "file:pkg/mod.py", "citations:\n  version:\n    at: 'pkg/mod.py:1'\n")
     line = text.splitlines().index("  version:") + 1
@@ -374,8 +372,6 @@ def test_a_name_clash_is_reported_at_the_key() -> None:
     assert (exc.value.line, exc.value.column) == (line, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="manifest.parse runs report.validate only for a manifest "
-                                       "with a report section; id_clashes holds for every manifest")
 def test_a_name_clash_is_refused_without_a_report_section() -> None:
     text = small_manifest("", "file:pkg/mod.py", f"citations:\n  version: {CITE}\n").split("report:")[0]
     with pytest.raises(ManifestError, match="'version' is the id of the tool's own version check"):
