@@ -639,6 +639,13 @@ class _Certain(_Folder):
             value = self.known(stmt.value)
             for target in stmt.targets:
                 self._store(target, value)
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is None:
+            # An annotation alone stores nothing (``None.x: int`` runs): only the
+            # target's parts are evaluated.
+            if isinstance(stmt.target, (ast.Attribute, ast.Subscript)):
+                self.known(stmt.target.value)
+            if isinstance(stmt.target, ast.Subscript) and not isinstance(stmt.target.slice, ast.Slice):
+                self.known(stmt.target.slice)
         elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
             self._store(stmt.target, None, load=isinstance(stmt, ast.AugAssign))
             if stmt.value is not None:

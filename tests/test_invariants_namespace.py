@@ -731,3 +731,17 @@ def test_a_forbidden_call_after_a_raising_constant_never_runs(make_files: MakeFi
     assert one(make_files, rule, code).status is Status.PASS
     live = one(make_files, rule, code.replace("1 / 0", "1 / x"))
     assert live.status is Status.FAIL and "`forbidden()` is present" in live.message
+
+
+@pytest.mark.parametrize("statement", ["None.x: int", "()[0]: int", '"a"[5]: int'])
+def test_an_annotation_alone_does_not_raise(make_files: MakeFiles, statement: str) -> None:
+    """An annotated target without a value stores nothing: Python runs ``None.x: int`` (only
+    the target's parts are evaluated), so what follows it still runs."""
+    code = f"class Runner:\n    def run(self):\n        {statement}\n        self.go()\n"
+    scope: dict[str, object] = {}
+    exec(code + "\n    def go(self):\n        self.went = True\n", scope)
+    runner = scope["Runner"]()  # type: ignore[operator]
+    runner.run()
+    assert runner.went
+    check = one(make_files, "file: pkg/mod.py\nin: Runner.run\npattern: self.go()\n", code)
+    assert check.status is Status.PASS, check.message
