@@ -102,13 +102,11 @@ def _judged(result: Result, m: Manifest, hint: str = "") -> Result:
     from pp1audit.result import Status
 
     if all(c.status is Status.SKIP for c in result.checks):
+        from pp1audit.safetext import count
+
         raise Pp1Error(f"{m.path}: every check was skipped, so nothing was judged "
-                       f"({_count(len(result.checks), 'check')}): {_missing_inputs(result.checks)}")
+                       f"({count(len(result.checks), 'check')}): {_missing_inputs(result.checks)}")
     return result
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _missing_inputs(checks: Iterable[Check], shown: int = 3) -> str:
@@ -116,6 +114,8 @@ def _missing_inputs(checks: Iterable[Check], shown: int = 3) -> str:
     and how to give it (``--repo NAME=PATH``, ``pp1audit fetch``). A reason that
     ends another one (a donor's hunks "not checked: <the donor's reason>") is the
     same input, said once; the first ``shown`` are listed, the rest counted."""
+    from pp1audit.safetext import count
+
     reasons: list[tuple[str, str]] = []
     for c in checks:
         if any(c.message.endswith(r) or r.endswith(c.message) for _, r in reasons):
@@ -123,7 +123,7 @@ def _missing_inputs(checks: Iterable[Check], shown: int = 3) -> str:
         reasons.append((c.source if c.source not in (None, "target") else c.id, c.message))
     said = " | ".join(f"{who}: {why}" for who, why in reasons[:shown])
     more = len(reasons) - shown
-    return said + (f" | and {_count(more, 'other reason')}" if more > 0 else "")
+    return said + (f" | and {count(more, 'other reason')}" if more > 0 else "")
 
 
 class StdoutFailed(Exception):

@@ -111,10 +111,11 @@ def init(
         _out(result.text)
     else:
         from pp1audit.atomic import write_atomic
+        from pp1audit.safetext import count
 
         write_atomic(output, result.text)
-        _note(f"wrote {output}: {init_mod.count(len(result.citations), 'citation')}, "
-              f"{init_mod.count(len(result.files), 'file')}, version {result.version or '(none)'}")
+        _note(f"wrote {output}: {count(len(result.citations), 'citation')}, "
+              f"{count(len(result.files), 'file')}, version {result.version or '(none)'}")
     return EXIT_OPEN
 
 

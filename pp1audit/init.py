@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pp1audit.anchortext import DEFAULT_CONTEXT, anchor_text
 from pp1audit.checks.version import read_version, version_path
 from pp1audit.errors import Pp1Error, SourceError
-from pp1audit.safetext import printable
+from pp1audit.safetext import count, printable
 from pp1audit.sources import Source
 from pp1audit.spans import Span, parse_safe_span
 from pp1audit.store import FileStore
@@ -48,11 +48,6 @@ def parse_cite(text: str) -> CiteRequest:
     except ValueError as exc:
         raise Pp1Error(f"--cite {text}: {exc}") from None
     return CiteRequest(span, text, cid)
-
-
-def count(n: int, noun: str) -> str:
-    """``1 line``, ``2 lines``: a count with its noun in the right number."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _writable(value: str, what: str, hint: str = "") -> None:

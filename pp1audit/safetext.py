@@ -74,3 +74,8 @@ def cut(text: str, limit: int) -> str:
     a long value from the target cannot flood a message, and two that differ after
     the cut still read differently (the count, or the digest the caller names)."""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def count(n: int, noun: str) -> str:
+    """``1 line``, ``2 lines``: a count with its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
