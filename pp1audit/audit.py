@@ -246,7 +246,8 @@ def _shadowing_finding(check: Check) -> bool:
     from pp1audit.checks.record import KIND
 
     head = check.id.partition(":")[0]
-    return check.kind == KIND and head not in ("record", "bytecode", "tree", "startup")
+    own = {h for h, family in _FOUND_HEADS.items() if family != "shadowing"} | {"tree", "startup"}
+    return check.kind == KIND and head not in own
 
 
 def check_ids(raw: Mapping[str, Any]) -> CheckIds:

@@ -549,7 +549,7 @@ def _replaced(facts: Facts, name: str, holders: list[SgNode]) -> str | None:
         if outside is not None:
             return (f"{name} is replaced at line {line(outside)} (`{short(outside, 60)}`): "
                     "Python runs what that binds, not the definition searched")
-        hook = _hook(facts, cls, "__getattribute__")
+        hook = facts.member_hook(cls, "__getattribute__")
         if hook is not None:
             return (f"{name}: its class defines {_where(hook, '__getattribute__')}, "
                     f"which decides what `{attr}` is when it is looked up")
@@ -615,11 +615,11 @@ def _base_hook(facts: Facts, base: SgNode) -> str | None:
     ``__getattribute__`` (it decides every lookup), or an ``__init_subclass__`` that may
     replace the new class's attributes (``class_hook_use``: a registry that only stores
     the class does not)."""
-    hook = _hook(facts, base, "__getattribute__")
+    hook = facts.member_hook(base, "__getattribute__")
     if hook is not None:
         return (f"{_where(hook, '__getattribute__')}, which decides what every attribute is "
                 "when it is looked up")
-    hook = _hook(facts, base, "__init_subclass__")
+    hook = facts.member_hook(base, "__init_subclass__")
     use = class_hook_use(facts, hook) if hook is not None else None
     if hook is None or use is None:
         return None
@@ -637,11 +637,6 @@ def _where(hook: SgNode, method: str) -> str:
     if hook.kind() in ("function_definition", "decorated_definition"):
         return f"`{method}` at line {line(hook)}"
     return f"`{method}` at line {line(hook)} (`{short(hook, 50)}`, which may bind it)"
-
-
-def _hook(facts: Facts, cls: SgNode, method: str) -> SgNode | None:
-    """Where ``cls`` gets ``method`` (its body's binding in force, or one from outside)."""
-    return facts.member_hook(cls, method)
 
 
 def _decorated(inv: Invariant, facts: Facts, name: str, definition: SgNode,
