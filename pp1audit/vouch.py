@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache, keep_for_bytecode
@@ -141,34 +141,24 @@ def _records(inv: Inventory) -> Iterator[_Record]:
 
 def owners_of(inv: Inventory, name: str, digest: bytes) -> Owners:
     """Distributions whose RECORD lists ``name`` at the root."""
-    out = Owners()
-    for rec in _records(inv):
-        if name.encode() not in rec.data:
-            continue
-        try:
-            rows = parse_record(rec.data, f"{rec.meta}/RECORD")
-        except RecordError:
-            continue
-        for row in rows:
-            if row.path != name:
-                continue
-            if row.algorithm != "sha256" or row.digest != digest:
-                out.bad.append(rec.meta)
-            elif rec.installed:
-                out.good.append(rec.meta)
-                out.rows[rec.meta] = rows
-            else:
-                out.hollow.append(rec.meta)
-    return out
+    return _owners(inv, name.encode(), lambda row: row.path == name, digest, keep_rows=True)
 
 
 def owners_at(inv: DirInventory, path: str, digest: bytes) -> Owners:
     """Distributions whose RECORD lists the file at OS path ``path``, outside the root
     (a module beside the console scripts, ``../../../bin/x.py``): rows matched by
     the path they resolve to from the root, as ``owners_of`` matches root files."""
+    target, base = os.path.realpath(path), os.path.basename(path)
+    return _owners(inv, base.encode(), lambda row: os.path.basename(row.path) == base and
+                   os.path.realpath(os.path.join(inv.root, row.path)) == target, digest)
+
+
+def _owners(inv: Inventory, needle: bytes, lists: Callable[[RecordEntry], bool], digest: bytes,
+            keep_rows: bool = False) -> Owners:
+    """The root distributions with a RECORD row ``lists`` accepts, sorted by that row:
+    another digest (bad), installed with it (good), or a dist-info without METADATA
+    (hollow). ``needle``, a byte string the row must hold, skips parsing the others."""
     out = Owners()
-    target = os.path.realpath(path)
-    needle = os.path.basename(path).encode()
     for rec in _records(inv):
         if needle not in rec.data:
             continue
@@ -177,13 +167,14 @@ def owners_at(inv: DirInventory, path: str, digest: bytes) -> Owners:
         except RecordError:
             continue
         for row in rows:
-            if os.path.basename(row.path) != os.path.basename(path) or \
-                    os.path.realpath(os.path.join(inv.root, row.path)) != target:
+            if not lists(row):
                 continue
             if row.algorithm != "sha256" or row.digest != digest:
                 out.bad.append(rec.meta)
             elif rec.installed:
                 out.good.append(rec.meta)
+                if keep_rows:
+                    out.rows[rec.meta] = rows
             else:
                 out.hollow.append(rec.meta)
     return out
