@@ -439,8 +439,7 @@ def _report_check(loaded: Loaded, file: str, text: str, raw: dict[str, Any]) -> 
     from pp1audit.report import locate, validate
 
     for problem in validate(raw):
-        pos = loaded.key_positions.get(problem.keypath) if problem.key else None
-        line, col = pos or loaded.where(problem.keypath)
+        line, col = loaded.where(problem.keypath)
         if problem.offset is not None:
             line, col = locate(text, (line, col), problem.text, problem.offset)
         raise ManifestError(file, line, col, keypath_str(problem.keypath), problem.message)
@@ -521,13 +520,14 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
             raise _fail(loaded, file, ("invariants", iid),
                         f"'{iid}' is also a citation id; check ids must be unique", key=True)
 
+    # Evidence names checks by their ids: a clash of ids comes before any evidence.
+    from pp1audit.audit import id_clashes
+
+    clash = next(iter(id_clashes(raw)), None)
+    if clash is not None:
+        raise _fail(loaded, file, clash.keypath, clash.message, key=True)
     if "report" in raw or "[[" in str((raw.get("audit") or {}).get("title", "")):
         _report_check(loaded, file, text, raw)
-    else:
-        from pp1audit.audit import id_clashes
-
-        for clash in id_clashes(raw):
-            raise _fail(loaded, file, clash.keypath, clash.message, key=True)
 
     audit = raw.get("audit") or {}
     if "date" in audit:

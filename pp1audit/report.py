@@ -73,8 +73,6 @@ class Problem:
     message: str
     offset: int | None = None
     text: str = ""
-    key: bool = False
-    """The problem is the key at ``keypath`` (a name), not its value: place it there."""
 
 
 @dataclass(frozen=True)
@@ -256,12 +254,11 @@ def _text_problems(keypath: KeyPath, text: str, raw: dict[str, Any],
 
 
 def validate(raw: dict[str, Any]) -> list[Problem]:
-    """Problems of the report section, in document order, after the manifest's check
-    id clashes (``audit.id_clashes``); empty when valid."""
-    from pp1audit.audit import check_ids, id_clashes
+    """Problems of the report section, in document order; empty when valid. (Check ids
+    that clash are refused before, by ``manifest.parse``: ``audit.id_clashes``.)"""
+    from pp1audit.audit import check_ids
 
-    # Evidence names checks by their ids: a clash of ids comes before any evidence.
-    problems = [Problem(c.keypath, c.message, key=True) for c in id_clashes(raw)]
+    problems: list[Problem] = []
     ids = check_ids(raw)
     for keypath, text in _titles(raw):
         problems += _text_problems(keypath, text, raw, None)
