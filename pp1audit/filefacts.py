@@ -1832,13 +1832,10 @@ class Facts:
                 except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                     return "its arguments are not constants"
             tree = tree.func
-        dotted: list[str] = []
-        while isinstance(tree, ast.Attribute):
-            dotted.insert(0, tree.attr)
-            tree = tree.value
-        if not isinstance(tree, ast.Name):
+        root, dotted = _name_chain(tree)
+        if root is None:
             return "it is an expression, not an imported name"
-        return self._imported(tree.id, dotted, decorator)
+        return self._imported(root, dotted, decorator)
 
     def metaclass(self, cls: SgNode) -> str | None:
         """Why the class statement ``cls`` may not create its class from its body as
@@ -1867,26 +1864,22 @@ class Facts:
 
     def _plain_metaclass(self, value: SgNode, cls: SgNode) -> str | None:
         """Why the metaclass expression ``value`` is not a plain one of the stdlib."""
-        tree = parse_expression(value.text())
-        dotted: list[str] = []
-        while isinstance(tree, ast.Attribute):
-            dotted.insert(0, tree.attr)
-            tree = tree.value
-        if not isinstance(tree, ast.Name):
+        root, dotted = _name_chain(parse_expression(value.text()))
+        if root is None:
             return "an expression, not an imported name"
-        if tree.id == "type" and not dotted and self._builtin_unbound("type"):
+        if root == "type" and not dotted and self._builtin_unbound("type"):
             return None  # the default metaclass, spelled out
-        why = self._imported(tree.id, dotted, cls)
+        why = self._imported(root, dotted, cls)
         if why is not None:
             return why
         changed = next((w for w in self.attribute_writes()
-                        if (_dotted(unparen(w[1])) or "").split(".")[0] == tree.id), None)
+                        if (_dotted(unparen(w[1])) or "").split(".")[0] == root), None)
         if changed is not None:
             return f"the file changes `{short(changed[1], 30)}` at line {line(changed[0])}"
-        sources = self._import_sources(tree.id) or []
+        sources = self._import_sources(root) or []
         full = [".".join([source, *dotted]) for source in sources]
         if not full or any(f not in _PLAIN_METACLASSES for f in full):
-            return f"`{' or '.join(full) or tree.id}` is code not read (only "\
+            return f"`{' or '.join(full) or root}` is code not read (only "\
                 f"{', '.join(sorted(_PLAIN_METACLASSES))} are known to keep the body)"
         return None
 
@@ -3268,3 +3261,13 @@ def _loop_of(jump: SgNode) -> SgNode | None:
             return anc
         child = anc
     return None
+
+
+def _name_chain(tree: ast.expr | None) -> tuple[str | None, list[str]]:
+    """``a.b.c`` as (``a``, [``b``, ``c``]); (None, …) when the chain does not start
+    with a plain name (a call, a subscript: an expression, not a name to look up)."""
+    dotted: list[str] = []
+    while isinstance(tree, ast.Attribute):
+        dotted.insert(0, tree.attr)
+        tree = tree.value
+    return (tree.id, dotted) if isinstance(tree, ast.Name) else (None, dotted)
