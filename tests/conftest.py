@@ -10,6 +10,7 @@ only the file they change is replaced, so the shared tree is never altered.
 from __future__ import annotations
 
 import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -177,3 +178,27 @@ def make_files(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
         return base
 
     return _make
+
+
+def on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
+    """Run pp1audit with stdout on a pseudo-terminal (stderr a pipe): its exit code and
+    the lines it drew (CR LF as LF)."""
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "pp1audit", *args], stdout=follower,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                env={**os.environ, "TERM": "xterm", **env})
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        code = proc.wait(60)
+    finally:
+        os.close(leader)
+    return code, b"".join(chunks).decode().replace("\r\n", "\n").splitlines()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pty
 import re
 import shutil
 import signal
@@ -20,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, unprivileged
+from conftest import on_a_terminal, run_cli, unprivileged
 
 from pp1audit import atomic, cli, runconfig
 from pp1audit.errors import Pp1Error
@@ -367,35 +366,13 @@ def test_color_always_wins_over_no_color(tmp_path: Path, make_files: Callable[..
     assert "\x1b[" not in auto.stdout
 
 
-def _on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
-    leader, follower = pty.openpty()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "pp1audit", *args], stdout=follower,
-                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                env={**os.environ, "TERM": "xterm", **env})
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        code = proc.wait(60)
-    finally:
-        os.close(leader)
-    return code, b"".join(chunks).decode().replace("\r\n", "\n").splitlines()
-
-
 @pytest.mark.parametrize("how", [(["--color", "never"], {"NO_COLOR": ""}),
                                  (["--color", "auto"], {"NO_COLOR": "1"})], ids=["never", "NO_COLOR"])
 def test_without_colour_a_terminal_still_fits_its_width(
         how: tuple[list[str], dict[str, str]], tmp_path: Path, make_files: Callable[..., Path]) -> None:
     tree, manifest = _drifted(tmp_path, make_files)
     options, env = how
-    code, lines = _on_a_terminal(["check", str(tree), "-m", str(manifest), *options],
+    code, lines = on_a_terminal(["check", str(tree), "-m", str(manifest), *options],
                                  {"COLUMNS": "60", **env})
     assert code == 1
     assert not any("\x1b" in line for line in lines), lines  # no colour, no bold

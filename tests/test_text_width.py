@@ -7,15 +7,11 @@ for a check id or a file no longer finds its row.
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import on_a_terminal, run_cli
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LONG = "pkg/" + "/".join(f"a_rather_long_directory_name_{i}" for i in range(4)) + "/module.py"
@@ -43,27 +39,10 @@ def test_forced_colour_into_a_pipe_keeps_each_row_on_one_line(
 def test_on_a_terminal_the_table_still_fits_its_width(
         tmp_path: Path, make_files: Callable[..., Path]) -> None:
     tree, manifest = _manifest(tmp_path, make_files)
-    leader, follower = pty.openpty()
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pp1audit", "check", str(tree), "-m", str(manifest)],
-            stdout=follower, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            env={**os.environ, "COLUMNS": "80", "NO_COLOR": "", "TERM": "xterm"},
-        )
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        assert proc.wait(60) == 1, proc.stderr.read() if proc.stderr else ""
-    finally:
-        os.close(leader)
-    lines = ANSI.sub("", b"".join(chunks).decode()).replace("\r\n", "\n").splitlines()
+    code, drawn = on_a_terminal(["check", str(tree), "-m", str(manifest)],
+                                {"COLUMNS": "80", "NO_COLOR": ""})
+    assert code == 1
+    lines = [ANSI.sub("", line) for line in drawn]
     table = lines[1:]  # the first line, naming manifest and target, is not rich's
     assert any(line.startswith("fail") for line in table)
     assert max(len(line) for line in table) <= 80, table
