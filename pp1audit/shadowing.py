@@ -404,11 +404,11 @@ def _others_can_write(real: str, owner: int | None) -> str | None:
     is at ``real`` (a path line's directory or zip, symlinks resolved), or None.
 
     Itself: writable by every user (``mode & 0o002``; the sticky bit of ``/tmp`` only
-    stops others removing what they do not own, not adding), or owned by another
-    user. A directory above it: owned by another user, or writable by every user
-    without the sticky bit (either can rename what is below and put another in its
-    place). Group write is not judged: whether the group holds anyone else is not
-    known here."""
+    stops others removing what they do not own, not adding), writable by a group
+    that holds another user (``_others_in_group``), or owned by another user. A
+    directory above it: owned by another user, or writable by every user or such a
+    group without the sticky bit (any of them can rename what is below and put
+    another in its place)."""
     path = real
     while True:
         try:
@@ -420,10 +420,42 @@ def _others_can_write(real: str, owner: int | None) -> str | None:
         if st.st_mode & 0o002 and (path == real or not st.st_mode & stat.S_ISVTX):
             sticky = " (the sticky bit stops removals, not additions)" if st.st_mode & stat.S_ISVTX else ""
             return f"{path} is writable by every user{sticky}"
+        if st.st_mode & 0o020 and (path == real or not st.st_mode & stat.S_ISVTX) and (
+                members := _others_in_group(st.st_gid, owner)):
+            return (f"{path} is writable by group {_group_name(st.st_gid)}, which holds "
+                    f"{', '.join(members)}")
         up = os.path.dirname(path)
         if up == path:
             return None
         path = up
+
+
+def _others_in_group(gid: int, owner: int | None) -> list[str]:
+    """The users other than root and ``owner`` that group ``gid`` holds, sorted: its
+    listed members and the users whose primary group it is, as this host's account
+    database (``grp``, ``pwd``) says. A group nobody else is in can write for its
+    owner only, which is the owner's own write; a group with another user in it is
+    another user able to write."""
+    import grp
+    import pwd
+
+    accounts = pwd.getpwall()
+    uids = {p.pw_name: p.pw_uid for p in accounts}
+    names = {p.pw_name for p in accounts if p.pw_gid == gid}
+    with contextlib.suppress(KeyError):
+        names |= set(grp.getgrgid(gid).gr_mem)
+    # A listed member with no account is nobody today, but whoever gets that name is in.
+    return sorted(n for n in names if uids.get(n, -1) not in (0, owner))
+
+
+def _group_name(gid: int) -> str:
+    """``name (gid N)``, or ``gid N`` for a group the account database does not name."""
+    import grp
+
+    try:
+        return f"{grp.getgrgid(gid).gr_name} (gid {gid})"
+    except KeyError:
+        return f"gid {gid}"
 
 
 def _under(path: str, directory: str) -> bool:

@@ -26,8 +26,10 @@ hand-made venv (``test_shadowing_hooks.venv``).
 
 from __future__ import annotations
 
+import grp
 import hashlib
 import os
+import pwd
 import shutil
 import sys
 from pathlib import Path
@@ -204,12 +206,30 @@ def test_a_symlinked_pyvenv_cfg_fails_unopened_and_a_dangling_one_is_in_the_dige
 # --- 5. path lines to directories others can write --------------------------------------------
 
 
-@pytest.mark.parametrize("how", ["sticky", "world", "parent", "owner"])
+def grp_name(gid: int) -> str:
+    return f"{grp.getgrgid(gid).gr_name} (gid {gid})"
+
+
+def another_users_group() -> tuple[int, str]:
+    """A group with a user other than root in it (that user's primary group), and
+    that user's name: every Linux account database has one (``daemon``, ``nobody``)."""
+    user = next(p for p in pwd.getpwall() if p.pw_uid != 0 and p.pw_gid != 0)
+    return user.pw_gid, user.pw_name
+
+
+@pytest.mark.parametrize("how", ["sticky", "world", "parent", "owner", "group", "group-parent"])
 def test_a_path_line_to_a_directory_others_can_write_fails(tmp_path: Path, how: str) -> None:
     v, root = venv(tmp_path)
     shared = tmp_path / "shared" / "dir"
     shared.mkdir(parents=True)
-    if how == "sticky":
+    gid, member = another_users_group()
+    if how.startswith("group"):
+        if os.geteuid() != 0:
+            pytest.skip("giving a directory to another group takes root")
+        where = shared if how == "group" else shared.parent
+        os.chown(where, -1, gid)
+        where.chmod(0o775)
+    elif how == "sticky":
         shared.chmod(0o1777)
     elif how == "world":
         shared.chmod(0o777)
@@ -226,17 +246,40 @@ def test_a_path_line_to_a_directory_others_can_write_fails(tmp_path: Path, how: 
     who = {"sticky": f"{shared} is writable by every user (the sticky bit stops removals, not additions)",
            "world": f"{shared} is writable by every user",
            "parent": f"{shared.parent} is writable by every user",
-           "owner": f"{shared} is owned by another user (uid 65534)"}[how]
+           "owner": f"{shared} is owned by another user (uid 65534)",
+           "group": f"{shared} is writable by group {grp_name(gid)}, which holds ",
+           "group-parent": f"{shared.parent} is writable by group {grp_name(gid)}, which holds "}[how]
     message = checks["pth:zz.pth:1:writable"].message
     assert message.startswith(f"zz.pth:1 adds {shared} to sys.path, and {who}"), message
+    if how.startswith("group"):
+        assert member in message.split("which holds ", 1)[1].split(":")[0].split(", "), message
     (shared / "sitecustomize.py").write_text(HOOK, encoding="utf-8")
     assert MARK in starts(v)  # what anyone can add there runs at every start
 
 
-def test_a_path_line_to_a_directory_only_its_owner_writes_passes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", [0o755, 0o775, 0o1775])
+def test_a_path_line_to_a_directory_only_its_owner_writes_passes(tmp_path: Path, mode: int) -> None:
+    """0o775 with the owner's group (root's, here: no one else in it) and a sticky
+    group-writable directory above are the owner's own write."""
     _v, root = venv(tmp_path)
     mine = tmp_path / "mine"
-    mine.mkdir(mode=0o755)
+    mine.mkdir()
+    mine.chmod(mode)
+    assert not shadowing._others_in_group(mine.stat().st_gid, os.getuid()), "premise: only its owner"
+    (root / "zz.pth").write_text(f"{mine}\n", encoding="utf-8")
+    assert bad(run(root)) == {}
+
+
+def test_a_sticky_group_writable_directory_above_passes(tmp_path: Path) -> None:
+    """The sticky bit above stops the group renaming the directory away: only the
+    directory itself being group-writable matters."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a directory to another group takes root")
+    _v, root = venv(tmp_path)
+    mine = tmp_path / "up" / "mine"
+    mine.mkdir(parents=True, mode=0o755)
+    os.chown(mine.parent, -1, another_users_group()[0])
+    mine.parent.chmod(0o1775)
     (root / "zz.pth").write_text(f"{mine}\n", encoding="utf-8")
     assert bad(run(root)) == {}
 
