@@ -568,7 +568,7 @@ def _compare_task(args: tuple[bytes, bytes, int] | int) -> tuple[str, str] | Non
 def cache_dir() -> Path:
     """Where verified pairs are remembered: the remote-pin cache's directory
     (``PP1AUDIT_CACHE_DIR`` or the user cache), one rule for both."""
-    from pp1audit.remote import default_cache_dir
+    from pp1audit.cache import default_cache_dir
 
     return default_cache_dir()
 

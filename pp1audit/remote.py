@@ -40,7 +40,6 @@ import functools
 import hashlib
 import os
 import re
-import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -48,10 +47,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from pp1audit.errors import MissingFile, Pp1Error, SourceError
+from pp1audit.cache import MAX_BYTES, PART_PREFIX, Cache, CachedTooLarge, FetchError, remove_stale_parts
+from pp1audit.errors import MissingFile, SourceError
 from pp1audit.paths import url_problem
-from pp1audit.safeio import NotRegular, TooLarge, read_regular
-from pp1audit.sources import Source, kind_of_mode
+from pp1audit.sources import Source
 
 if TYPE_CHECKING:  # only downloads use sockets and the deadline timer: loaded there
     import socket
@@ -59,18 +58,6 @@ if TYPE_CHECKING:  # only downloads use sockets and the deadline timer: loaded t
 CHUNK = 64 * 1024
 MAX_REDIRECTS = 5
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
-MAX_BYTES = 32 * 1024 * 1024
-"""Default size cap of a remote pin, downloaded or read back from the cache."""
-CACHE_ENV = "PP1AUDIT_CACHE_DIR"
-"""Environment variable overriding the default cache directory."""
-PART_PREFIX = ".part-"
-STALE_PART = 600.0
-"""Seconds after which a ``.part-*`` file in the cache is a leftover of a killed run
-(a live download rewrites its file far more often than that)."""
-
-
-class FetchError(Pp1Error):
-    """A download failed; the message is one line naming the URL and the reason."""
 
 
 class DigestMismatch(FetchError):
@@ -80,17 +67,6 @@ class DigestMismatch(FetchError):
         self.expected = expected
         self.actual = actual
         super().__init__(f"{url}: SHA-256 {actual} differs from the pinned {expected}; not cached")
-
-
-class CachedTooLarge(FetchError):
-    """A cache entry larger than the size cap of this run: it may well be the pin
-    (a ``fetch --max-bytes`` with a larger cap put it there), so it is neither read
-    nor downloaded again; the message says which setting raises the cap."""
-
-    def __init__(self, path: Path, size: int, cap: int) -> None:
-        super().__init__(f"{path}: cached file of {size} bytes exceeds the size cap of {cap} "
-                         f"bytes; not read (raise the cap to at least {size} with --max-bytes "
-                         "or [fetch] max_bytes in pp1audit.toml)")
 
 
 @dataclass(frozen=True)
@@ -106,69 +82,6 @@ class FetchPolicy:
     """First wait between tries; doubled each time."""
     total_timeout: float = 120.0
     """Seconds for the whole download, tries and redirects included."""
-
-
-def default_cache_dir() -> Path:
-    """``$PP1AUDIT_CACHE_DIR`` or ``<user cache dir>/pp1audit``."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("pp1audit", appauthor=False))
-
-
-class Cache:
-    """Files named by their SHA-256: ``<root>/sha256/<hex>``. Nothing else is ever kept."""
-
-    def __init__(self, root: Path, max_bytes: int = MAX_BYTES) -> None:
-        self.root = root
-        self.max_bytes = max_bytes
-        """Largest entry read back (the download cap): a bigger one is never loaded whole."""
-
-    def path_for(self, sha256: str) -> Path:
-        """Where the file with this digest lives (whether or not it is there)."""
-        return self.root / "sha256" / sha256.lower()
-
-    def lookup(self, sha256: str) -> bytes | None:
-        """The cached bytes, re-verified; None when absent.
-
-        ``FetchError`` when an entry exists but is not a regular file, is larger
-        than the cap (``CachedTooLarge``), or no longer has its digest (a corrupted
-        or tampered cache): it is evidence of a problem, not a miss. The entry is
-        opened like a file of an audited tree: never followed if a symlink, never
-        blocking (a FIFO would hang the run), re-checked after the open, and read
-        at most to the cap (a link to ``/dev/zero`` would otherwise exhaust memory).
-        """
-        path = self.path_for(sha256)
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
-        if not stat.S_ISREG(st.st_mode):
-            raise self._not_regular(path, st.st_mode)
-        try:
-            data = read_regular(path, self.max_bytes)
-        except NotRegular as exc:  # swapped after the lstat
-            raise self._not_regular(path, exc.mode) from None
-        except TooLarge as exc:  # over this run's cap (safeio checks it on the descriptor)
-            raise CachedTooLarge(path, exc.size, self.max_bytes) from None
-        except OSError as exc:
-            raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
-        actual = hashlib.sha256(data).hexdigest()
-        if actual != sha256.lower():
-            raise FetchError(
-                f"{path}: cached file has SHA-256 {actual}, not {sha256}; "
-                "delete it and run pp1audit fetch"
-            )
-        return data
-
-    @staticmethod
-    def _not_regular(path: Path, mode: int) -> FetchError:
-        return FetchError(f"{path}: cached entry is a {kind_of_mode(mode)}, not a regular "
-                          "file; not opened (delete it and run pp1audit fetch)")
 
 
 def is_loopback(host: str | None) -> bool:
@@ -354,7 +267,6 @@ class Fetched:
     """The URL that served the bytes (differs from the pin's after redirects)."""
     redirects: int = 0
     size: int = 0
-
 
 class _Deadline:
     """The total deadline of one download, held during a read too.
@@ -562,28 +474,6 @@ def download(url: str, sha256: str, cache: Cache, policy: FetchPolicy | None = N
     finally:
         deadline.close()
         session.close()
-
-
-def remove_stale_parts(directory: Path, older_than: float = STALE_PART) -> int:
-    """Delete ``.part-*`` files older than ``older_than`` seconds (a killed run's
-    leftovers: ``_store`` removes its own on every failure it survives). Best
-    effort; returns how many were removed."""
-    removed = 0
-    now = time.time()
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return 0
-    for name in names:
-        if not name.startswith(PART_PREFIX):
-            continue
-        path = directory / name
-        with contextlib.suppress(OSError):
-            st = path.lstat()
-            if now - st.st_mtime > older_than:
-                path.unlink()
-                removed += 1
-    return removed
 
 
 def _download_with_retries(

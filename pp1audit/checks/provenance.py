@@ -31,9 +31,9 @@ from pp1audit.runconfig import ProvenanceOptions
 from pp1audit.store import FileStore
 
 if TYPE_CHECKING:
+    from pp1audit.cache import Cache
     from pp1audit.gitsource import Clone, GitSource
     from pp1audit.matcher import Engine
-    from pp1audit.remote import Cache
     from pp1audit.rules import Invariant
 
 
@@ -129,7 +129,7 @@ class ProvenanceRun:
     def cache(self) -> Cache:
         """The content-addressed cache of remote pins."""
         if self._cache is None:
-            from pp1audit.remote import Cache, default_cache_dir
+            from pp1audit.cache import Cache, default_cache_dir
 
             self._cache = Cache(self.options.cache_dir or default_cache_dir(),
                                 self.options.policy.max_bytes)
@@ -138,7 +138,8 @@ class ProvenanceRun:
     def remote_store(self, pin_id: str) -> FileStore | _Unavailable:
         """A one-file store over a pin's verified cached bytes, or why there is none."""
         if pin_id not in self._remote:
-            from pp1audit.remote import FetchError, RemoteSource
+            from pp1audit.cache import FetchError
+            from pp1audit.remote import RemoteSource
 
             pin = self.prov.remotes[pin_id]
             hit: FileStore | _Unavailable
@@ -168,7 +169,8 @@ class ProvenanceRun:
 
         Failures are remembered so that the checks of those pins report them.
         """
-        from pp1audit.remote import FetchError, download
+        from pp1audit.cache import FetchError
+        from pp1audit.remote import download
 
         out: list[tuple[RemotePin, str, Exception | None]] = []
         for pin in self.prov.remotes.values():
@@ -510,6 +512,6 @@ def fetch_manifest(manifest: Manifest, options: ProvenanceOptions) -> list[tuple
 
 def cache_dir_of(options: ProvenanceOptions) -> Path:
     """The cache directory a run with these options uses."""
-    from pp1audit.remote import default_cache_dir
+    from pp1audit.cache import default_cache_dir
 
     return options.cache_dir or default_cache_dir()
