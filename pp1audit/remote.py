@@ -43,17 +43,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
 from pp1audit.cache import MAX_BYTES, PART_PREFIX, Cache, CachedTooLarge, FetchError, remove_stale_parts
 from pp1audit.errors import MissingFile, SourceError
-from pp1audit.netreasons import ResponseCutOff, network_reason, tls_reason
+from pp1audit.netreasons import network_reason, tls_reason
 from pp1audit.paths import url_problem
 from pp1audit.sources import Source
-
-if TYPE_CHECKING:  # only downloads use sockets and the deadline timer: loaded there
-    import socket
+from pp1audit.transport import Deadline, watched_adapter
 
 CHUNK = 64 * 1024
 MAX_REDIRECTS = 5
@@ -146,176 +144,6 @@ class Fetched:
     redirects: int = 0
     size: int = 0
 
-class _Deadline:
-    """The total deadline of one download, held during a read too.
-
-    The loops check it between reads, but one read can last long: while requests
-    waits for the response headers (or urllib3 for a body packet) only the
-    per-read timeout applies, and a server dripping a byte at a time resets it
-    with every byte. So a timer thread shuts down every socket of the download
-    when the deadline passes: ``shutdown`` from another thread wakes a blocked
-    ``recv`` with end of file, and the download unwinds through its usual error
-    paths (temporary file removed, session closed). Whatever was read is then
-    never trusted: every path that would keep bytes asks ``passed()`` first.
-
-    Chosen over running the request in a worker thread and abandoning it at the
-    deadline: an abandoned thread keeps its socket and goes on reading for as
-    long as the server drips (one per pin of a ``check --fetch``), and its
-    result must be fenced off; a shut-down socket ends the I/O itself.
-
-    The timer holds duplicates of the sockets (``os.dup``): one whose original
-    urllib3 closed meanwhile, its number reused by another file, is never hit
-    by mistake; the duplicates are closed with the download. Name resolution
-    before the connect is the one wait it cannot cut short.
-    """
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.at = time.monotonic() + seconds
-        import threading
-
-        self._lock = threading.Lock()
-        self._socks: list[socket.socket] = []
-        self._fired = False
-        self._closed = False
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def left(self) -> float:
-        """Seconds until the deadline (negative once past)."""
-        return self.at - time.monotonic()
-
-    def passed(self) -> bool:
-        """True once the deadline is past (the sockets may have been shut down)."""
-        return self._fired or time.monotonic() > self.at
-
-    def check(self, where: str) -> None:
-        """``FetchError`` once the whole download has taken longer than allowed."""
-        if self.passed():
-            raise FetchError(f"{where}: download did not finish within the total timeout of "
-                             f"{self.seconds:g} s; aborted")
-
-    def watch(self, sock: socket.socket) -> None:
-        """Shut ``sock`` down when the deadline passes (at once if it has)."""
-        try:
-            import socket
-
-            twin = socket.socket(fileno=os.dup(sock.fileno()))
-        except OSError:
-            return
-        with self._lock:
-            if not self._closed:
-                self._socks.append(twin)
-                if self._fired:
-                    _shut(twin)
-                return
-        twin.close()
-
-    def _fire(self) -> None:
-        with self._lock:
-            self._fired = True
-            for sock in self._socks:
-                _shut(sock)
-
-    def close(self) -> None:
-        """Stop the timer and let go of the sockets (the download is over)."""
-        self._timer.cancel()
-        with self._lock:
-            self._closed = True
-            socks, self._socks = self._socks, []
-        for sock in socks:
-            sock.close()
-
-
-def _shut(sock: socket.socket) -> None:
-    import socket
-
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-
-
-class _LastLine:
-    """A reader that remembers the last line ``readline`` returned (b"" at end of file)."""
-
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw
-        self.last: bytes | None = None
-
-    def readline(self, *args: Any) -> bytes:
-        line: bytes = self._raw.readline(*args)
-        self.last = line
-        return line
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._raw, name)
-
-
-@functools.cache
-def _checked_response() -> type:
-    """http.client's response, but a header block ended by end of file is
-    ``ResponseCutOff`` (http.client stops reading headers at end of file as at the
-    blank line, and the cut-off response would pass for a whole one)."""
-    import http.client
-
-    def begin(self: Any) -> None:
-        raw = self.fp
-        watch = _LastLine(raw)
-        self.fp = watch
-        try:
-            http.client.HTTPResponse.begin(self)
-        finally:
-            if self.fp is watch:
-                self.fp = raw
-        if watch.last == b"":
-            raise ResponseCutOff("response cut off inside its headers")
-
-    return type("CheckedResponse", (http.client.HTTPResponse,), {"begin": begin})
-
-
-def _watched_pool(pool: Any, deadline: _Deadline) -> Any:
-    """``pool`` (a urllib3 pool class) whose connections hand each new socket to
-    ``deadline`` and read their responses with ``_checked_response``."""
-
-    base = pool.ConnectionCls
-
-    def _new_conn(self: Any) -> Any:
-        sock = base._new_conn(self)
-        deadline.watch(sock)
-        return sock
-
-    connection = type(base.__name__, (base,), {
-        "_new_conn": _new_conn, "response_class": _checked_response()})
-    return type(pool.__name__, (pool,), {"ConnectionCls": connection})
-
-
-def _watch_pools(manager: Any, deadline: _Deadline) -> None:
-    manager.pool_classes_by_scheme = {
-        scheme: _watched_pool(pool, deadline)
-        for scheme, pool in manager.pool_classes_by_scheme.items()
-    }
-
-
-def _watched_adapter(deadline: _Deadline) -> Any:
-    """A requests adapter whose connections (direct or through a proxy) are
-    watched by ``deadline``."""
-    from requests.adapters import HTTPAdapter
-
-    class Adapter(HTTPAdapter):
-        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-            super().init_poolmanager(*args, **kwargs)
-            _watch_pools(self.poolmanager, deadline)
-
-        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
-            fresh = proxy not in self.proxy_manager
-            manager = super().proxy_manager_for(proxy, **kwargs)
-            if fresh:
-                _watch_pools(manager, deadline)
-            return manager
-
-    return Adapter()
-
-
 def download(url: str, sha256: str, cache: Cache, policy: FetchPolicy | None = None) -> Fetched:
     """Download ``url`` into the cache if its bytes have ``sha256``.
 
@@ -340,11 +168,11 @@ def download(url: str, sha256: str, cache: Cache, policy: FetchPolicy | None = N
     remove_stale_parts(final.parent)
     import requests
 
-    deadline = _Deadline(policy.total_timeout)
+    deadline = Deadline(policy.total_timeout)
     session = requests.Session()
     # Loopback servers are local by definition: no proxy from the environment.
     session.trust_env = not is_loopback(_split(url).hostname)
-    adapter = _watched_adapter(deadline)
+    adapter = watched_adapter(deadline)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     try:
@@ -355,7 +183,7 @@ def download(url: str, sha256: str, cache: Cache, policy: FetchPolicy | None = N
 
 
 def _download_with_retries(
-    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy, deadline: _Deadline
+    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy, deadline: Deadline
 ) -> Fetched:
     attempt = 0
     while True:
@@ -405,7 +233,7 @@ class _Retryable(Exception):
 
 
 def _download_once(
-    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy, deadline: _Deadline
+    session: Any, url: str, sha256: str, final: Path, policy: FetchPolicy, deadline: Deadline
 ) -> Fetched:
     import requests
     from urllib3.exceptions import LocationValueError
@@ -463,7 +291,7 @@ def _next_hop(response: Any, pinned: str, current: str) -> str | None:
     return None
 
 
-def _failure(exc: Exception, where: str, policy: FetchPolicy, deadline: _Deadline) -> Exception:
+def _failure(exc: Exception, where: str, policy: FetchPolicy, deadline: Deadline) -> Exception:
     """A requests exception as what the download reports: the deadline when it
     passed (the timer may have cut the transfer, whatever broke), else one line
     in words; connection-level failures are ``_Retryable``."""
@@ -512,7 +340,7 @@ def _chunks(response: Any) -> Iterator[bytes]:
 
 
 def _store(response: Any, where: str, sha256: str, final: Path, policy: FetchPolicy,
-           deadline: _Deadline) -> int:
+           deadline: Deadline) -> int:
     """Stream the body to a temporary file, hash it, and rename it into place if it matches."""
     declared = response.headers.get("Content-Length")
     if declared is not None and declared.isdigit() and int(declared) > policy.max_bytes:
