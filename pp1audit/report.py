@@ -30,8 +30,9 @@ Errors name the reference's own ``line:column`` in the manifest (``locate``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pp1audit.result import Check, Result, Status
 from pp1audit.safetext import printable, printable_code
@@ -326,28 +327,173 @@ def locate(source: str, start: tuple[int, int], value: str, offset: int) -> tupl
     return start
 
 
+# Markdown of untrusted text. Everything the target or the manifest says reaches the
+# document through ``md`` (or, for the manifest's own prose, ``_prose``), so a file
+# name, version or message can neither act (raw HTML, a control character) nor change
+# the document's structure (close a code span, add a table column, start a line).
+
+Context = Literal["code", "text", "message"]
+"""Where a value goes: an inline code span, plain text, or a check's message
+(Markdown whose own code spans are kept): see ``md``."""
+
+_RUN = re.compile("`+")
+_IN_TEXT = re.compile(r"\\\\|[`\[\]<&]")
+"""What plain text escapes: ``printable``'s doubled backslash, what starts a code
+span or a link, what starts HTML or an entity."""
+_IN_MESSAGE = re.compile(r"\\\\|[<&]")
+"""The same outside a message's code spans, whose backticks and brackets are its own."""
+_ENTITY = {"<": "&lt;", "&": "&amp;", "\\\\": "\\\\\\\\"}
+_HOLE = "\x00"
+"""Where a reference's value goes in prose while its code spans are found: a raw NUL
+cannot be in the prose by then (``printable_code`` has shown it as ``\\x00``)."""
+_PARAGRAPHS = re.compile(r"(\n[ \t]*\n)")
+
+
+def md(value: str, context: Context, *, cell: bool = False) -> str:
+    """``value`` (from the target or the manifest) as Markdown that shows it and does nothing.
+
+    Control and invisible characters are ``printable`` escapes everywhere. Then, by context:
+
+    * ``code``: a name, path, version or id, as an inline code span fenced by more
+      backticks than the longest run in it (padded with a space where it starts or ends
+      with one, as CommonMark wants), so no backtick in it can close the span;
+    * ``text``: plain text (a reference's value, a package or source name, a digest).
+      ``<`` and ``&`` become entities (no HTML, no entity read into another character),
+      backticks and brackets are backslash-escaped (no code span, no link), and
+      ``printable``'s ``\\\\`` is doubled once more, as Markdown reads ``\\\\`` as one
+      backslash: rendered, the text reads exactly as ``printable`` shows it, so a name
+      holding a literal ``\\x1b`` still differs from one holding ESC;
+    * ``message``: a check's message, which is Markdown: its code spans are kept as
+      written and outside them ``<``, ``&`` and backslashes are escaped as in ``text``.
+
+    ``cell``: the value is in a GFM table cell, where ``|`` ends the cell even inside a
+    code span unless written ``\\|`` (GFM's rule: the table reads it back as ``|``).
+    """
+    shown = printable(value)
+    if context == "code":
+        out = _code_span(shown)
+    elif context == "text":
+        out = _IN_TEXT.sub(_escaped, shown)
+    else:
+        out = _outside_code(shown, lambda piece: _IN_MESSAGE.sub(_escaped, piece))
+    return out.replace("|", "\\|") if cell else out
+
+
+def _escaped(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _ENTITY.get(ch, "\\" + ch)
+
+
+def _code_span(text: str) -> str:
+    """``text`` (already escaped: one line) as an inline code span nothing in it can close."""
+    if not text:
+        return ""  # no span shows nothing: a space between backticks would read as a space
+    fence = "`" * (1 + max((len(run) for run in _RUN.findall(text)), default=0))
+    stripped = text.startswith(" ") and text.endswith(" ") and text.strip(" ")
+    pad = " " if text.startswith("`") or text.endswith("`") or stripped else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _pieces(text: str) -> list[tuple[str, bool]]:
+    """``text`` cut into (piece, is it a code span), as CommonMark reads inline code:
+    a run of N backticks opens a span that the next run of exactly N closes; a run
+    with none is literal, as is a backtick after a backslash outside a span."""
+    pieces: list[tuple[str, bool]] = []
+    start = pos = 0
+    while pos < len(text):
+        if text[pos] == "\\":
+            pos += 2
+            continue
+        run = _RUN.match(text, pos)
+        if run is None:
+            pos += 1
+            continue
+        closing = re.compile(f"(?<!`){run.group()}(?!`)").search(text, run.end())
+        if closing is None:
+            pos = run.end()
+            continue
+        if start < pos:
+            pieces.append((text[start:pos], False))
+        pieces.append((text[pos:closing.end()], True))
+        start = pos = closing.end()
+    if start < len(text):
+        pieces.append((text[start:], False))
+    return pieces
+
+
+def _outside_code(text: str, escape: Callable[[str], str]) -> str:
+    """``text`` with ``escape`` applied to what is not in a code span."""
+    return "".join(piece if code else escape(piece) for piece, code in _pieces(text))
+
+
+def _prose(text: str, raw: dict[str, Any], *, one_line: bool = False, cell: bool = False) -> str:
+    """The manifest's own Markdown (a title, heading, header cell, paragraph or bullet)
+    with its references rendered; ``BadReference`` if one is bad.
+
+    The prose stays Markdown (emphasis, links, its code spans), but shows its control
+    characters escaped (and its line breaks too when ``one_line``: a title cannot
+    start a new line) and its ``<`` as ``&lt;`` outside code spans (no raw HTML). A
+    reference's value is data: outside a code span it is ``md`` text; inside one it
+    is put in the span, which is fenced anew so that a backtick in the value cannot
+    close it. Code spans are found before the values go in (one paragraph at a time,
+    as CommonMark does), so a value cannot move them."""
+    refs = references(text)
+    escape = printable_code if one_line else _lines_code
+    bounds = [0, *(at for r in refs for at in (r.start, r.end)), len(text)]
+    skeleton = _HOLE.join(escape(text[a:b]) for a, b in zip(bounds[::2], bounds[1::2], strict=True))
+    values = iter([printable(_rendered(r, raw)) for r in refs])
+    out = []
+    for para in _PARAGRAPHS.split(skeleton):
+        for piece, code in _pieces(para):
+            if not code:
+                out.append(_fill(piece.replace("<", "&lt;"), values, lambda v: _IN_TEXT.sub(_escaped, v)))
+            elif _HOLE in piece:
+                out.append(_code_span(_fill(_span_text(piece), values, lambda v: v)))
+            else:
+                out.append(piece)
+    rendered = "".join(out)
+    return rendered.replace("|", "\\|") if cell else rendered
+
+
+def _fill(piece: str, values: Iterator[str], escape: Callable[[str], str]) -> str:
+    """``piece`` with its holes filled by the next values, each as ``escape`` shows it."""
+    first, *rest = piece.split(_HOLE)
+    return first + "".join(escape(next(values)) + after for after in rest)
+
+
+def _lines_code(text: str) -> str:
+    """``printable_code`` line by line: prose keeps its line breaks."""
+    return "\n".join(printable_code(line) for line in text.split("\n"))
+
+
+def _span_text(span: str) -> str:
+    """What a code span shows (CommonMark): inside its fences, one space stripped from
+    each end when both ends have one (and it is not all spaces)."""
+    fence = len(span) - len(span.lstrip("`"))
+    text = span[fence:-fence]
+    if text.startswith(" ") and text.endswith(" ") and text.strip(" "):
+        text = text[1:-1]
+    return text.replace("\n", " ")
+
+
 def evidence_line(check: Check) -> str:
-    """One measured fact, in one Markdown line (whatever the target put in its
-    version string or file names: see ``safetext``)."""
-    return printable(_evidence(check))
-
-
-def _evidence(check: Check) -> str:
+    """One measured fact, in one Markdown line: every value in it goes through ``md``
+    (whatever the target put in its version string or file names)."""
     status = f"**{check.status.value}**"
     where = ""
     if check.path and check.lines:
-        where = f" `{check.path}:{_dash(*check.lines)}`"
+        where = " " + md(f"{check.path}:{_dash(*check.lines)}", "code")
         if check.found_lines and check.found_lines != check.lines:
             where += f" → now {_dash(*check.found_lines)}"
     elif check.path:
-        where = f" `{check.path}`"
-    src = f" [{check.source}]" if check.source and check.source != "target" else ""
-    detail = check.message
+        where = " " + md(check.path, "code")
+    src = f" [{md(check.source, 'text')}]" if check.source and check.source != "target" else ""
+    detail = md(check.message, "message")
     if check.kind == "file" and check.status is not Status.PASS and check.actual:
-        detail += f"; actual `{check.actual}`"
+        detail += f"; actual {md(check.actual, 'code')}"
     if check.kind == "version" and check.actual:
-        detail = f"found `{check.actual}`, pinned `{check.expected}`"
-    return f"{status} {check.kind} `{check.id}`{src}{where}: {detail}"
+        detail = f"found {md(check.actual, 'code')}, pinned {md(str(check.expected), 'code')}"
+    return f"{status} {check.kind} {md(check.id, 'code')}{src}{where}: {detail}"
 
 
 def _excerpt(check: Check, indent: str) -> list[str]:
@@ -370,7 +516,7 @@ def _table(block: Block, raw: dict[str, Any], result: Result | None,
     ids it shows to ``shown`` (they are not listed again as uncited)."""
     spec = block.table or {}
     prefix = spec.get("prefix", "")
-    header = [expand(h, raw) for h in spec.get("header", ["File", "SHA256"])]
+    header = [_prose(h, raw, one_line=True, cell=True) for h in spec.get("header", ["File", "SHA256"])]
     by_id = {c.id: c for c in result.checks} if result else {}
     if result:
         header.append("measured")
@@ -378,7 +524,7 @@ def _table(block: Block, raw: dict[str, Any], result: Result | None,
     for path, digest in (raw.get("files") or {}).items():
         if not path.startswith(prefix):
             continue
-        row = [f"`{path[len(prefix):]}`", str(digest)]
+        row = [md(path[len(prefix):], "code", cell=True), md(str(digest), "text", cell=True)]
         shown.add(f"file:{path}")
         if result:
             check = by_id.get(f"file:{path}")
@@ -387,7 +533,8 @@ def _table(block: Block, raw: dict[str, Any], result: Result | None,
             elif check.status is Status.PASS:
                 row.append("**pass**")
             else:
-                measured = printable(check.actual or check.message).replace("|", "\\|")
+                measured = (md(check.actual, "text", cell=True) if check.actual
+                            else md(check.message, "message", cell=True))
                 row.append(f"**{check.status.value}**: {measured}")
         lines.append("| " + " | ".join(row) + " |")
     return lines
@@ -397,7 +544,8 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
     """The Markdown audit: as pinned (no result) or with what was measured."""
     report = raw.get("report") or {}
     out: list[str] = []
-    title = expand(report.get("title", str((raw.get("audit") or {}).get("title", "Audit"))), raw)
+    title = _prose(report.get("title", str((raw.get("audit") or {}).get("title", "Audit"))), raw,
+                   one_line=True)
     out += [f"# {title}", ""]
     from pp1audit.audit import check_ids
 
@@ -406,7 +554,7 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
     previous = ""
     for heading, blocks in parse_blocks(raw):
         if heading:
-            out += ["", f"## {expand(heading, raw)}", ""]
+            out += ["", f"## {_prose(heading, raw, one_line=True)}", ""]
         for block in blocks:
             indent = ""
             if previous == "bullet" and block.kind != "bullet":
@@ -414,13 +562,13 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
             if block.kind == "table":
                 out += _table(block, raw, result, shown)
             elif block.kind == "bullet":
-                lines = expand(block.text.rstrip("\n"), raw).split("\n")
+                lines = _prose(block.text.rstrip("\n"), raw).split("\n")
                 # Continuation lines stay as written (Markdown's lazy continuation),
                 # as audits are usually hand-wrapped.
                 out += ["* " + lines[0], *lines[1:]]
                 indent = "  "
             else:
-                out += expand(block.text.rstrip("\n"), raw).split("\n")
+                out += _prose(block.text.rstrip("\n"), raw).split("\n")
             if result is not None and block.evidence:
                 if block.kind != "bullet":
                     out.append("")
@@ -428,7 +576,7 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
                     checks = ids.cited(result.checks, ev)
                     shown.update(c.id for c in checks)
                     if not checks:
-                        out.append(f"{indent}- **not checked** `{ev}`")
+                        out.append(f"{indent}- **not checked** {md(ev, 'code')}")
                     for check in checks:
                         out.append(f"{indent}- {evidence_line(check)}")
                         if excerpts:
@@ -447,8 +595,9 @@ def _measured(result: Result, shown: set[str]) -> list[str]:
     t = result.target
     out = ["", "## Measured", ""]
     if t is not None:
-        out.append(printable(f"Target: {t.kind} `{t.location}` — {t.package} `{t.version}`."))
-    out.append(f"Manifest: `{result.manifest_path}` (SHA-256 `{result.manifest_sha256}`).")
+        out.append(f"Target: {md(t.kind, 'text')} {md(t.location, 'code')} — {md(t.package, 'text')} "
+                   f"{md(str(t.version), 'code')}.")
+    out.append(f"Manifest: {md(str(result.manifest_path), 'code')} (SHA-256 `{result.manifest_sha256}`).")
     counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())
     out += [f"Verdict: **{result.verdict}** ({counts}).", ""]
     rest = [c for c in result.checks if c.id not in shown]
