@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ast_grep_py import SgRoot
 
-from pp1audit.filefacts import _assigned_pairs
+from pp1audit.facts.aliases import _assigned_pairs
 from pp1audit.syntaxtree import ASSIGNING, assigned
 
 

@@ -838,16 +838,16 @@ def test_each_long_test_is_folded_once_per_file(make_files: MakeFiles,
     """Each test is folded once per node of a file, however many questions (a loop's
     fate in both directions, a branch, an ``assert``) ask about it: a hostile file of
     long tests otherwise costs a fold per question."""
-    import pp1audit.filefacts as filefacts
+    import pp1audit.facts.reachability as reachability
 
     folded: list[str] = []
-    real = filefacts.constant_truth
+    real = reachability.constant_truth
 
     def counting(text: str) -> bool | None:
         folded.append(text)
         return real(text)
 
-    monkeypatch.setattr(filefacts, "constant_truth", counting)
+    monkeypatch.setattr(reachability, "constant_truth", counting)
     unknown = "x == (" + ", ".join(["1"] * 400) + ")"
     false = "0 * (" + " + ".join(["1"] * 400) + ")"
     code = (f"start()\nwhile {unknown}:\n    return 0\nif {false}:\n    return 1\n"

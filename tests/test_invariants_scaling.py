@@ -29,7 +29,7 @@ import pytest
 from test_invariants_rules import MakeFiles, one
 
 import pp1audit.matcher
-from pp1audit.filefacts import Facts
+from pp1audit.facts import Facts
 from pp1audit.result import Check, Status
 
 SAMPLER = "file: pkg/mod.py\nin: Runner.sample\npattern: self.rejection_sampler($$$ARGS)\n"

@@ -1,0 +1,403 @@
+"""Dead code: which code may not (or can never) run whenever its scope runs, because a
+statement before it never completes (``return``, a certain raise, an ``if`` whose every
+arm leaves, a loop or ``try`` that never completes) or a test is constant.
+
+Separate because it is a question about control flow alone, asked of every match in
+both directions (what a rule requires must certainly run, what it forbids counts as
+soon as it may); the other parts only ask it (``dead``, ``_exit``)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pp1audit.facts.core import FactsCore
+from pp1audit.facts.shapes import _DISPLAYS, _SCOPE_KINDS, _SPLATS
+from pp1audit.syntaxtree import (
+    Key,
+    branches,
+    constant_truth,
+    key,
+    line,
+    literal,
+    named_items,
+    short,
+    short_text,
+    statement_raises,
+    unparen,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ast_grep_py import SgNode
+
+
+_TERMINATORS = {"return_statement": "return", "raise_statement": "raise",
+                "continue_statement": "continue", "break_statement": "break"}
+
+
+_HANDLERS = ("except_clause", "except_group_clause")
+
+
+class Reachability(FactsCore):
+    """Dead code, memoised per node and direction (``Facts``' part for control flow)."""
+
+    def __init__(self, root: SgNode, source: str) -> None:
+        super().__init__(root, source)
+        self._dead: dict[tuple[Key, bool], str | None] = {}
+        self._ends: dict[tuple[Key, bool], bool] = {}
+        self._exits: dict[tuple[Key, bool], SgNode | None] = {}
+        self._truths: dict[Key, bool | None] = {}
+        self._raising: dict[Key, str | None] = {}
+
+    def dead(self, node: SgNode, certain: bool = False) -> str | None:
+        """Why ``node`` may not run whenever its scope runs (its block or branch is
+        unreachable), or None.
+
+        Two readings, because a rule looks in two directions. What a rule *requires*
+        must certainly run, so by default code reached only when a context manager
+        suppresses an exception (after ``with …: return``) does not count. What a
+        rule *forbids* counts as soon as it can run, so with ``certain`` only code
+        that can never run is dead (after ``with suppress(E): raise X()`` the code
+        runs)."""
+        path: list[tuple[SgNode, tuple[Key, bool], SgNode]] = []
+        n = node
+        while True:  # up to the nearest node already judged (or the root)
+            k = (key(n), certain)
+            if k in self._dead:
+                verdict = self._dead[k]
+                break
+            parent = n.parent()
+            if parent is None:
+                verdict = self._dead[k] = None
+                break
+            path.append((n, k, parent))
+            n = parent
+        for child, k, parent in reversed(path):
+            if verdict is None:
+                verdict = self._edge_dead(child, parent, certain)
+            self._dead[k] = verdict
+        return verdict
+
+    def _edge_dead(self, child: SgNode, parent: SgNode, certain: bool) -> str | None:
+        kind = parent.kind()
+        ck = key(child)
+        if kind in ("block", "module"):
+            stop = self._exit(parent, certain)
+            if stop is None or child.range().start.index < stop.range().end.index:
+                return None
+            return "after " + self._leaves(stop, certain)
+        if kind == "try_statement" and child.kind() == "else_clause":
+            body = parent.field("body")
+            if body is not None and self._exit(body, certain) is not None:
+                return (f"in the `else` of the `try` at line {line(parent)}, whose body "
+                        "always leaves it")
+            return None
+        if kind == "if_statement":
+            always: str | None = None  # an earlier test that is always true
+            for clause, test, body in branches(parent):
+                if ck in (key(body), key(clause) if clause is not None else None):
+                    if always is not None:
+                        return f"after {always}, which is always true"
+                    if test is not None and self.truth(test) is False and ck == key(body):
+                        return f"under `if {short(test, 40)}:` at line {line(test)}, never true"
+                    return None
+                if test is not None and self.truth(test) is True:
+                    word = "if" if clause is None else "elif"
+                    always = f"`{word} {short(test, 40)}:` at line {line(test)}"
+            return None
+        if kind in ("elif_clause", "while_statement"):
+            cond = parent.field("condition")
+            inner = parent.field("consequence" if kind == "elif_clause" else "body")
+            if cond is None:
+                return None
+            truth = self.truth(cond)
+            word = "elif" if kind == "elif_clause" else "while"
+            if inner is not None and ck == key(inner) and truth is False:
+                return f"under `{word} {short(cond, 40)}:` at line {line(cond)}, never true"
+            if kind == "while_statement" and child.kind() == "else_clause" and truth is True:
+                return f"in the `else` of `while {short(cond, 40)}:` at line {line(cond)}"
+            return None
+        if kind == "conditional_expression":
+            parts = named_items(parent.children())
+            if len(parts) == 3:
+                truth = self.truth(parts[1])
+                if (ck == key(parts[0]) and truth is False) or (
+                        ck == key(parts[2]) and truth is True):
+                    return f"a branch of `{short(parent, 40)}` at line {line(parent)} never taken"
+            return None
+        if kind == "boolean_operator":
+            left, right, op = parent.field("left"), parent.field("right"), parent.field("operator")
+            if left is not None and right is not None and op is not None and ck == key(right):
+                truth = self.truth(left)
+                if (op.text() == "and" and truth is False) or (op.text() == "or" and truth is True):
+                    return f"never evaluated in `{short(parent, 40)}` at line {line(parent)}"
+        return None
+
+    def _leaves(self, stop: SgNode, certain: bool) -> str:
+        """How ``stop`` (a statement that never completes) leaves its block, for messages."""
+        what = _TERMINATORS.get(stop.kind())
+        if what:
+            return f"the `{what}` at line {line(stop)}"
+        if stop.kind() == "assert_statement":
+            return (f"the `{short(stop, 40)}` at line {line(stop)}, which always raises "
+                    "(unless Python runs with -O)")
+        raised = self.raises(stop)
+        if raised is not None:
+            return (f"`{short_text(self._header(stop) or '', 40)}` at line {line(stop)}, which "
+                    f"always raises {raised}")
+        if stop.kind() == "with_statement":
+            return (f"the `with` at line {line(stop)}, whose body always leaves the block (reached "
+                    "only if its context manager suppresses an exception)")
+        if stop.kind() in ("for_statement", "while_statement"):
+            word = "for" if stop.kind() == "for_statement" else "while"
+            alternative = stop.field("alternative")
+            orelse = _block_of(alternative) if alternative is not None else None
+            if orelse is not None and self._exit(orelse, certain) is not None:
+                return f"the `{word}` at line {line(stop)}, whose `else` always leaves the block"
+            cond = stop.field("condition") if word == "while" else None
+            if cond is not None and self._endless(stop):
+                return f"the `while {short(cond, 40)}:` at line {line(stop)}, which never ends"
+            over = stop.field("right")
+            runs = f" (`{short(over, 30)}` is not empty)" if over is not None else ""
+            return (f"the `{word}` at line {line(stop)}, whose every pass leaves the function "
+                    f"and which certainly runs{runs}")
+        if stop.kind() == "try_statement":
+            fin = _try_parts(stop)[3]
+            if fin is not None and self._exit(fin, certain) is not None:
+                return f"the `try` at line {line(stop)}, whose `finally` always leaves the block"
+            if not _try_parts(stop)[1]:
+                return f"the `try` at line {line(stop)}, whose body always leaves the block"
+            return (f"the `try` at line {line(stop)}, whose body (or `else`) and every `except` "
+                    "leave the block")
+        return f"line {line(stop)}, whose every branch leaves the block"
+
+    def _exit(self, block: SgNode, certain: bool = False) -> SgNode | None:
+        """The block's first statement that never completes (all after it is dead), if any."""
+        k = (key(block), certain)
+        if k not in self._exits:
+            self._exits[k] = next((s for s in named_items(block.children())
+                                   if self.ends(s, certain)), None)
+        return self._exits[k]
+
+    def ends(self, stmt: SgNode, certain: bool = False) -> bool:
+        """The statement never completes normally: return/raise/continue/break; one that
+        certainly raises (a part of it that is certainly evaluated is made of constants and
+        raises, ``print(1 / 0)``, ``if 1 / 0:``, ``a, b = 1``: ``raises``); an if
+        chain whose every reachable branch (with an ``else`` or a constant-true test)
+        ends; a ``try`` or a loop that ends (``_try_ends``, ``_loop_ends``); and, unless
+        ``certain``, a ``with`` whose body ends (its context manager could suppress an
+        exception) and an ``assert`` of a constant-false test (``python -O`` strips it,
+        so what follows may still run: only for what a rule requires is it an exit)."""
+        kind = stmt.kind()
+        if kind == "assert_statement":
+            return not certain and self._failing_assert(stmt)
+        if kind in _TERMINATORS:
+            return True
+        if self.raises(stmt) is not None:
+            return True
+        if kind not in ("if_statement", "try_statement", "with_statement", "for_statement",
+                        "while_statement"):
+            return False
+        if kind == "with_statement" and certain:
+            return False
+        k = (key(stmt), certain)
+        hit = self._ends.get(k)
+        if hit is None:
+            if kind == "if_statement":
+                hit = self._if_ends(stmt, certain)
+            elif kind == "try_statement":
+                hit = self._try_ends(stmt, certain)
+            elif kind in ("for_statement", "while_statement"):
+                hit = self._loop_ends(stmt, certain)
+            else:
+                body = stmt.field("body")
+                hit = body is not None and self._exit(body, certain) is not None
+            self._ends[k] = hit
+        return hit
+
+    def _if_ends(self, stmt: SgNode, certain: bool) -> bool:
+        for _clause, test, body in branches(stmt):
+            truth = True if test is None else self.truth(test)
+            if truth is False:
+                continue
+            if self._exit(body, certain) is None:
+                return False
+            if truth is True:
+                return True
+        return False
+
+    def _loop_ends(self, loop: SgNode, certain: bool) -> bool:
+        """A loop never completes when nothing ``break``s out of it and it cannot run out
+        (a ``while`` with a constant-true test) or its ``else`` never completes; or when it
+        certainly runs (``_runs``) and its pass leaves the function (no ``continue``).
+
+        A loop that may run zero times (``while x:``, ``for i in xs:``) completes then,
+        exactly like ``if x: return``: what follows it is code, in both directions."""
+        body = loop.field("body")
+        if body is None or self._jumps(loop, "break_statement", certain):
+            return False
+        alternative = loop.field("alternative")
+        orelse = _block_of(alternative) if alternative is not None else None
+        if orelse is not None and self._exit(orelse, certain) is not None:
+            return True
+        if self._endless(loop):
+            return True
+        return self._runs(loop) and self._exit(body, certain) is not None and \
+            not self._jumps(loop, "continue_statement", certain)
+
+    def truth(self, test: SgNode) -> bool | None:
+        """``constant_truth`` of a test node, folded once per file: dead-code questions ask
+        about the same test in both directions and from several places (a loop's fate,
+        an ``assert``, a branch), and a long test (not in ``constant_truth``'s text cache)
+        costs a multiple of its length each time."""
+        k = key(test)
+        if k not in self._truths:
+            self._truths[k] = constant_truth(test.text())
+        return self._truths[k]
+
+    def raises(self, stmt: SgNode) -> str | None:
+        """The exception a statement certainly raises when it runs, or None: a simple
+        statement, or the header of an ``if`` / ``while`` / ``for`` / ``with`` / ``match``,
+        certainly evaluates a part made of constants that raises (``statement_raises``:
+        ``1 / 0``, ``print([][0])``, ``if None.x:``, ``None()``, ``a, b = 1``,
+        ``for _ in 1:``). Such a statement ends its block exactly as ``raise`` does, in
+        both directions: it never completes, so what follows it never runs (memoised per
+        statement; an ``assert`` is not one: ``python -O`` strips it)."""
+        k = key(stmt)
+        if k not in self._raising:
+            text = self._evaluated_text(stmt)
+            self._raising[k] = statement_raises(text) \
+                if text is not None and _CONSTANT_TEXT.search(text) else None
+        return self._raising[k]
+
+    def _evaluated_text(self, stmt: SgNode) -> str | None:
+        """What Python evaluates of ``stmt`` before its body, as a statement the stdlib
+        parses: a simple statement, or a compound statement's header with a body of
+        ``pass`` (``_header``); else None."""
+        header = self._header(stmt)
+        if header is None or stmt.kind() not in _HEADED:
+            return header
+        return header + ("\n case _:\n  pass\n" if stmt.kind() == "match_statement" else
+                         "\n pass\n")
+
+    def _header(self, stmt: SgNode) -> str | None:
+        """A simple statement's text, or a compound statement's header (``if 1 / 0:``), read
+        from the file's text: the header, not the whole body; None for other statements."""
+        kind = stmt.kind()
+        if kind in ("expression_statement", "delete_statement"):
+            return stmt.text()
+        body = stmt.field("consequence" if kind == "if_statement" else "body") \
+            if kind in _HEADED else None
+        if body is None:
+            return None
+        return self.source[stmt.range().start.index:body.range().start.index].rstrip()
+
+    def _failing_assert(self, stmt: SgNode) -> bool:
+        """``assert False`` / ``assert 0, "…"``: a test that is constant and false."""
+        parts = named_items(stmt.children())
+        return bool(parts) and self.truth(parts[0]) is False
+
+    def _endless(self, loop: SgNode) -> bool:
+        """A ``while`` whose test is constant and true: only a ``break`` (or an exit) ends it."""
+        cond = loop.field("condition") if loop.kind() == "while_statement" else None
+        return cond is not None and self.truth(cond) is True
+
+    def _runs(self, loop: SgNode) -> bool:
+        """The loop's body certainly runs at least once: a ``while`` with a constant-true
+        test, or a ``for`` over a non-empty literal (``_non_empty``). A truthy iterable is
+        not enough: ``for x in xs or [0]:`` iterates ``xs`` when it is truthy, and an empty
+        iterator or generator is truthy."""
+        if loop.kind() == "while_statement":
+            return self._endless(loop)
+        over = loop.field("right")
+        return over is not None and _non_empty(over)
+
+    def _jumps(self, loop: SgNode, kind: str, certain: bool) -> bool:
+        """Some ``break``/``continue`` of this loop (not of a nested loop or function) may run.
+
+        Reachability is judged inside the loop only (the loop's own fate is what is being
+        decided)."""
+        body = loop.field("body")
+        for jump in body.find_all(kind=kind) if body is not None else []:
+            if key(_loop_of(jump) or jump) != key(loop):
+                continue
+            child, live = jump, True
+            for parent in jump.ancestors():
+                if key(parent) == key(loop):
+                    break
+                if self._edge_dead(child, parent, certain) is not None:
+                    live = False
+                    break
+                child = parent
+            if live:
+                return True
+        return False
+
+    def _try_ends(self, stmt: SgNode, certain: bool) -> bool:
+        """A ``try`` never completes when its ``finally`` never does, or when neither its
+        body-then-``else`` path nor any ``except`` can complete: an exception no handler
+        catches leaves it too."""
+        body, handlers, orelse, fin = _try_parts(stmt)
+        if fin is not None and self._exit(fin, certain) is not None:
+            return True
+        if body is None or any(h is None for h in handlers):
+            return False
+        straight = self._exit(body, certain) is not None or (
+            orelse is not None and self._exit(orelse, certain) is not None)
+        return straight and all(self._exit(h, certain) is not None
+                                for h in handlers if h is not None)
+
+
+_HEADED = ("if_statement", "while_statement", "for_statement", "with_statement",
+           "match_statement")
+"""Compound statements that evaluate a header before their body (``Facts.raises``)."""
+_CONSTANT_TEXT = re.compile(r"""[0-9'"\[{]|\(\s*\)|\b(?:None|True|False)\b|\.\.\.""")
+"""Text without any of these holds no constant a statement could raise on: not parsed."""
+
+
+def _block_of(clause: SgNode) -> SgNode | None:
+    """The block of an except/else/finally clause (tree-sitter names only some of them)."""
+    body = clause.field("body")
+    return body if body is not None else next(
+        (c for c in clause.children() if c.kind() == "block"), None)
+
+
+def _try_parts(stmt: SgNode) -> tuple[SgNode | None, list[SgNode | None], SgNode | None,
+                                      SgNode | None]:
+    """(body, the block of each ``except``, the ``else`` block, the ``finally`` block)."""
+    handlers: list[SgNode | None] = []
+    orelse = fin = None
+    for clause in stmt.children():
+        kind = clause.kind()
+        if kind in _HANDLERS:
+            handlers.append(_block_of(clause))
+        elif kind == "else_clause":
+            orelse = _block_of(clause)
+        elif kind == "finally_clause":
+            fin = _block_of(clause)
+    return stmt.field("body"), handlers, orelse, fin
+
+
+def _non_empty(node: SgNode) -> bool:
+    """``node`` is a display with an element that is not unpacked (``[0]``, ``(1, 2)``,
+    ``{"a": 1}``, ``[*xs, 0]``, ``for _ in 1, 2:``) or a non-empty string/bytes literal:
+    iterating it certainly yields something. Anything else (a name, a call, ``xs or [0]``,
+    a comprehension, an f-string) may be empty."""
+    node = unparen(node)
+    if node.kind() in _DISPLAYS:
+        return any(n.kind() not in _SPLATS for n in named_items(node.children()))
+    got = literal(node)
+    return got is not None and got[0] in (str, bytes) and bool(got[1])
+
+
+def _loop_of(jump: SgNode) -> SgNode | None:
+    """The loop a ``break``/``continue`` leaves: the nearest whose body (not its ``else``)
+    holds it, within the same function."""
+    child = jump
+    for anc in jump.ancestors():
+        if anc.kind() in _SCOPE_KINDS:
+            return None
+        if anc.kind() in ("for_statement", "while_statement") and child.kind() != "else_clause":
+            return anc
+        child = anc
+    return None
