@@ -80,7 +80,7 @@ file's parse (whatever the number of rules on it) and each invariant's outcome
 (shared by the invariant check and by citations anchored on it).
 
 The reading of code is below this module: ``syntaxtree`` (what a node says as
-Python), ``patterns`` (pattern texts and their matches) and ``filefacts`` (one
+Python), ``patterns`` (pattern texts and their matches) and ``facts`` (one
 file's scopes, dead code and final bindings). This module evaluates rules with
 them and is the API the checks import.
 """
@@ -96,7 +96,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pp1audit.errors import SourceError
-from pp1audit.filefacts import Facts, class_hook_use
+from pp1audit.facts import Facts, class_hook_use
 from pp1audit.identnorm import IdentifierError, nfkc_identifiers
 from pp1audit.patterns import Hit, assign_parts, at, find, guard_forms, is_, parse_pattern
 from pp1audit.rules import Constraint, Invariant, Rule, decorator_key
