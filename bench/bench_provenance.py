@@ -36,9 +36,9 @@ from test_provenance_git import lane_manifest
 
 from pp1audit.audit import run_checks
 from pp1audit.cache import Cache
+from pp1audit.download import download
 from pp1audit.manifest import parse
 from pp1audit.patches import patch_status
-from pp1audit.remote import download
 from pp1audit.runconfig import ProvenanceOptions
 from pp1audit.sources import DirectorySource
 from pp1audit.store import FileStore

@@ -160,7 +160,7 @@ class ProvenanceRun:
 
     @staticmethod
     def _fetch_status(exc: Exception) -> Status:
-        from pp1audit.remote import DigestMismatch
+        from pp1audit.download import DigestMismatch
 
         return Status.FAIL if isinstance(exc, DigestMismatch) else Status.ERROR
 
@@ -170,7 +170,7 @@ class ProvenanceRun:
         Failures are remembered so that the checks of those pins report them.
         """
         from pp1audit.cache import FetchError
-        from pp1audit.remote import download
+        from pp1audit.download import download
 
         out: list[tuple[RemotePin, str, Exception | None]] = []
         for pin in self.prov.remotes.values():
@@ -503,7 +503,7 @@ def fetch_manifest(manifest: Manifest, options: ProvenanceOptions) -> list[tuple
     a verdict on the content) or ``failed`` (nothing could be judged: network,
     HTTP status, limits, the cache).
     """
-    from pp1audit.remote import DigestMismatch
+    from pp1audit.download import DigestMismatch
 
     run = ProvenanceRun(manifest, options)
     return [(pin.id, "ok" if err is None else "mismatch" if isinstance(err, DigestMismatch)
