@@ -2,7 +2,7 @@
 conditions, if-chains and the names an assignment or definition binds.
 
 These are the matcher's vocabulary over ast-grep's ``SgNode``, free of any rule
-or pattern: ``patterns`` (matching), ``filefacts`` (scopes, dead code, final
+or pattern: ``patterns`` (matching), ``facts`` (scopes, dead code, final
 bindings) and ``matcher`` (evaluating rules) all read code through them, so
 they live below all three. Pure functions of the tree; anything cached is
 cached by text."""
@@ -116,7 +116,7 @@ def constant_truth(text: str) -> bool | None:
     ``not`` to jumps, asking each operand's truth once, so a ``__bool__`` that
     changes its answer on a second call cannot run ``if x and False:``'s body.
 
-    Not cached here: ``filefacts.Facts.truth`` asks once per node of a file,
+    Not cached here: ``facts.Facts.truth`` asks once per node of a file,
     whichever direction a rule reads it in."""
     tree = parse_expression(text)
     return None if tree is None else _Folder(len(text)).truth(tree)
