@@ -502,6 +502,9 @@ class Clone:
         ``CloneError``) when its bytes do not hash to ``sha``.
         """
         if not self.has_commit(sha):
+            blocked = self.unreadable_objects(sha)
+            if blocked:  # git says "no such object" where it could not look
+                raise CloneError(f"commit {sha[:12]} in {self.path} cannot be read: {blocked}")
             return None
         try:
             tree = self.tree_of(sha)
@@ -526,12 +529,33 @@ class Clone:
         try:
             self.repo.git.cat_file("-e", sha)
         except git.GitCommandError:
+            blocked = self.unreadable_objects(sha)
+            if blocked:
+                return SourceError(path, f"needs {kind} {sha[:12]}, but {blocked}")
             if self.is_partial():
                 return SourceError(path, f"needs {kind} {sha[:12]}, which is not in this partial "
                                    f"clone; fetch it (git -C {self.path} cat-file -e {sha})")
             return SourceError(path, f"needs {kind} {sha[:12]}, which is missing from "
                                f"{self.path} (a damaged clone?)")
         return SourceError(path, f"cannot read {kind} {sha[:12]}: {_git_says(exc)}")
+
+    def unreadable_objects(self, sha: str) -> str | None:
+        """``"<git dir>/objects/50 cannot be read (Permission denied)"``: a place in the
+        object store (or an alternate's) that could hold ``sha`` and cannot be read,
+        or None. git reports an object behind an unreadable directory or pack as
+        missing; a missing object says "damaged clone" or "fetch it", which would
+        send the user the wrong way."""
+        objects = Path(self.repo.common_dir) / "objects"
+        dirs = [objects]
+        try:
+            dirs += _alternates(objects)
+        except OSError as exc:
+            return f"{objects / 'info' / 'alternates'} cannot be read ({exc.strerror})"
+        for where in dirs:
+            found = _unreadable_loose(where, sha) or _unreadable_packs(where / "pack")
+            if found:
+                return found
+        return None
 
     def is_partial(self) -> bool:
         """True for a clone made with ``--filter``: its objects may be missing by design."""
@@ -547,6 +571,53 @@ class Clone:
     def close(self) -> None:
         """Stop gitpython's persistent ``git cat-file`` helpers."""
         self.repo.close()
+
+
+def _alternates(objects: Path) -> list[Path]:
+    """The object directories ``objects/info/alternates`` lends (``OSError`` when that
+    file is there but cannot be read)."""
+    try:
+        text = (objects / "info" / "alternates").read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    lines = (line.strip() for line in text.splitlines())
+    return [objects / line for line in lines if line and not line.startswith("#")]
+
+
+def _unreadable_loose(objects: Path, sha: str) -> str | None:
+    """Why the loose object ``sha`` could not be read although it may be there."""
+    fan_out = objects / sha[:2]
+    loose = fan_out / sha[2:]
+    for parent, child in ((objects, fan_out), (fan_out, loose)):
+        try:
+            os.stat(child)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:  # the parent cannot be searched
+            return f"{parent} cannot be read ({exc.strerror})"
+    try:
+        os.close(os.open(loose, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        return f"{loose} cannot be read ({exc.strerror})"
+    return None
+
+
+def _unreadable_packs(pack: Path) -> str | None:
+    """A pack directory, pack or index that cannot be read (git skips what it cannot
+    open and answers from the rest)."""
+    try:
+        names = sorted(os.listdir(pack))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return f"{pack} cannot be read ({exc.strerror})"
+    for name in names:
+        if name.endswith((".pack", ".idx")):
+            try:
+                os.close(os.open(pack / name, os.O_RDONLY | os.O_NONBLOCK))
+            except OSError as exc:
+                return f"{pack / name} cannot be read ({exc.strerror})"
+    return None
 
 
 class MissingBlob(MissingFile):

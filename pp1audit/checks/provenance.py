@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pp1audit.cache import Cache
     from pp1audit.gitsource import Clone, GitSource
     from pp1audit.matcher import Engine
+    from pp1audit.patches import HunkStatus
     from pp1audit.rules import Invariant
 
 
@@ -468,32 +469,54 @@ class ProvenanceRun:
             return [Check(**base, status=Status.ERROR,
                           message=f"{pin.id} changes nothing under {scope}{outside}")]
         statuses = judged.hunks
-        counts = tally(statuses)
-        total = len(statuses)
-        actual = ", ".join(f"{v} {k}" for k, v in counts.items()) + outside
+        actual = ", ".join(f"{v} {k}" for k, v in tally(statuses).items()) + outside
         want = {"applied": APPLIED, "not-applied": NOT_APPLIED}.get(pin.expect or "")
-        off = [s for s in statuses if want is not None and s.status != want]
-        if want is None:
-            status, message = Status.PASS, f"{total} hunk(s) in {where}: {actual} (information)"
-        elif not off:
-            status = Status.PASS
-            message = f"{pin.id} is {want} in {where}: all {total} hunk(s) {want}{outside}"
-        else:
-            status = Status.FAIL
-            listed = "; ".join(f"{s.label} {s.status}" for s in off[:5])
-            more = f"; and {len(off) - 5} more" if len(off) > 5 else ""
-            message = (f"{pin.id} should be {want} in {where}, but {len(off)} of {total} "
-                       f"hunk(s) are not: {listed}{more}{outside}")
+        status, message = self._donor_verdict(pin, statuses, want, where, actual, outside)
         out = [Check(**base, status=status, actual=actual, message=message)]
-        for s in statuses:
-            ok = want is None or s.status == want
-            out.append(Check(  # s.label is unique within the patch (see Hunk.index)
-                id=f"{pin.id}:{s.label}", kind="donor",
-                status=Status.PASS if ok else Status.FAIL, path=s.hunk.path,
-                found_lines=s.lines, expected=pin.expect, actual=s.status, source=pin.applies_to,
-                message=f"hunk {s.hunk.header}: {s.status}: {s.reason}",
-            ))
+        out.extend(self._hunk_check(pin, s, want) for s in statuses)
         return out
+
+    @staticmethod
+    def _donor_verdict(pin: RemotePin, statuses: tuple[HunkStatus, ...], want: str | None,
+                       where: str, actual: str, outside: str) -> tuple[Status, str]:
+        """The summary's status and message: ``error`` when a hunk's file could not be
+        used (nothing was judged there, as a file check says), else the hunks against
+        ``expect`` (information when there is none)."""
+        from pp1audit.patches import UNUSABLE
+
+        total = len(statuses)
+        unusable = list(dict.fromkeys(s.reason for s in statuses if s.status == UNUSABLE))
+        if unusable:
+            count = sum(s.status == UNUSABLE for s in statuses)
+            others = f" (and {len(unusable) - 1} other file(s))" if len(unusable) > 1 else ""
+            return Status.ERROR, (f"{pin.id}: {count} of {total} hunk(s) in {where} could not be "
+                                  f"checked: {unusable[0]}{others}{outside}")
+        if want is None:
+            return Status.PASS, f"{total} hunk(s) in {where}: {actual} (information)"
+        off = [s for s in statuses if s.status != want]
+        if not off:
+            return Status.PASS, f"{pin.id} is {want} in {where}: all {total} hunk(s) {want}{outside}"
+        listed = "; ".join(f"{s.label} {s.status}" for s in off[:5])
+        more = f"; and {len(off) - 5} more" if len(off) > 5 else ""
+        return Status.FAIL, (f"{pin.id} should be {want} in {where}, but {len(off)} of {total} "
+                             f"hunk(s) are not: {listed}{more}{outside}")
+
+    @staticmethod
+    def _hunk_check(pin: RemotePin, s: HunkStatus, want: str | None) -> Check:
+        """One hunk's check, on the file its lines were read from (a rename's old name
+        while it is not applied); ``error`` when that file could not be used."""
+        from pp1audit.patches import UNUSABLE
+
+        if s.status == UNUSABLE:
+            status, message = Status.ERROR, f"{s.hunk.title}: {s.reason}"
+        else:
+            status = Status.PASS if want is None or s.status == want else Status.FAIL
+            message = f"{s.hunk.title}: {s.status}: {s.reason}"
+        return Check(  # s.label is unique within the patch (see Hunk.index)
+            id=f"{pin.id}:{s.label}", kind="donor", status=status, path=s.path,
+            found_lines=s.lines, expected=pin.expect, actual=s.status, source=pin.applies_to,
+            message=message,
+        )
 
 
 def fetch_manifest(manifest: Manifest, options: ProvenanceOptions) -> list[tuple[str, str, str]]:
