@@ -55,7 +55,7 @@ class ProvenanceOptions:
     from_config: dict[str, Path] = field(default_factory=dict)
     """Names whose path a config file gave (and no ``--repo`` overrode) -> that file."""
     cache_dir: Path | None = None
-    """Remote-pin cache; None: ``remote.default_cache_dir()``."""
+    """Remote-pin cache; None: ``cache.default_cache_dir()``."""
     fetch: bool = False
     """Download missing remote pins before checking (``check --fetch``). Without it
     nothing opens a socket, so ``--offline`` (the default made explicit) needs no

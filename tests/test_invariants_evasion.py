@@ -856,4 +856,5 @@ def test_each_long_test_is_folded_once_per_file(make_files: MakeFiles,
     c = one(make_files, FORBIDDEN, body(code))
     assert c.status is Status.FAIL and "`forbidden()` is present" in c.message, c.message
     counts = {name: folded.count(text) for name, text in (("unknown", unknown), ("false", false))}
-    assert counts["unknown"] <= 2 and counts["false"] <= 2, counts  # each is in two nodes
+    assert 1 <= counts["unknown"] <= 2 and 1 <= counts["false"] <= 2, counts  # each is in two nodes
+    # (at least once: a counter on a function the engine no longer calls counts nothing)
