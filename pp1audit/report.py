@@ -30,6 +30,7 @@ Errors name the reference's own ``line:column`` in the manifest (``locate``).
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -337,16 +338,37 @@ Context = Literal["code", "text", "message"]
 (Markdown whose own code spans are kept): see ``md``."""
 
 _RUN = re.compile("`+")
-_IN_TEXT = re.compile(r"\\\\|[`\[\]<&]")
-"""What plain text escapes: ``printable``'s doubled backslash, what starts a code
-span or a link, what starts HTML or an entity."""
-_IN_MESSAGE = re.compile(r"\\\\|[<&]")
-"""The same outside a message's code spans, whose backticks and brackets are its own."""
-_ENTITY = {"<": "&lt;", "&": "&amp;", "\\\\": "\\\\\\\\"}
+_INLINE = re.compile(r"\\\\|_+|[`*~\[\]<&|]|!\Z")
+"""What text escapes outside code spans: ``printable``'s doubled backslash; what starts a
+code span, a link or image (``[``, ``]``, a closing ``!``), HTML or an entity (``<``,
+``&``), emphasis or strikethrough (``*``, ``_``, ``~``) or a table cell (``|``). Nothing
+else has inline meaning once these are inert (``(`` needs a ``]`` before it, ``>`` a
+``<``), so ``.``, ``,``, ``(``, ``)``, ``:`` and ``>`` stay as written (readable)."""
+_INLINE_IN_CELL = re.compile(r"\\\\|_+|[`*~\[\]<&]|!\Z")
+"""The same in a table cell, whose every ``|`` is escaped afterwards (``_cell``)."""
+_HTML_ENTITY = {"<": "&lt;", "&": "&amp;"}
+_ENTITY = {**_HTML_ENTITY, "\\\\": "\\\\\\\\"}
+_AUTHOR = re.compile(r"\\[^\x00]|[<&]")
+"""What the manifest's own prose escapes outside code spans: ``<`` and ``&`` (no HTML, no
+entity read into a control character), where the author has not escaped them already."""
 _HOLE = "\x00"
 """Where a reference's value goes in prose while its code spans are found: a raw NUL
 cannot be in the prose by then (``printable_code`` has shown it as ``\\x00``)."""
 _PARAGRAPHS = re.compile(r"(\n[ \t]*\n)")
+_LINE_START = re.compile(r"(?:[ \t]*(?:>|(?:[-+*]|[0-9]{1,9}[.)])[ \t]))*[ \t]*")
+"""What may come before a value on its line for the value to begin a block: indentation
+and the markers of block quotes and list items (a value after ``> `` or ``- `` starts a
+block inside them)."""
+_NUMBER_START = re.compile(_LINE_START.pattern + "[0-9]{1,9}")
+"""A line so far that a ``.`` or ``)`` would make an ordered list item (``2026`` + ``.``)."""
+_BLOCK_MARK = frozenset("#>-+=")
+"""The first characters that start a block (a heading, quote, list item, thematic break
+or setext underline) that ``_INLINE`` leaves as they are."""
+_ORDINAL = re.compile(r"[0-9]+(?=[.)])")
+"""Digits before ``.`` or ``)``: an ordered list item where it begins a line."""
+_CLOSING_HASHES = re.compile(r"(?:^|(?<= ))#(?=#* *\Z)")
+"""The first ``#`` of a run of them that ends a heading after a space: a closing sequence
+(dropped by CommonMark) unless escaped."""
 
 
 def md(value: str, context: Context, *, cell: bool = False) -> str:
@@ -357,14 +379,16 @@ def md(value: str, context: Context, *, cell: bool = False) -> str:
     * ``code``: a name, path, version or id, as an inline code span fenced by more
       backticks than the longest run in it (padded with a space where it starts or ends
       with one, as CommonMark wants), so no backtick in it can close the span;
-    * ``text``: plain text (a reference's value, a package or source name, a digest).
-      ``<`` and ``&`` become entities (no HTML, no entity read into another character),
-      backticks and brackets are backslash-escaped (no code span, no link), and
-      ``printable``'s ``\\\\`` is doubled once more, as Markdown reads ``\\\\`` as one
-      backslash: rendered, the text reads exactly as ``printable`` shows it, so a name
-      holding a literal ``\\x1b`` still differs from one holding ESC;
+    * ``text``: plain text (a reference's value, a package or source name, a digest),
+      escaped by ``_inline``: no code span, link, image, autolink, HTML, entity,
+      emphasis or strikethrough can start in it, and ``printable``'s ``\\\\`` is doubled
+      once more, as Markdown reads ``\\\\`` as one backslash: rendered, the text reads
+      exactly as ``printable`` shows it, so a name holding a literal ``\\x1b`` still
+      differs from one holding ESC;
     * ``message``: a check's message, which is Markdown: its code spans are kept as
-      written and outside them ``<``, ``&`` and backslashes are escaped as in ``text``.
+      written and outside them it is escaped as ``text``. As nothing outside a code span
+      can start a link or HTML tag any more (the only constructs CommonMark reads before
+      a code span that starts later), the code spans ``_pieces`` finds are CommonMark's.
 
     ``cell``: the value is in a GFM table cell, where ``|`` ends the cell even inside a
     code span unless written ``\\|`` (GFM's rule: the table reads it back as ``|``).
@@ -373,15 +397,51 @@ def md(value: str, context: Context, *, cell: bool = False) -> str:
     if context == "code":
         out = _code_span(shown)
     elif context == "text":
-        out = _IN_TEXT.sub(_escaped, shown)
+        out = _inline(shown, cell=cell)
     else:
-        out = _outside_code(shown, lambda piece: _IN_MESSAGE.sub(_escaped, piece))
-    return out.replace("|", "\\|") if cell else out
+        out = _outside_code(shown, lambda piece: _inline(piece, cell=cell))
+    return _cell(out) if cell else out
 
 
-def _escaped(m: re.Match[str]) -> str:
-    ch = m.group()
-    return _ENTITY.get(ch, "\\" + ch)
+def _inline(text: str, *, cell: bool = False) -> str:
+    """``text`` (``printable``: one line) as Markdown text that shows it and does nothing:
+    ``_INLINE`` escaped, a backslash before each punctuation mark (``<``, ``&`` as
+    entities). A run of ``_`` with a letter or digit on both sides stays as written:
+    CommonMark lets it neither open nor close emphasis, so ``snake_case`` and
+    ``a.__init__`` keep their underscores readable (the latter's, next to ``.``, do not)."""
+
+    def escaped(m: re.Match[str]) -> str:
+        mark = m.group()
+        if mark[0] != "_":
+            return _ENTITY.get(mark, "\\" + mark)
+        start, end = m.span()
+        if start > 0 and end < len(text) and text[start - 1].isalnum() and text[end].isalnum():
+            return mark
+        return "\\_" * len(mark)
+
+    return (_INLINE_IN_CELL if cell else _INLINE).sub(escaped, text)
+
+
+def _cell(text: str) -> str:
+    """``text`` in a GFM table cell: each ``|`` written ``\\|``. The table takes one
+    backslash off before a ``|`` and reads the rest as inline Markdown, so the cell
+    shows exactly what ``text`` would show outside a table, code spans included."""
+    return text.replace("|", "\\|")
+
+
+def _block_safe(text: str) -> str:
+    """``text`` (escaped by ``_inline``) where it begins a line, so that it begins
+    nothing: its first character escaped when it would start a heading, quote, list
+    item, thematic break or setext underline, the dot or parenthesis of a leading
+    number (``1.``) escaped, and a leading space written ``&#32;`` (four of them would
+    start a code block, and any would be dropped)."""
+    if text.startswith(" "):
+        return "&#32;" + text[1:]
+    if text[:1] in _BLOCK_MARK:
+        return "\\" + text
+    if (number := _ORDINAL.match(text)) is not None:
+        return text[: number.end()] + "\\" + text[number.end():]
+    return text
 
 
 def _code_span(text: str) -> str:
@@ -432,33 +492,74 @@ def _prose(text: str, raw: dict[str, Any], *, one_line: bool = False, cell: bool
 
     The prose stays Markdown (emphasis, links, its code spans), but shows its control
     characters escaped (and its line breaks too when ``one_line``: a title cannot
-    start a new line) and its ``<`` as ``&lt;`` outside code spans (no raw HTML). A
-    reference's value is data: outside a code span it is ``md`` text; inside one it
-    is put in the span, which is fenced anew so that a backtick in the value cannot
-    close it. Code spans are found before the values go in (one paragraph at a time,
-    as CommonMark does), so a value cannot move them."""
+    start a new line) and its ``<`` and ``&`` as ``&lt;`` and ``&amp;`` outside code
+    spans (no raw HTML, no entity for a control character). A reference's value is
+    data: outside a code span it is ``md`` text that also cannot begin a block or a
+    link destination (``_value_text``); inside one it is put in the span, which is
+    fenced anew so that a backtick in the value cannot close it. Code spans are found
+    before the values go in (one paragraph at a time, as CommonMark does), so a value
+    cannot move them."""
     refs = references(text)
     escape = printable_code if one_line else _lines_code
     bounds = [0, *(at for r in refs for at in (r.start, r.end)), len(text)]
     skeleton = _HOLE.join(escape(text[a:b]) for a, b in zip(bounds[::2], bounds[1::2], strict=True))
     values = iter([printable(_rendered(r, raw)) for r in refs])
-    out = []
+    out: list[str] = []
     for para in _PARAGRAPHS.split(skeleton):
         for piece, code in _pieces(para):
             if not code:
-                out.append(_fill(piece.replace("<", "&lt;"), values, lambda v: _IN_TEXT.sub(_escaped, v)))
+                author = _AUTHOR.sub(lambda m: _HTML_ENTITY.get(m.group(), m.group()), piece)
+                out.append(_fill_text(author, values, "".join(out), one_line=one_line, cell=cell))
             elif _HOLE in piece:
-                out.append(_code_span(_fill(_span_text(piece), values, lambda v: v)))
+                out.append(_code_span(_fill(_span_text(piece), values)))
             else:
                 out.append(piece)
     rendered = "".join(out)
-    return rendered.replace("|", "\\|") if cell else rendered
+    return _cell(rendered) if cell else rendered
 
 
-def _fill(piece: str, values: Iterator[str], escape: Callable[[str], str]) -> str:
-    """``piece`` with its holes filled by the next values, each as ``escape`` shows it."""
+def _fill(piece: str, values: Iterator[str]) -> str:
+    """``piece`` (inside a code span) with its holes filled by the next values as they are."""
     first, *rest = piece.split(_HOLE)
-    return first + "".join(escape(next(values)) + after for after in rest)
+    return first + "".join(next(values) + after for after in rest)
+
+
+def _fill_text(piece: str, values: Iterator[str], before: str, *, one_line: bool, cell: bool) -> str:
+    """``piece`` (prose outside code spans, after the Markdown ``before`` it) with its
+    holes filled by the next values as ``_value_text``. A backslash of the prose right
+    before a hole is its own (a literal one, as in ``C:\\``) and is escaped: else it
+    would take the escape off the value's first character (an escaped backtick would
+    read as an escaped backslash and a live backtick). A value that leaves its line a
+    number (``2026``) has a ``.`` or ``)`` after it escaped: no ordered list item."""
+    first, *rest = piece.split(_HOLE)
+    out = first
+    for after in rest:
+        if (len(out) - len(out.rstrip("\\"))) % 2:
+            out += "\\"
+        out += _value_text(next(values), (before + out).rpartition("\n")[2], one_line=one_line, cell=cell)
+        if not one_line and after[:1] in (".", ")") and _NUMBER_START.fullmatch(
+                (before + out).rpartition("\n")[2]):
+            after = "\\" + after
+        out += after
+    return out
+
+
+def _value_text(value: str, line: str, *, one_line: bool, cell: bool) -> str:
+    """A reference's value (``printable``) as prose text, after ``line`` (the Markdown of
+    its line so far): ``_inline``, and what its place adds. After a ``]`` a first
+    punctuation mark is escaped (``(`` would make the prose's ``[x]`` a link, ``:`` a
+    link definition), as is a first ``.`` or ``)`` after a line's leading number. In a
+    title or heading (``one_line``) a closing run of ``#`` is escaped (CommonMark would
+    drop it); elsewhere, where nothing but indentation and list or quote markers
+    precede it, the value begins a block and is ``_block_safe``."""
+    text = _inline(value, cell=cell)
+    first = text[:1]
+    if first and ((line.endswith("]") and first in string.punctuation and first not in "\\&")
+                  or (not one_line and first in ".)" and _NUMBER_START.fullmatch(line))):
+        text = "\\" + text
+    if one_line:
+        return _CLOSING_HASHES.sub(r"\\#", text)
+    return _block_safe(text) if _LINE_START.fullmatch(line) else text
 
 
 def _lines_code(text: str) -> str:
