@@ -28,7 +28,11 @@ install):
 * Paths outside the root (pip writes ``../../../bin/vllm`` for console
   scripts) are verified when present; when absent they are counted, not
   failed: the target is the site-packages directory (often copied out of an
-  image on its own), and the audit is about what is under it.
+  image on its own), and the audit is about what is under it. Not in a wheel:
+  a row or member pip would write outside the directory it installs it into
+  (``../x.py``, ``/abs.py``, ``..\\x.py`` on Windows: ``zipindex.install_escape``)
+  is ``outside``, listed or not, present or not, since pip refuses such a wheel
+  and a naive unzip writes outside site-packages (``verify``'s ``escapes``).
 * Files under the package directory that RECORD does not list are
   ``unlisted``, bytecode excepted (see above): only files named as Python's
   cache names them (``is_bytecode``); a ``__pycache__/sitecustomize.pyc`` or
@@ -47,6 +51,7 @@ import hashlib
 import io
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from pp1audit.hashing import Digest, hash_entries
@@ -334,14 +339,20 @@ def verify(
     *,
     extra_digests: dict[tuple[str, str], bytes] | None = None,
     refused: set[str] | frozenset[str] = frozenset(),
+    escapes: Mapping[str, str] | None = None,
 ) -> Verification:
     """Compare RECORD rows with what is on the target.
 
     ``located`` maps each RECORD path to its inventory entry (None: absent);
     ``digests`` holds SHA-256 results by the entry's logical path;
     ``extra_digests`` holds digests for rows using another algorithm;
-    ``refused`` names rows pointing outside the installation (never looked at).
+    ``refused`` names rows pointing outside the installation (never looked at);
+    ``escapes``: in a wheel, the logical paths of rows and members pip would write
+    outside the directory it installs them into, with why (``zipindex.install_escape``).
+    Each is an ``outside`` problem, listed or not, bytecode too: a wheel is judged as
+    what it installs, and such a wheel installs outside site-packages or not at all.
     """
+    escapes = escapes or {}
     problems: list[Problem] = []
     listed_paths: set[str] = set()
     verified = bytecode = unhashed = outside = 0
@@ -353,6 +364,10 @@ def verify(
         listed_paths.add(row.path)
         own = row.path.startswith(meta) and "/" not in row.path[len(meta):]
         name = row.path[len(meta):] if own else ""
+        if (why := escapes.get(row.path)) is not None:
+            problems.append(Problem(row.path, "outside", f"listed in RECORD but outside the "
+                                    f"installation ({why}); not opened", expected=_fmt(row)))
+            continue
         if is_bytecode(row.path):
             found = located.get(row.path)
             if found is not None and found.kind != FILE and row.path not in refused:
@@ -420,8 +435,9 @@ def verify(
             ))
             continue
         verified += 1
+    problems.extend(_unlisted_escapes(escapes, listed_paths))
     for e in package_files:
-        if e.path in listed_paths or (is_bytecode(e.path) and e.kind == FILE):
+        if e.path in listed_paths or e.path in escapes or (is_bytecode(e.path) and e.kind == FILE):
             continue
         if e.kind == UNREADABLE:
             problems.append(Problem(e.path, "unreadable", f"{e.error}" + (
@@ -440,6 +456,15 @@ def verify(
                                     actual=listed))
     problems.sort(key=lambda p: p.path)
     return Verification(problems, len(entries), verified, bytecode, unhashed, outside)
+
+
+def _unlisted_escapes(escapes: Mapping[str, str], listed: set[str]) -> list[Problem]:
+    """The wheel members outside the installation that no row lists (``verify``'s
+    ``escapes``): each fails as a listed one does, wherever it is in the wheel, since
+    the package-directory listing that finds unlisted files never sees ``../x.py``."""
+    return [Problem(path, "outside", f"in the wheel but not in RECORD, and outside the "
+                    f"installation ({why}); not opened")
+            for path, why in escapes.items() if path not in listed]
 
 
 def _blocked_by(path: str, blocked: dict[str, Entry]) -> Entry | None:

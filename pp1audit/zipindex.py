@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import io
+import ntpath
 import os
 import posixpath
 import re
@@ -68,6 +69,47 @@ def install_name(name: str) -> str:
     if "/." in "/" + name or "//" in name:
         return posixpath.normpath(name) + ("/" if name.endswith("/") else "")
     return name
+
+
+def install_escape(name: str) -> str | None:
+    """Why pip would write wheel member ``name`` (or the member a wheel's RECORD row
+    names) outside the directory it installs the member into, or None.
+
+    pip's ``_install_wheel`` joins ``os.path.normpath(name)`` to site-packages (a
+    ``<x>.data/<scheme>/<path>`` member: ``<path>`` to that scheme's directory) and
+    refuses the whole wheel when the result is not within it ("trying to install
+    outside the target directory"): ``../x.py``, ``vllm/../../y.py``, ``/abs.py``.
+    A wheel is judged as what it installs wherever it installs, so the name is
+    judged as pip on Windows judges it too, where ``os.path`` is ``ntpath``: a
+    ``\\`` separates directories and ``C:`` names a drive, so ``..\\x.py``,
+    ``vllm\\..\\..\\y.py`` and ``C:\\x.py`` (in a ``.data`` scheme's path as well)
+    escape there while POSIX pip writes them as odd file names. Stricter than pip in
+    two ways, both about names no wheel builder writes: any leading ``..`` is an
+    escape (pip compares with ``os.path.commonprefix``, character by character, so
+    ``../site-packages2/x.py`` passes it), and so is a ``.data`` member that
+    normalises out of its ``.data`` directory (pip refuses most such names as
+    malformed; the audit would place it outside site-packages). A directory member
+    is no escape: pip creates nothing for it.
+    """
+    if name.endswith("/"):
+        return None
+    data = name.split("/", 1)[0].endswith(".data")
+    normed = posixpath.normpath(name)
+    if normed.startswith("/") or normed == ".." or normed.startswith("../"):
+        if data:
+            return (f"'{name}' normalises to '{normed}', out of its .data directory: pip "
+                    "refuses the wheel or installs the member elsewhere than its name says")
+        to = "" if normed == name else f" to '{normed}',"
+        return f"pip would write '{name}'{to} outside site-packages, so it refuses the wheel"
+    win = ntpath.normpath(name)
+    sub, where = win, "its .data directory" if data else "site-packages"
+    if data and len(parts := win.split("\\", 2)) == 3:
+        sub, where = parts[2], f"the {parts[1]} scheme directory"
+    if ntpath.splitdrive(sub)[0] or sub.startswith("\\") or sub == ".." or sub.startswith("..\\"):
+        to = "" if sub == name else f" to '{sub}',"
+        return (f"pip on Windows, where '\\' separates directories and a letter before ':' names "
+                f"a drive, would write '{name}'{to} outside {where}, so it refuses the wheel")
+    return None
 
 
 class ZipError(Exception):
@@ -284,6 +326,17 @@ class ZipIndex:
         # A malformed name must not stop the run: undecodable bytes are kept
         # as surrogates, so the name never equals a (valid) manifest path.
         return raw.decode("utf-8" if flags & 0x800 else "cp437", errors="surrogateescape")
+
+    def escaping(self) -> dict[str, str]:
+        """Member name -> why pip would write it outside the directory it installs
+        into (``install_escape``), for every such member. One search over all raw
+        names at once clears a wheel with no ``//``, no ``.``/``..`` segment, no ``\\``
+        and no ``:`` (every real one) without decoding a name; UTF-8 and CP437 both
+        keep those ASCII bytes as they are, so the search misses none."""
+        joined = b"\n/".join([b"", *self.members, b""])
+        if _ALIAS_MARK.search(joined) is None and b"\\" not in joined and b":" not in joined:
+            return {}
+        return {name: why for name in self.names() if (why := install_escape(name)) is not None}
 
     def names_starting(self, prefixes: tuple[bytes, ...]) -> Iterator[str]:
         """The decoded names of the members whose raw name starts with one of

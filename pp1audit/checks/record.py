@@ -82,9 +82,9 @@ from pp1audit.record import (
 from pp1audit.result import Check, Status
 from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
 from pp1audit.sitemodel import Release, site_dir_as_given
-from pp1audit.sources import DirectorySource, Source
+from pp1audit.sources import DirectorySource, Source, installed_path
 from pp1audit.treedigest import listing_digest, tree_digest
-from pp1audit.zipindex import NotAZip, ZipError
+from pp1audit.zipindex import NotAZip, ZipError, ZipIndex, install_escape
 
 KIND = "record"
 
@@ -124,7 +124,8 @@ def _refused(inv: Inventory, path: str) -> bool:
     beside that layout. An absolute row still absolute after ``logical_path`` is
     outside by definition. Asked only for rows the listing of the package did
     not find (the listing never follows a symlink). A wheel never opens
-    anything but its members, so it refuses nothing here.
+    anything but its members, so it refuses nothing here: its escaping rows and
+    members are judged as pip judges them (``_row_escapes``, ``_member_escapes``).
     """
     if not isinstance(inv, DirInventory):
         return False
@@ -141,6 +142,32 @@ def _refused(inv: Inventory, path: str) -> bool:
     allowed = prefix if standard else os.path.join(prefix, "bin")
     real = os.path.realpath(os.path.join(inv.root, path))
     return not real.startswith(allowed.rstrip(os.sep) + os.sep)
+
+
+def _member_escapes(inv: Inventory) -> dict[str, str]:
+    """A wheel's members pip would write outside the directory it installs them into
+    (``ZipIndex.escaping``), by installed path: each fails as ``record:<path>``,
+    whether RECORD lists it or not (no ``..`` member is under the package directory
+    the listing walks). The central directory is read again, as a raw-name search
+    that costs nothing on an ordinary wheel. ``{}`` for a directory."""
+    if not isinstance(inv, WheelInventory):
+        return {}
+    index = ZipIndex(inv.location)
+    try:
+        found = index.escaping()
+    finally:
+        index.close()
+    return {installed_path(name): why for name, why in found.items()}
+
+
+def _row_escapes(inv: Inventory, raw: list[RecordEntry]) -> dict[str, str]:
+    """A wheel's RECORD rows naming a member pip would write outside the directory it
+    installs into (``install_escape`` on the row as written), by logical path: a
+    ``record:<row>`` failure whether or not the wheel holds such a member, as an
+    absolute or escaping row is in a directory. ``{}`` for a directory."""
+    if not isinstance(inv, WheelInventory):
+        return {}
+    return {logical_path(inv, r.path): why for r in raw if (why := install_escape(r.path)) is not None}
 
 
 def _primary(inv: Inventory, dists: list[str], package: str, present: set[str]) -> str | None:
@@ -231,7 +258,14 @@ class RecordRun:
         """Hand a listed entry to the hashing threads, except bytecode nothing will
         read: only the bytecode check reads a pyc (RECORD and the tree digest
         leave ``__pycache__`` to it), so without ``record`` no pyc is read, and
-        with it none too large to compare (a 40 GB sparse pyc would buy nothing)."""
+        with it none too large to compare (a 40 GB sparse pyc would buy nothing).
+        A wheel member pip would write outside the package (``vllm/..\\..\\x.py``
+        on Windows) is not read either: it fails as outside the installation, and
+        which tree the wheel installs depends on the platform, so the tree digest
+        names it as not computable rather than digest one platform's tree."""
+        if self.wheel is not None and ("\\" in e.ref or ":" in e.ref) and install_escape(e.ref):
+            self._unread[e.path] = Digest(None, e.size, unkept="outside the installation: not read")
+            return
         if e.kind == FILE and pyc_name(e.path) is not None and (not self.record or e.size > KEEP_FILE):
             why = too_large(e.size) if self.record else "not read: only --record judges bytecode"
             self._unread[e.path] = Digest(None, e.size, unkept=why)
@@ -272,17 +306,28 @@ class RecordRun:
         rows: list[RecordEntry] = []
         record_path = f"{primary}/RECORD" if primary else None
         record_problem: str | None = None
+        escapes: dict[str, str] = {}
         if record_path is None:
             record_problem = f"no *.dist-info for '{package}' in the target root: nothing to verify against"
         else:
             try:
-                rows = _logical_rows(inv, parse_record(read_record(inv, record_path), record_path))
+                raw = parse_record(read_record(inv, record_path), record_path)
             except RecordError as exc:
                 record_problem = str(exc)
+            else:
+                rows = _logical_rows(inv, raw)
+                escapes = _row_escapes(inv, raw)
+        if record:  # the members no row lists are reported only with the RECORD checks
+            try:
+                escapes = {**_member_escapes(inv), **escapes}
+            except (OSError, ZipError) as exc:  # the wheel changed since it was listed
+                run.cancel()
+                return [_error("record", f"{wheel}: not a readable wheel ({exc})")]
 
         located: dict[str, Entry | None] = {}
         by_path = {e.path: e for e in files}
-        refused = {row.path for row in rows if row.path not in by_path and _refused(inv, row.path)}
+        refused = {row.path for row in rows if row.path in escapes
+                   or (row.path not in by_path and _refused(inv, row.path))}
         for row in rows:
             located[row.path] = None if row.path in refused else (
                 by_path.get(row.path) or inv.entry(row.path))
@@ -297,7 +342,7 @@ class RecordRun:
         ver = None
         if record_path is not None and record_problem is None:
             ver = verify(rows, record_path, located, digests, files, package, extra_digests=extra,
-                         refused=refused)
+                         refused=refused, escapes=escapes)
 
         checks: list[Check] = []
         if record:
