@@ -128,18 +128,22 @@ def init(
 @click.option("--allow-unresolved", is_flag=True,
               help="Write even with unresolved items, marked `unresolved:` for a human "
               "(a marked citation always fails check).")
+@click.option("--accept", "accept", multiple=True, metavar="CITATION-ID",
+              help="Carry this citation where it is found although pin doubts the place "
+              "(re-indented, or none of its context there); repeatable, after review.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Review output: table and manifest diff, or JSON.")
 def pin(
     target: Path, manifest: Path | None, output: Path | None, in_place: bool,
-    allow_unresolved: bool, fmt: str,
+    allow_unresolved: bool, accept: tuple[str, ...], fmt: str,
 ) -> int:
     """Carry the manifest to TARGET: new version and digests, every citation moved to
     where the checks find it now and its anchor re-quoted; invariants re-checked.
 
     Prints a review table and the manifest's diff. Without -o or --in-place
     nothing is written. Exit 0 when every pin was carried; 1 when some are
-    unresolved (not written unless --allow-unresolved, then written marked).
+    unresolved (not written unless --allow-unresolved, then written marked);
+    2 when nothing on TARGET could be judged (nothing written).
     """
     from pp1audit import pin as pin_mod
     from pp1audit.formats.json_format import dumps
@@ -157,26 +161,30 @@ def pin(
     bom = "\ufeff" if raw.startswith(codecs.BOM_UTF8) else ""  # kept: the file is the author's
     text = raw.decode("utf-8-sig")
     with open_target(target, m.package) as source:
-        plan = pin_mod.plan(m, text, source)
+        plan = pin_mod.plan(m, text, source, accept)
     dest = path if in_place else output
+    new_name = str(dest) if dest is not None else None
     if fmt == "json":
-        as_json = pin_mod.as_dict(plan, str(dest) if dest is not None else None)
-        _out(dumps(as_json))
+        shown = dumps(pin_mod.as_dict(plan, new_name))
     else:
-        diff = pin_mod.manifest_diff(plan, str(dest) if dest is not None else None)
-        _out(pin_mod.render_review(plan) + ("\n" + diff if diff else ""))
+        diff = pin_mod.render_diff(plan, new_name)
+        shown = pin_mod.render_review(plan) + ("\n" + diff if diff else "")
     unresolved = plan.unresolved
+    # Written before anything is printed: a write that fails is exit 2, and with
+    # --format json stdout must then hold the error object alone, not a result.
     if dest is None:
-        _note("review only: give -o FILE or --in-place to write")
+        said = "review only: give -o FILE or --in-place to write"
     elif unresolved and not allow_unresolved:
-        _note(f"not written: {len(unresolved)} unresolved "
-              "(fix them, or give --allow-unresolved to write them marked)")
+        said = (f"not written: {len(unresolved)} unresolved "
+                "(fix them, or give --allow-unresolved to write them marked)")
     else:
         from pp1audit.atomic import write_atomic
 
         write_atomic(dest, bom + plan.new_text)
         marked = f", {len(unresolved)} marked unresolved" if unresolved else ""
-        _note(f"wrote {dest if dest is not None else display}{marked}")
+        said = f"wrote {dest}{marked}"
+    _out(shown)
+    _note(said)
     if plan.target_fails:
         _note(f"{len(plan.target_fails)} check(s) of the target itself fail and no pin can "
               "carry them (see 'target fails'): check will fail on this tree")
@@ -244,7 +252,8 @@ def diff_cmd(old: Path, new: Path, manifest: Path | None, fmt: str, verbose: boo
     in every file the manifest pins and every span it cites: unchanged, moved,
     changed (with a diff of the span) or gone.
 
-    Exit 0 when nothing cited or pinned differs, 1 when something does.
+    Exit 0 when nothing cited or pinned differs, 1 when something does, 2 when
+    the manifest pins nothing of the target to compare.
     """
     from pp1audit import treediff
     from pp1audit.formats.json_format import dumps
@@ -253,6 +262,10 @@ def diff_cmd(old: Path, new: Path, manifest: Path | None, fmt: str, verbose: boo
     m = _load(manifest)
     with open_target(old, m.package) as a, open_target(new, m.package) as b:
         td = treediff.compare(m, a, b)
+    if not td.items:
+        raise Pp1Error(f"{m.path}: pins nothing that diff can compare in these trees (no "
+                       "version, files or citations of the target; sources, remote pins and "
+                       "donors are read by check), so nothing was judged")
     if fmt == "json":
         _out(dumps(treediff.as_dict(td)))
     else:

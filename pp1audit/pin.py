@@ -10,7 +10,11 @@ tree and each citation check's ``found_lines`` (whatever anchored it: text or
 an invariant) becomes its new ``at``; the anchor text is then re-quoted from
 those lines. Nothing is guessed. A citation the checks cannot find, or find in
 several equally good places, is **unresolved**: the lesson of text-annotation
-tools is that a confident wrong re-anchor is worse than none. Unresolved items
+tools is that a confident wrong re-anchor is worse than none. So is a find
+that keeps the text but maybe not its meaning: a Python span re-indented (under
+an added ``if False:``), or one that moved to where none of its context is (a
+copy); those are unresolved too, until a human accepts them (``--accept ID``).
+Whatever is re-quoted (text, context) is said in the review. Unresolved items
 are marked in the manifest (``unresolved: "reason"``), which makes ``check``
 fail them until a human decides.
 
@@ -22,12 +26,13 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pp1audit.anchortext import block
-from pp1audit.checks.citations import reindent_words, reindented
+from pp1audit.checks.citations import moved_by, reindent_words, reindented
 from pp1audit.errors import Pp1Error, SourceError
 from pp1audit.manifest import Citation, Manifest, text_lines
 from pp1audit.result import Check, Status
@@ -153,6 +158,71 @@ def _context(lines: list[str], a: int, b: int, before: bool, nonblank: int) -> l
     return out[::-1] if before else out
 
 
+def _count_lines(lines: tuple[int, int]) -> str:
+    n = lines[1] - lines[0] + 1
+    return f"{n} line{'' if n == 1 else 's'}"
+
+
+def _context_holds(lines: list[str], found: tuple[int, int], before: bool, want: list[str]) -> bool:
+    """True when the context ``want`` (an anchor's ``prefix``/``suffix``) still surrounds ``found``.
+
+    Compared as ``_carry`` re-quotes it: the same number of non-blank lines,
+    whitespace-normalised."""
+    ctx = _context(lines, *found, before, len(normalize(want)))
+    return normalize(ctx) == normalize(want)
+
+
+def _doubt(cit: Citation, lines: list[str], found: tuple[int, int]) -> str | None:
+    """Why the span the checks found may not be the code the audit cited, or None.
+
+    Two finds keep the text but maybe not the meaning, and ``check`` only calls
+    them drift: a Python span re-indented (moved under an added ``if False:``,
+    out of a loop), and a span that moved to a place where none of its anchor's
+    context is (a copy of the text elsewhere, while the cited code changed).
+    Carried, the manifest would pass ``check`` on them; so ``pin`` holds them
+    unresolved until a human looks (``--accept``). Invariant anchors pin no text
+    and say where the span is by the rule they check: no doubt of this kind.
+    """
+    anchor = cit.anchor
+    if anchor is None or anchor.exact is None or anchor.invariant is not None:
+        return None
+    span = cit.span
+    a, b = found
+    moved = found != (span.start, span.end)
+    where = (f"{span} moved to {_lines_str(found)} ({moved_by(a - span.start)})" if moved
+             else f"{span} still holds the anchored text")
+    shift = reindented(span.path, anchor.exact, lines[a - 1 : b], lines[: a - 1])
+    if shift:
+        return f"{where}, {reindent_words(shift)}"
+    sides = {key: want for key, want in (("prefix", anchor.prefix), ("suffix", anchor.suffix))
+             if normalize(want)}
+    if not moved or not sides:
+        return None
+    if any(_context_holds(lines, found, key == "prefix", want) for key, want in sides.items()):
+        return None
+    lost = "neither its prefix nor its suffix matches" if len(sides) > 1 else (
+        f"its {next(iter(sides))} no longer matches")
+    return (f"{where}, but {lost} there: the text found may be a copy, and the code cited "
+            "changed or gone")
+
+
+def _judged(manifest: Manifest, checks: Sequence[Check]) -> None:
+    """``Pp1Error`` (exit 2) when nothing on the target was judged, as ``check`` says.
+
+    A manifest pinning only what ``pin`` does not measure (git sources, remote
+    pins, donors) would otherwise come back ``0 unchanged`` with exit 0, and be
+    written: a success for a run that measured nothing.
+    """
+    if any(c.status is not Status.SKIP for c in checks):
+        return
+    from pp1audit.safetext import count
+
+    what = f"every check was skipped ({count(len(checks), 'check')})" if checks else "it pins nothing"
+    raise Pp1Error(f"{manifest.path}: {what}, so nothing on the target was judged: pin measures "
+                   "the version, files, citations and invariants of the target (sources, remote "
+                   "pins and donors are read by check); nothing written")
+
+
 def _invariant_marks_allowed() -> bool:
     """True when the schema lets an invariant record carry an ``unresolved`` key."""
     from pp1audit.schema import SCHEMA
@@ -171,7 +241,8 @@ def _insert_after(mapping: Any, after: str, key: str, value: Any) -> None:
 class _Planner:
     """Holds one pin run's state: the checks, the store and the document being edited."""
 
-    def __init__(self, manifest: Manifest, text: str, source: Source) -> None:
+    def __init__(self, manifest: Manifest, text: str, source: Source,
+                 accept: frozenset[str] = frozenset()) -> None:
         from pp1audit.audit import audit
         from pp1audit.yamlrt import load_document
 
@@ -179,6 +250,11 @@ class _Planner:
         self.source = source
         self.store = FileStore(source)
         self.result = audit(manifest, source)
+        _judged(manifest, self.result.checks)
+        self.accept = accept
+        """Citation ids the user accepted where they are found although in doubt (``--accept``)."""
+        self.accepted: dict[str, str] = {}
+        """Accepted citations, and the doubt each was carried despite."""
         self.doc = load_document(text)
         self.items: list[PinItem] = []
         self.edited: set[tuple[str, ...]] = set()
@@ -335,7 +411,13 @@ class _Planner:
             alone = self._by_anchor(cit)
             if alone.status is not Status.PASS:
                 return f"passes only by its file's pinned SHA-256; by its anchor: {alone.message}"
-        return None
+        doubt = _doubt(cit, lines, (a, b))
+        if doubt is None:
+            return None
+        if cit.id in self.accept:
+            self.accepted[cit.id] = doubt
+            return None
+        return f"{doubt}; --accept {cit.id} carries it as found"
 
     def _by_digest(self, cit: Citation, check: Check) -> bool:
         """True when ``check`` passed by the file's pinned digest, whatever the anchor says."""
@@ -384,6 +466,8 @@ class _Planner:
         are re-quoted only when the written ones no longer surround the span (so
         an unchanged neighbourhood costs no diff), with as many lines as the
         author wrote, and each text keeps the author's final-newline convention.
+        Whatever was re-quoted is said in the row: a context rewritten in silence
+        would hide that the span now sits among other code.
         """
         from pp1audit.yamlrt import set_scalar
 
@@ -392,42 +476,85 @@ class _Planner:
         lines = self.store.get(span.path).text_lines()
         old_at = str(rec["at"])
         set_scalar(rec, "at", format_at(old_at, span.path, a, b))
-        text_changed = context_changed = False
+        text_changed = False
+        context: list[str] = []
         anchor = rec.get("anchor")
-        shift = 0
         if anchor is not None:
             if "exact" in anchor:
-                shift = reindented(span.path, text_lines(str(anchor["exact"])), lines[a - 1 : b],
-                                   lines[: a - 1])
                 new_exact = _like(str(anchor["exact"]), block(lines[a - 1 : b]))
                 text_changed |= set_scalar(anchor, "exact", new_exact)
             if "sha256" in anchor:
                 text_changed |= set_scalar(anchor, "sha256", span_sha256(lines[a - 1 : b]))
-            for key in ("prefix", "suffix"):
-                if key not in anchor:
-                    continue
-                old = str(anchor[key])
-                ctx = _context(lines, a, b, key == "prefix", len(normalize(text_lines(old))))
-                if normalize(ctx) == normalize(text_lines(old)):
-                    continue
-                context_changed = True
-                if normalize(ctx):
-                    set_scalar(anchor, key, _like(old, block(ctx)))
-                else:
-                    del anchor[key]
+            context = self._requote_context(anchor, lines, found)
         pinned = (span.start, span.end)
-        if found != pinned or text_changed or context_changed:
+        if found != pinned or text_changed or context:
             self.edited.add(("citations", cit.id))
-        if found != pinned:
-            outcome, detail = MOVED, f"{_lines_str(pinned)} → {_lines_str(found)}"
-        elif text_changed:
-            why = reindent_words(shift) if shift else "whitespace differs"
-            outcome, detail = CHANGED, f"same place; anchor text re-quoted ({why})"
-        else:
-            outcome, detail = UNCHANGED, "context lines re-quoted" if context_changed else ""
+        outcome, detail = self._outcome(cit, lines, found, text_changed, context)
         self.items.append(PinItem(
             "citation", cit.id, outcome, old_at, str(rec["at"]), detail, path=span.path,
             old_lines=pinned, new_lines=found))
+
+    @staticmethod
+    def _requote_context(anchor: Any, lines: list[str], found: tuple[int, int]) -> list[str]:
+        """Re-quote ``prefix``/``suffix`` where they no longer surround ``found``; what was done, in words."""
+        from pp1audit.yamlrt import set_scalar
+
+        done: list[str] = []
+        for key in ("prefix", "suffix"):
+            if key not in anchor:
+                continue
+            old = str(anchor[key])
+            want = text_lines(old)
+            if _context_holds(lines, found, key == "prefix", want):
+                continue
+            ctx = _context(lines, *found, key == "prefix", len(normalize(want)))
+            if normalize(ctx):
+                set_scalar(anchor, key, _like(old, block(ctx)))
+                done.append(f"{key} changed, re-quoted")
+            else:
+                del anchor[key]
+                done.append(f"{key} dropped (no code {'before' if key == 'prefix' else 'after'} "
+                            "the span now)")
+        return done
+
+    def _outcome(self, cit: Citation, lines: list[str], found: tuple[int, int], text_changed: bool,
+                 context: list[str]) -> tuple[str, str]:
+        """The row's outcome and detail, in ``diff``'s words: text that changed is ``changed``
+        (with its move), text that only moved is ``moved``.
+
+        An invariant anchor pins no text: a span of another length is changed
+        text (as ``diff`` finds it); one of the same length may or may not be,
+        and the row says the text was not pinned.
+        """
+        span = cit.span
+        pinned = (span.start, span.end)
+        anchor = cit.anchor
+        invariant = anchor.invariant if anchor is not None else None
+        resized = invariant is not None and found[1] - found[0] != span.end - span.start
+        notes: list[str] = []
+        if text_changed:
+            shift = (reindented(span.path, anchor.exact, lines[found[0] - 1 : found[1]],
+                                lines[: found[0] - 1]) if anchor is not None else 0)
+            why = reindent_words(shift) if shift else "whitespace differs"
+            notes.append(f"anchor text re-quoted ({why})")
+        if resized:
+            notes.append(f"{_count_lines(pinned)}, now {found[1] - found[0] + 1}: the cited text changed "
+                         f"(invariant '{invariant}' still holds; `pp1audit diff` shows how)")
+        elif invariant is not None and found != pinned:
+            notes.append(f"text not pinned: invariant '{invariant}' anchors it")
+        if cit.id in self.accepted:
+            notes.append("carried as found (--accept)")
+        notes.extend(context)
+        if text_changed or resized:
+            outcome = CHANGED
+        elif found != pinned:
+            outcome = MOVED
+        else:
+            outcome = UNCHANGED
+        place = f"{_lines_str(pinned)} → {_lines_str(found)}" if found != pinned else "same place"
+        if outcome == UNCHANGED and not notes:
+            return outcome, ""
+        return outcome, "; ".join([place, *notes])
 
     # -- invariants and the rest -------------------------------------------------
     def others(self) -> None:
@@ -498,14 +625,25 @@ class _Planner:
                                   detail=check.message))
 
 
-def plan(manifest: Manifest, text: str, source: Source) -> PinPlan:
+def plan(manifest: Manifest, text: str, source: Source, accept: Sequence[str] = ()) -> PinPlan:
     """Compute the re-pinned manifest for ``source`` and review every pin; writes nothing.
 
+    ``accept``: ids of citations to carry where they are found although that
+    place is in doubt (re-indented, or none of its context left: ``_doubt``);
+    a human said so after reading the reason. An id that names no citation of
+    the target is bad input: a typo would otherwise accept nothing, silently.
     The new text is proved before it is returned: it must load, and every pin
     not reported unresolved must pass on ``source``. A pin that would not is a
     bug, reported as an error rather than written.
     """
-    p = _Planner(manifest, text, source)
+    ours = {cid for cid, cit in manifest.citations.items() if cit.source is None}
+    unknown = [cid for cid in accept if cid not in ours]
+    if unknown:
+        from pp1audit.safetext import printable
+
+        raise Pp1Error(f"{manifest.path}: --accept {printable(unknown[0])}: no citation of the "
+                       "target has that id")
+    p = _Planner(manifest, text, source, frozenset(accept))
     p.version()
     p.files()
     p.citations()
@@ -564,6 +702,26 @@ def manifest_diff(plan: PinPlan, new_name: str | None = None) -> str:
         plan.old_text.splitlines(keepends=True), plan.new_text.splitlines(keepends=True),
         fromfile=plan.manifest_path, tofile=new_name or plan.manifest_path,
     ))
+
+
+def render_diff(plan: PinPlan, new_name: str | None = None) -> str:
+    """The manifest's diff as text output shows it: control and invisible formatting
+    characters escaped (``safetext``), so a cited line or a file name holding a bidi
+    override cannot reorder the diff a reviewer approves.
+
+    The header lines name files and are escaped as names are; the rest is YAML,
+    whose backslashes are its own notation and are kept (``printable_code``). A
+    CRLF manifest's line ends are line ends, not characters to show.
+    """
+    from pp1audit.safetext import printable, printable_code
+
+    text = manifest_diff(plan, new_name)
+    if not text:
+        return ""
+    lines = [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
+    shown = [printable(x) if x.startswith(("--- ", "+++ ")) and n < 2 else printable_code(x)
+             for n, x in enumerate(lines)]
+    return "\n".join(shown) + "\n"
 
 
 def _short(value: str | None) -> str:

@@ -11,6 +11,7 @@ only here, inside functions: ``pp1audit check`` never pays for it.
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import re
@@ -61,12 +62,59 @@ def guess_indent(text: str) -> Indent:
     return Indent(mapping=mapping, sequence=max(mapping, offset + 2), offset=offset)
 
 
+def hidden(text: str) -> bool:
+    """True when ``text`` holds a character that text output shows escaped
+    (``safetext``: a control, a bidi override, a zero-width character) other
+    than a line break or a tab, which a YAML block holds as they are."""
+    from pp1audit.safetext import printable_code
+
+    plain = text.replace("\n", "").replace("\t", "")
+    return printable_code(plain) != plain
+
+
+@functools.cache
+def _emitter() -> type:
+    """ruamel's round-trip emitter, writing a scalar that holds a ``hidden`` character
+    double-quoted, that character as a YAML escape (``"e\u202Evil.py"``).
+
+    A manifest is read on terminals and in review diffs: a file name or a cited
+    line holding U+202E written as it is would reorder what a reviewer sees
+    (Trojan Source), though YAML would load it exactly. Escaped, the file's bytes
+    show what they hold and load back to the same text. Every other scalar is
+    written as before (``é`` stays ``é``).
+    """
+    from ruamel.yaml.emitter import RoundTripEmitter
+
+    class SafeEmitter(RoundTripEmitter):
+        def choose_scalar_style(self) -> Any:
+            style = super().choose_scalar_style()
+            value = str(self.event.value)
+            if style == ">":  # ruamel marks a folded scalar's folds with BEL
+                value = value.replace("\a", "")
+            if style is not None and style != '"' and hidden(value):
+                return '"'
+            return style
+
+        def write_double_quoted(self, text: Any, split: Any = True) -> None:
+            if not hidden(text):
+                return super().write_double_quoted(text, split)
+            unicode, self.allow_unicode = self.allow_unicode, False  # every non-ASCII escaped
+            try:
+                return super().write_double_quoted(text, split)
+            finally:
+                self.allow_unicode = unicode
+
+    return SafeEmitter
+
+
 def make_yaml(indent: Indent | None = None) -> Any:
-    """A round-trip ``YAML`` instance: quotes kept, no line re-wrapping."""
+    """A round-trip ``YAML`` instance: quotes kept, no line re-wrapping, hidden
+    characters written as escapes (``_emitter``)."""
     from ruamel.yaml import YAML
 
     ind = indent or Indent()
     y = YAML(typ="rt")
+    y.Emitter = _emitter()
     y.preserve_quotes = True
     y.width = 1 << 16
     y.indent(mapping=ind.mapping, sequence=ind.sequence, offset=ind.offset)
@@ -148,12 +196,13 @@ def text_scalar(text: str) -> Any:
 
     Code stays readable as a literal block; the rare line a block cannot hold
     (a tab first, a form feed, another control character) is written with
-    escapes, so any text a file holds can be quoted as an anchor.
+    escapes, so any text a file holds can be quoted as an anchor; so is text
+    holding a ``hidden`` character (a bidi override), which is then escaped.
     """
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 
     block = LiteralScalarString(text)
-    return block if _reads_back(block) else DoubleQuotedScalarString(text)
+    return block if not hidden(text) and _reads_back(block) else DoubleQuotedScalarString(text)
 
 
 def new_map() -> Any:
@@ -322,6 +371,35 @@ def _segments(mapping: Any, start: int, end: int) -> tuple[int, dict[str, tuple[
     return bounds[0], {k: (bounds[i], bounds[i + 1]) for i, (k, _) in enumerate(keys)}
 
 
+def _tail(segment: list[str], indent: int) -> int:
+    """Where ``segment``'s trailing blank lines and comments begin: those at most
+    ``indent`` columns in (the entry's key's), which no value of the entry can hold
+    (a block scalar's lines are indented deeper than its key)."""
+    i = len(segment)
+    while i > 1:  # the key line is the entry's
+        line = segment[i - 1]
+        body = line.strip()
+        if body and not (body.startswith("#") and len(line) - len(line.lstrip(" ")) <= indent):
+            break
+        i -= 1
+    return i
+
+
+def _with_old_tail(old: list[str], new: list[str]) -> list[str]:
+    """An entry re-emitted (``new``) followed by the blank lines and comments that
+    followed it in the original (``old``).
+
+    Those lines belong to what follows: a comment block before the next section,
+    or the last entry's trailing notes. ruamel files them under the entry's last
+    value, so a value the pin deletes (a ``suffix`` at the end of the file) takes
+    them with it; kept from the original, they stay byte for byte.
+    """
+    if not old or not new:
+        return new
+    indent = len(old[0]) - len(old[0].lstrip(" "))
+    return new[: _tail(new, indent)] + old[_tail(old, indent) :]
+
+
 def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]],
            old_doc: Any = None, notes: Mapping[tuple[str, ...], Note] | None = None) -> str:
     """``new_text`` where it was edited, ``old_text`` byte for byte everywhere else.
@@ -357,16 +435,17 @@ def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]],
         for key, (a, b) in so[1].items():
             path = (*prefix, key)
             na, nb = sn[1][key]
+            fresh = _with_old_tail(old_lines[a:b], new_lines[na:nb])
             if path in edited:
-                out.extend(new_lines[na:nb])
+                out.extend(fresh)
             elif path in notes:
-                out.extend(_noted(old_lines[a:b], notes[path]) or new_lines[na:nb])
+                out.extend(_noted(old_lines[a:b], notes[path]) or fresh)
             elif depth < 2 and any(e[: len(path)] == path for e in touched):
                 old_child, new_child = old_map[key], new_map[key]
                 part = None
                 if hasattr(old_child, "lc") and hasattr(new_child, "lc"):
                     part = cut(old_child, new_child, (a, b), (na, nb), depth + 1, path)
-                out.extend(part if part is not None else new_lines[na:nb])
+                out.extend(part if part is not None else fresh)
             else:
                 out.extend(old_lines[a:b])
         return out

@@ -292,7 +292,9 @@ def test_a_span_moved_into_another_block_is_said_to_be_reindented(
     make_files: Callable[..., Path], tmp_path: Path
 ) -> None:
     """``check`` calls a span re-indented under a new ``if False:`` drift (its block
-    changed): the review table must say that too, not "whitespace differs"."""
+    changed): the review table must say that too, not "whitespace differs", and
+    pin carries it only when told to (``--accept``): the text is the same, the
+    meaning may not be."""
     root = make_files({
         "pkg/__init__.py": "",
         "pkg/_version.py": "__version__ = '1.0'\n",
@@ -304,10 +306,15 @@ def test_a_span_moved_into_another_block_is_said_to_be_reindented(
     (root / "pkg" / "a.py").write_text("def f():\n    if False:\n        return g(x)\n")
     assert run_cli("check", str(root), "-m", str(m)).returncode == 1
     rc, review, _ = pin_json(root, m, "-o", str(tmp_path / "out.yaml"))
+    assert rc == 1 and not (tmp_path / "out.yaml").exists()
+    assert rows(review, "unresolved")["ret"]["detail"] == (
+        "pkg/a.py:3 still holds the anchored text, re-indented by +4 columns: it may sit in "
+        "another block now; re-pin after review; --accept ret carries it as found")
+    rc, review, _ = pin_json(root, m, "-o", str(tmp_path / "out.yaml"), "--accept", "ret")
     assert rc == 0
     assert rows(review, "changed")["ret"]["detail"] == (
         "same place; anchor text re-quoted (re-indented by +4 columns: it may sit in another "
-        "block now; re-pin after review)")
+        "block now; re-pin after review); carried as found (--accept); prefix changed, re-quoted")
 
 
 def test_a_crlf_manifest_stays_crlf(vllm_wheel_030: Path, tmp_path: Path) -> None:
