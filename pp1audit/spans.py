@@ -9,9 +9,13 @@ then a whitespace-normalised one, each an explicit, reported outcome.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pp1audit.safetext import cut
 
 _SPAN = re.compile(r"^(?P<path>[^:]+):(?P<a>\d+)(?:\s*[-–]\s*(?P<b>\d+))?$")
 
@@ -44,17 +48,37 @@ class Span:
         return self.end - self.start + 1
 
 
+MAX_LINE_DIGITS = 18
+"""A line number has at most 18 digits (below 2**63, so every JSON reader holds it):
+no readable file has that many lines, and Python refuses to convert 4,301 digits."""
+
+_SHOWN = 80
+"""Characters of a span argument repeated in its error (``safetext.cut``)."""
+
+
+def _line_number(digits: str, text: str) -> int:
+    """``digits`` as a line number; ``ValueError`` naming ``text`` when it is too large."""
+    significant = digits.lstrip("0") or "0"  # leading zeros count for int() too
+    if len(significant) > MAX_LINE_DIGITS:
+        raise ValueError(f"'{cut(text, _SHOWN)}': the line number is too large "
+                         f"({len(significant):,} digits; at most {MAX_LINE_DIGITS})")
+    return int(significant)
+
+
 def parse_span(text: str) -> Span:
-    """Parse ``path:a-b``, ``path:a–b`` (en dash) or ``path:a``; ``ValueError`` if not."""
+    """Parse ``path:a-b``, ``path:a–b`` (en dash) or ``path:a``; ``ValueError`` if not.
+
+    The messages repeat at most ``_SHOWN`` characters of ``text``: a span is typed by
+    a user (``show``, ``init --cite``) or read from a manifest, and may be huge."""
     m = _SPAN.match(text.strip())
     if not m:
-        raise ValueError(f"'{text}' is not 'path:start-end' or 'path:line'")
-    start = int(m["a"])
-    end = int(m["b"]) if m["b"] is not None else start
+        raise ValueError(f"'{cut(text, _SHOWN)}' is not 'path:start-end' or 'path:line'")
+    start = _line_number(m["a"], text)
+    end = _line_number(m["b"], text) if m["b"] is not None else start
     if start < 1:
-        raise ValueError(f"'{text}': lines are 1-based; line 0 does not exist")
+        raise ValueError(f"'{cut(text, _SHOWN)}': lines are 1-based; line 0 does not exist")
     if end < start:
-        raise ValueError(f"'{text}': the range is reversed ({start} > {end})")
+        raise ValueError(f"'{cut(text, _SHOWN)}': the range is reversed ({start} > {end})")
     return Span(m["path"], start, end)
 
 
@@ -176,16 +200,26 @@ def _width(line: str) -> int:
     return len(line[: len(line) - len(line.lstrip())].expandtabs(8))
 
 
-def _open_after(lines: list[str]) -> tuple[int, str | None]:
-    """Bracket depth and open triple quote after ``lines`` (``normalize``'s lexer)."""
-    depth, quote = 0, None
+OpenState = tuple[int, str | None]
+"""Bracket depth and open triple quote at a line boundary (``normalize``'s lexer)."""
+
+
+def _lex(lines: Sequence[str], state: OpenState = (0, None)) -> OpenState:
+    """The lexer's state after ``lines``, starting from ``state``."""
+    depth, quote = state
     for line in lines:
         _, change, quote = _fold_code(line.lstrip(), quote, strict=True)
         depth = max(0, depth + change)
     return depth, quote
 
 
-def reindented_by(old: list[str], new: list[str], before: list[str]) -> int:
+def _open_after(lines: Sequence[str]) -> OpenState:
+    """Bracket depth and open triple quote after ``lines`` (``normalize``'s lexer)."""
+    return _lex(lines)
+
+
+def reindented_by(old: list[str], new: list[str],
+                  before: Sequence[str] | Callable[[], OpenState]) -> int:
     """Columns by which the span ``new`` (its lines now; ``before``: the file's lines above
     it) is indented more than ``old`` (the anchored lines) at its first statement.
 
@@ -196,13 +230,15 @@ def reindented_by(old: list[str], new: list[str], before: list[str]) -> int:
     comments, inside brackets or a triple-quoted string, also one opened above the
     span) are skipped: their indentation means nothing. 0 when the first statement
     is where it was, when there is none, or when the texts do not pair line for line.
+    ``before`` may also be a function giving the lexer's state at the span's first line
+    (``LineIndex.open_before``): a file's citations then lex it once, not once each.
     """
     old_lines = [line for line in old if line.strip()]
     new_lines = [line for line in new if line.strip()]
     if len(old_lines) != len(new_lines) or all(
             _width(a) == _width(b) for a, b in zip(old_lines, new_lines, strict=True)):
         return 0  # no line moved: no need to lex the whole file above the span
-    depth, quote = _open_after(before)
+    depth, quote = before() if callable(before) else _open_after(before)
     for k, line in enumerate(new_lines):
         stripped = line.lstrip()
         if depth == 0 and quote is None and not stripped.startswith("#"):
@@ -236,41 +272,123 @@ class Match:
     """Every place the anchor text was found, however its context scored."""
 
 
-def _find_exact(lines: list[str], needle: list[str]) -> list[int]:
+_CHECKPOINT = 256
+"""Lines between two lexer states ``LineIndex`` keeps (memory against re-lexing)."""
+
+
+@dataclass
+class LineIndex:
+    """One file's lines indexed for relocation: built once, shared by its citations.
+
+    Scanning the file for each citation cost the file's length per citation (50,000
+    drifted citations of a 50,000-line file: 113 s). Here each line's text, exact and
+    whitespace-folded, maps to where it occurs, so a citation costs its own lines plus
+    the places of its rarest line; non-blank neighbours (context) are found by
+    bisection; the lexer state (``reindented_by``) is kept every ``_CHECKPOINT``
+    lines, so the state above a span costs at most that many lines. Each part is
+    built on first use: a run whose citations all hold in place builds nothing.
+    """
+
+    lines: list[str]
+    _exact: dict[str, list[int]] | None = field(default=None, init=False, repr=False)
+    _nonblank: list[int] = field(default_factory=list, init=False, repr=False)
+    _folded: list[str] = field(default_factory=list, init=False, repr=False)
+    _folded_at: dict[str, list[int]] | None = field(default=None, init=False, repr=False)
+    _states: list[OpenState] = field(default_factory=lambda: [(0, None)], init=False,
+                                     repr=False)
+    _last: tuple[int, OpenState] | None = field(default=None, init=False, repr=False)
+
+    def exact_at(self, text: str) -> list[int]:
+        """0-based lines whose text is ``text``, in file order."""
+        if self._exact is None:
+            at: dict[str, list[int]] = {}
+            for i, line in enumerate(self.lines):
+                at.setdefault(line, []).append(i)
+            self._exact = at
+        return self._exact.get(text, [])
+
+    def _build_folded(self) -> dict[str, list[int]]:
+        if self._folded_at is None:
+            self._nonblank = [i for i, line in enumerate(self.lines) if line.strip()]
+            self._folded = [" ".join(self.lines[i].split()) for i in self._nonblank]
+            at: dict[str, list[int]] = {}
+            for k, text in enumerate(self._folded):
+                at.setdefault(text, []).append(k)
+            self._folded_at = at
+        return self._folded_at
+
+    @property
+    def nonblank(self) -> list[int]:
+        """0-based numbers of the non-blank lines, in file order."""
+        self._build_folded()
+        return self._nonblank
+
+    @property
+    def folded(self) -> list[str]:
+        """The non-blank lines with all whitespace folded (``fold``), as ``nonblank``."""
+        self._build_folded()
+        return self._folded
+
+    def folded_at(self, text: str) -> list[int]:
+        """Indexes into ``nonblank``/``folded`` of the lines that fold to ``text``."""
+        return self._build_folded().get(text, [])
+
+    def folded_before(self, start: int, count: int) -> list[str]:
+        """The last ``count`` non-blank lines above 0-based line ``start``, folded."""
+        k = bisect.bisect_left(self.nonblank, start)
+        return self.folded[max(0, k - count):k]
+
+    def folded_after(self, end: int, count: int) -> list[str]:
+        """The first ``count`` non-blank lines from 0-based line ``end`` on, folded."""
+        k = bisect.bisect_left(self.nonblank, end)
+        return self.folded[k:k + count]
+
+    def open_before(self, count: int) -> OpenState:
+        """The lexer's state after the first ``count`` lines (``_open_after`` of them).
+
+        Lexed on from the nearest checkpoint, or from the last answer when that is
+        nearer (citations come in file order more often than not)."""
+        states = self._states
+        while len(states) <= count // _CHECKPOINT:
+            k = len(states) - 1
+            states.append(_lex(self.lines[k * _CHECKPOINT:(k + 1) * _CHECKPOINT], states[k]))
+        start, state = count // _CHECKPOINT * _CHECKPOINT, states[count // _CHECKPOINT]
+        if self._last is not None and start <= self._last[0] <= count:
+            start, state = self._last
+        state = _lex(self.lines[start:count], state)
+        self._last = count, state
+        return state
+
+
+def _rarest(needle: list[str], places: Callable[[str], list[int]]) -> tuple[int, list[int]]:
+    """The line of ``needle`` with the fewest places, and those places: every match
+    holds that line at its offset, so they are the only candidates to verify."""
+    best = 0, places(needle[0])
+    for j in range(1, len(needle)):
+        if not best[1]:
+            break
+        here = places(needle[j])
+        if len(here) < len(best[1]):
+            best = j, here
+    return best
+
+
+def _find_exact(lines: list[str], needle: list[str], index: LineIndex) -> list[int]:
     """0-based starts where ``needle`` occurs line-aligned in ``lines``."""
     n = len(needle)
     if n == 0:
         return []
-    first = needle[0]
-    return [
-        i
-        for i in range(len(lines) - n + 1)
-        if lines[i] == first and lines[i : i + n] == needle
-    ]
-
-
-def _nonblank_before(lines: list[str], start: int, count: int) -> list[str]:
-    out: list[str] = []
-    i = start - 1
-    while i >= 0 and len(out) < count:
-        if lines[i].strip():
-            out.append(" ".join(lines[i].split()))
-        i -= 1
-    return out[::-1]
-
-
-def _nonblank_after(lines: list[str], end: int, count: int) -> list[str]:
-    out: list[str] = []
-    i = end
-    while i < len(lines) and len(out) < count:
-        if lines[i].strip():
-            out.append(" ".join(lines[i].split()))
-        i += 1
+    j, places = _rarest(needle, index.exact_at)
+    out = []
+    for p in places:
+        i = p - j
+        if i >= 0 and i + n <= len(lines) and lines[i:i + n] == needle:
+            out.append(i)
     return out
 
 
 def _context_score(
-    lines: list[str], start: int, end: int, prefix: list[str], suffix: list[str]
+    index: LineIndex, start: int, end: int, prefix: list[str], suffix: list[str]
 ) -> int:
     """How many of the anchor's context blocks (before/after) still surround a match.
 
@@ -279,34 +397,35 @@ def _context_score(
     """
     score = 0
     want_prefix, want_suffix = fold(prefix), fold(suffix)
-    if want_prefix and _nonblank_before(lines, start, len(want_prefix)) == want_prefix:
+    if want_prefix and index.folded_before(start, len(want_prefix)) == want_prefix:
         score += 1
-    if want_suffix and _nonblank_after(lines, end, len(want_suffix)) == want_suffix:
+    if want_suffix and index.folded_after(end, len(want_suffix)) == want_suffix:
         score += 1
     return score
 
 
-def _find_folded(lines: list[str], exact: list[str]) -> list[tuple[int, int]]:
+def _find_folded(lines: list[str], exact: list[str], index: LineIndex) -> list[tuple[int, int]]:
     """0-based (start, end-exclusive) windows whose normalised text is that of ``exact``.
 
     Windows start and end on non-blank lines, so a match never swallows blank
     lines at its edges, and hold as many non-blank lines as ``exact``. Equal
     normalised text implies equal lines once *all* whitespace is folded, so
-    windows are first matched on folded lines (each line folded once,
-    candidates found by their first line), and only those are normalised and
+    windows are first matched on folded lines (each line folded once per file,
+    candidates found by the index), and only those are normalised and
     hashed: normalising every window cost lines × anchor lines, 40 s on a
     hostile 1M-line file.
     """
     want = fold(exact)
     if not want:
         return []
-    idx = [i for i, line in enumerate(lines) if line.strip()]
-    folded = [" ".join(lines[i].split()) for i in idx]
+    idx, folded = index.nonblank, index.folded
     digest, n = span_sha256(exact), len(want)
+    j, places = _rarest(want, index.folded_at)
     seen: dict[tuple[str, ...], bool] = {}  # a file of repeated lines normalises each text once
     out = []
-    for k, first in enumerate(folded[: len(folded) - n + 1]):
-        if first == want[0] and folded[k:k + n] == want:
+    for p in places:
+        k = p - j
+        if k >= 0 and k + n <= len(folded) and folded[k:k + n] == want:
             s, e = idx[k], idx[k + n - 1] + 1
             window = tuple(lines[s:e])
             if window not in seen:
@@ -322,6 +441,7 @@ def relocate(
     exact: list[str] | None,
     prefix: list[str],
     suffix: list[str],
+    index: LineIndex | None = None,
 ) -> Match | None:
     """Find the anchor text ``exact`` in ``lines``; None when there is no credible match.
 
@@ -330,18 +450,21 @@ def relocate(
     then the one nearest the pinned start. ``candidates`` and ``total`` say how
     many places there were, so that the caller can say so. Only text relocates:
     a digest alone is checked where it is pinned (searching every window of
-    every size for a digest is quadratic and proves no more).
+    every size for a digest is quadratic and proves no more). ``index``: the file's
+    ``LineIndex``, shared by its citations (one is built when not given).
     """
     if not exact:
         return None
+    if index is None:
+        index = LineIndex(lines)
     how = "exact"
-    found = [(s, s + len(exact)) for s in _find_exact(lines, exact)]
+    found = [(s, s + len(exact)) for s in _find_exact(lines, exact, index)]
     if not found:
-        found = _find_folded(lines, exact)
+        found = _find_folded(lines, exact, index)
         how = "normalized"
     if not found:
         return None
-    scored = [(_context_score(lines, s, e, prefix, suffix), s, e) for s, e in found]
+    scored = [(_context_score(index, s, e, prefix, suffix), s, e) for s, e in found]
     best_score = max(sc for sc, _, _ in scored)
     best = [(s, e) for sc, s, e in scored if sc == best_score]
     s, e = min(best, key=lambda se: (abs(se[0] + 1 - pinned.start), se[0]))

@@ -11,15 +11,30 @@ it now sits in another block (``spans.reindented_by``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 
 from pp1audit.checks import source_problem
 from pp1audit.errors import SourceError
 from pp1audit.manifest import Anchor, Citation
 from pp1audit.result import Check, Status
-from pp1audit.spans import Span, reindented_by, relocate, span_sha256
-from pp1audit.store import FileStore
+from pp1audit.spans import LineIndex, OpenState, Span, reindented_by, relocate, span_sha256
+from pp1audit.store import FileData, FileStore
+
+_INDEXES: weakref.WeakKeyDictionary[FileData, LineIndex] = weakref.WeakKeyDictionary()
+"""Each file's ``LineIndex``, shared by all its citations while the store holds the file
+(one per file per run): a per-citation scan made 50,000 drifted citations quadratic."""
+
+
+def line_index(fd: FileData) -> LineIndex:
+    """The relocation index of a file as the store read it (built once, on first use)."""
+    index = _INDEXES.get(fd)
+    if index is None:
+        index = LineIndex(fd.text_lines())
+        _INDEXES[fd] = index
+    return index
 
 
 def _anchor_holds(anchor: Anchor, current: list[str]) -> str | None:
@@ -35,7 +50,8 @@ def _anchor_holds(anchor: Anchor, current: list[str]) -> str | None:
 PYTHON_SUFFIXES = (".py", ".pyi")
 
 
-def reindented(path: str, exact: list[str] | None, found: list[str], before: list[str]) -> int:
+def reindented(path: str, exact: list[str] | None, found: list[str],
+               before: Sequence[str] | Callable[[], OpenState]) -> int:
     """Columns a Python span's statements moved right (+) or left (-) against its
     anchored text ``exact`` (``found``: its lines now; ``before``: the file above them).
 
@@ -43,7 +59,8 @@ def reindented(path: str, exact: list[str] | None, found: list[str], before: lis
     shift of a span's leading indentation may move it into another block (under
     an added ``if False:``, out of a loop): the same text, another meaning. Other
     files, and sha256-only anchors (no text to measure), give 0. ``check`` and
-    ``pin`` both ask here, so they say the same thing of the same span."""
+    ``pin`` both ask here, so they say the same thing of the same span. ``before``
+    may be a function giving the lexer's state there (``LineIndex.open_before``)."""
     if exact is None or not path.endswith(PYTHON_SUFFIXES):
         return 0
     return reindented_by(exact, found, before)
@@ -114,15 +131,17 @@ def check_citation(
                      message=f"{span.path} changed and the citation has no anchor to find "
                      "its span again")
     how = _anchor_holds(anchor, current) if in_range else None
+    index = line_index(fd)
     if how is not None:
-        shift = reindented(span.path, anchor.exact, current, lines[: span.start - 1])
+        shift = reindented(span.path, anchor.exact, current,
+                           partial(index.open_before, span.start - 1))
         if shift:
             return replace(base, status=Status.DRIFT, found_lines=pinned, excerpt=excerpt,
                            message=f"{span} still holds the anchored text, {reindent_words(shift)}")
         note = "" if how == "exact" else " (whitespace differs)"
         return replace(base, status=Status.PASS, found_lines=pinned, excerpt=excerpt,
                      message=f"{span} still holds the anchored text{note}")
-    match = relocate(lines, span, anchor.exact, anchor.prefix, anchor.suffix)
+    match = relocate(lines, span, anchor.exact, anchor.prefix, anchor.suffix, index)
     if match is None:
         if anchor.exact is None:
             return replace(base, status=Status.FAIL,
@@ -135,7 +154,7 @@ def check_citation(
     notes = []
     if match.how == "normalized":
         shift = reindented(span.path, anchor.exact, lines[match.start - 1 : match.end],
-                            lines[: match.start - 1])
+                           partial(index.open_before, match.start - 1))
         notes.append(reindent_words(shift) if shift else "whitespace differs")
     if match.candidates > 1:
         notes.append(
