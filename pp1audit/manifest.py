@@ -445,9 +445,84 @@ def _report_check(loaded: Loaded, file: str, text: str, raw: dict[str, Any]) -> 
         raise ManifestError(file, line, col, keypath_str(problem.keypath), problem.message)
 
 
+MAX_SIMPLE_KEY = 1024
+"""Characters YAML (PyYAML and libyaml alike) reads as a plain or quoted key on one line."""
+
+_KEY_COLON_ERRORS = ("mapping values are not allowed", "expected ',' or ")
+"""What the YAML parser says at the ``:`` of a key it did not take for one."""
+
+_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+"""Line breaks as YAML counts them (its marks number lines so)."""
+
+
+def _line_span(text: str, line: int) -> tuple[int, int]:
+    """Offsets of the start and end of 1-based ``line`` of ``text`` (YAML's breaks)."""
+    start, end = 0, len(text)
+    for number, m in enumerate(_BREAK.finditer(text), start=2):
+        if number == line:
+            start = m.end()
+        elif number == line + 1:
+            end = m.start()
+            break
+    return start, end
+
+
+def _key_start(line: str, colon: int) -> int:
+    """Where the key ending at ``colon`` begins on its line: after the indentation, a
+    ``- ``/``? `` indicator, or the flow punctuation or ``: `` before it."""
+    start = len(line) - len(line.lstrip(" "))
+    for mark in ("{", "[", ",", ": ", "- ", "? "):
+        at = line.rfind(mark, 0, colon)
+        if at >= 0:
+            start = max(start, at + len(mark))
+    while start < colon and line[start] == " ":
+        start += 1
+    return start
+
+
+def _long_key(text: str, exc: ManifestError) -> ManifestError | None:
+    """The error to give instead of YAML's when its cause is a key over 1,024 characters.
+
+    YAML looks no further than 1,024 characters for the ``:`` that makes a key, so a
+    longer key reads as text, and its ``:`` as "mapping values are not allowed in this
+    context": true, and no help. The key is the cause when the same line with a short
+    key in its place parses past that ``:``."""
+    if not exc.message.startswith("invalid YAML: ") or not any(
+            words in exc.message for words in _KEY_COLON_ERRORS):
+        return None
+    begin, end = _line_span(text, exc.line)
+    line, colon = text[begin:end], exc.column - 1
+    if not line.startswith(":", colon):
+        return None
+    key = _key_start(line, colon)
+    if colon - key <= MAX_SIMPLE_KEY:
+        return None
+    short = text[:begin + key] + "k" + text[begin + colon:end] + "\n"
+    try:
+        load(short, exc.file)
+    except ManifestError as again:
+        if (again.line, again.column) <= (exc.line, key + 2):  # still at (or before) the ':'
+            return None
+    return ManifestError(exc.file, exc.line, key + 1, "",
+                         f"invalid YAML: a key of {colon - key:,} characters; YAML reads at "
+                         f"most {MAX_SIMPLE_KEY:,} characters as a key (its ':' is then "
+                         "text): use a shorter key")
+
+
+def _load(text: str, file: str) -> Loaded:
+    """``yamlpos.load``, saying so when a key longer than YAML reads is the problem."""
+    try:
+        return load(text, file)
+    except ManifestError as exc:
+        better = _long_key(text, exc)
+        if better is None:
+            raise
+        raise better from None
+
+
 def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
     """Parse and validate manifest text; ``ManifestError`` names the line and column."""
-    loaded = load(text, file)
+    loaded = _load(text, file)
     if not isinstance(loaded.data, dict):
         raise _fail(loaded, file, (), "the manifest must be a mapping")
     _schema_check(loaded, file, text)
