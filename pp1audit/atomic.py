@@ -27,6 +27,7 @@ import errno
 import hashlib
 import os
 import re
+import select
 import stat
 import sys
 import tempfile
@@ -76,10 +77,34 @@ def _inherited_fd(path: Path) -> int | None:
     return None
 
 
-def _write_all(fd: int, blob: bytes) -> None:
+def write_all(fd: int, blob: bytes) -> None:
+    """Write all of ``blob`` to ``fd``, or raise ``OSError``: never fewer bytes in silence.
+
+    One ``write`` may take part of the bytes (a file that reaches the size
+    limit or fills its disk, a pipe, a signal): the rest is written by the next,
+    which then fails with the reason (EFBIG, ENOSPC) when there is one. Python's
+    own streams do not always go on: an unbuffered one (``PYTHONUNBUFFERED``)
+    drops the tail of a short write and reports success. A descriptor left
+    non-blocking by whoever opened it (EAGAIN) is waited on until it can take
+    more, and a write that takes nothing at all is an error, not a loop.
+    """
     view = memoryview(blob)
     while view:
-        view = view[os.write(fd, view):]
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            _wait_writable(fd)
+            continue
+        if written <= 0:
+            raise OSError(errno.EIO, "the write made no progress")
+        view = view[written:]
+
+
+def _wait_writable(fd: int) -> None:
+    """Block until ``fd`` (a non-blocking pipe or socket) can take more bytes."""
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    poller.poll()
 
 
 def _write_stream(path: Path, blob: bytes) -> None:
@@ -87,7 +112,7 @@ def _write_stream(path: Path, blob: bytes) -> None:
     if fd is not None:
         try:
             sys.stdout.flush()  # what was printed before stays before
-            _write_all(fd, blob)
+            write_all(fd, blob)
         except OSError as exc:
             raise Pp1Error(f"{path}: cannot write: {exc.strerror}") from None
         return
@@ -100,7 +125,7 @@ def _write_stream(path: Path, blob: bytes) -> None:
         raise Pp1Error(f"{path}: cannot write: {exc.strerror}") from None
     try:
         os.set_blocking(fd, True)  # O_NONBLOCK was only for the open of a FIFO
-        _write_all(fd, blob)
+        write_all(fd, blob)
     except OSError as exc:
         raise Pp1Error(f"{path}: cannot write: {exc.strerror}") from None
     finally:

@@ -12,6 +12,7 @@ is the run's own, so the 0/1/2 contract holds whoever reads the output.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import os
@@ -151,12 +152,15 @@ class _GuardedStdout:
     shell's 141, which would read as neither open nor closed). A stdout
     closed before the start (``>&-``: ``sys.stdout`` is None) fails the first
     write like a full disk: results were asked for and cannot be delivered.
+    What is written goes to the stream's descriptor whole or fails
+    (``_write_through``): a short write never cuts a document in silence.
     Everything else is the real stream's.
     """
 
     def __init__(self, stream: TextIO | None) -> None:
         self._stream = stream
         self._closed = False
+        self._encoder: codecs.IncrementalEncoder | None = None
         self.wrote = False
         """Whether anything was written: a run that printed its document must not
         print an error object after it (two JSON documents are no JSON)."""
@@ -174,16 +178,41 @@ class _GuardedStdout:
         return True
 
     def write(self, text: str) -> int:
+        if not isinstance(text, str):  # as a text stream refuses it (click probes with b"")
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         self.wrote = self.wrote or bool(text)
         if self._closed:
             return len(text)
         stream = self._open()
         try:
-            return stream.write(text)
+            self._write_through(stream, text)
         except OSError as exc:
-            if self._reader_gone(exc):
-                return len(text)
-            raise StdoutFailed(exc) from exc
+            if not self._reader_gone(exc):
+                raise StdoutFailed(exc) from exc
+        return len(text)
+
+    def _write_through(self, stream: TextIO, text: str) -> None:
+        """Write ``text`` to the file under ``stream`` whole, or raise ``OSError``.
+
+        A short write (a file reaching the size limit or filling its disk) is not
+        the end: CPython's unbuffered stream (``PYTHONUNBUFFERED``) dropped the
+        rest and the run exited 0 with a cut document. So the bytes go to the
+        descriptor through ``atomic.write_all``, encoded as the stream would
+        encode them (its encoding and errors, a BOM once), after whatever the
+        stream still holds. A stream without a descriptor (a test's capture)
+        cannot cut anything short: it is written as it is."""
+        fd = _descriptor(stream)
+        encoding = getattr(stream, "encoding", None)
+        if fd is None or not isinstance(encoding, str):
+            stream.write(text)
+            return
+        from pp1audit.atomic import write_all
+
+        if self._encoder is None:
+            self._encoder = _encoder_for(stream, encoding, fd)
+        blob = self._encoder.encode(text)
+        stream.flush()  # what the stream holds was written first
+        write_all(fd, blob)
 
     def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -205,7 +234,38 @@ class _GuardedStdout:
         return getattr(self._open(), name)
 
 
+def _descriptor(stream: TextIO) -> int | None:
+    """The file descriptor under ``stream``, or None when it has none (a
+    ``StringIO``, click's test runner, pytest's capture)."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):  # UnsupportedOperation is both
+        return None
+    return fd if isinstance(fd, int) and fd >= 0 else None
+
+
+def _encoder_for(stream: TextIO, encoding: str, fd: int) -> codecs.IncrementalEncoder:
+    """An encoder that writes what ``stream`` would: its encoding and errors, and
+    a BOM where CPython's ``TextIOWrapper`` writes one: never in the middle of a
+    file; for UTF-16 and UTF-32 (its own encoders) only at the start of one, not
+    into a pipe or a terminal; for the others (``utf-8-sig``) there too."""
+    errors = getattr(stream, "errors", None)
+    codec = codecs.lookup(encoding)
+    encoder = codec.incrementalencoder(errors if isinstance(errors, str) else "strict")
+    try:
+        position: int | None = os.lseek(fd, 0, os.SEEK_CUR)
+    except OSError:  # a pipe or a terminal: no position
+        position = None
+    bom = position == 0 if codec.name in ("utf-16", "utf-32") else position in (None, 0)
+    if not bom:
+        encoder.setstate(0)
+    return encoder
+
+
 def _emit(text: str, output: Path | None) -> None:
+    """Write a command's result to ``output`` atomically, or to stdout whole:
+    ``sys.stdout`` is ``_GuardedStdout`` in a run, which writes every byte or
+    fails the run with one line (exit 2)."""
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
