@@ -99,7 +99,7 @@ from pp1audit.errors import SourceError
 from pp1audit.facts import Facts, class_hook_use
 from pp1audit.identnorm import IdentifierError, nfkc_identifiers
 from pp1audit.patterns import Hit, assign_parts, at, find, guard_forms, is_, parse_pattern
-from pp1audit.rules import Constraint, Invariant, Rule, decorator_key
+from pp1audit.rules import Constraint, Invariant, Rule, decorator_key, regex_matches
 from pp1audit.store import FileStore
 from pp1audit.syntaxtree import Key, binding_statement, conjuncts, key, line, short, within
 
@@ -205,7 +205,7 @@ class _Eval:
         if c.is_ is not None:
             ok = ok and len(nodes) == 1 and is_(nodes[0], c.is_.text, b)
         if c.regex is not None:
-            ok = ok and re.search(c.regex, " ".join(n.text() for n in nodes)) is not None
+            ok = ok and regex_matches(c.regex, " ".join(n.text() for n in nodes))
         if c.any_:
             ok = ok and any(self.constraint(nodes, alt, b) for alt in c.any_)
         if c.not_ is not None:

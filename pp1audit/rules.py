@@ -38,6 +38,7 @@ where ``<rule>`` is a pattern string or a mapping with ``pattern`` and any of
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,7 +100,8 @@ class Constraint:
     is_: Pattern | None = None
     """The single captured node is this (``$X`` only)."""
     regex: str | None = None
-    """The captured text contains a match of this regular expression."""
+    """The captured text contains a match of this regular expression (RE2 syntax:
+    ``regex_matches``)."""
     not_: Constraint | None = None
     """This constraint must not hold."""
     any_: tuple[Constraint, ...] = ()
@@ -217,6 +219,125 @@ def parse_pattern(value: object, keypath: tuple[str | int, ...]) -> Pattern:
     return Pattern(text, single, multi)
 
 
+@functools.cache
+def _re2() -> tuple[Any, Any]:
+    """The ``re2`` module and our options, imported on first use (10 ms: a manifest
+    without regexes does not pay it). Errors are returned to us, never logged to
+    stderr by the library (a message is one line)."""
+    import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
+
+    options = re2.Options()
+    options.log_errors = False
+    return re2, options
+
+
+_UNSUPPORTED = (
+    (re.compile(r"^invalid perl operator: \(\?(=|!)"), "lookahead `(?{0}`"),
+    (re.compile(r"^invalid perl operator: \(\?<(=|!)"), "lookbehind `(?<{0}`"),
+    (re.compile(r"^invalid perl operator: \(\?P$"), "a named group reference `(?P=…)`"),
+    (re.compile(r"^invalid escape sequence: \\([1-9])"), "backreference `\\{0}`"),
+    (re.compile(r"^invalid escape sequence: \\([gk])"), "backreference `\\{0}`"),
+    (re.compile(r"^invalid perl operator: \(\?>"), "an atomic group `(?>…)`"),
+    (re.compile(r"^invalid perl operator: \(\?\("), "a conditional group `(?(…)`"),
+    (re.compile(r"^invalid perl operator: \(\?#"), "a comment group `(?#…)`"),
+    (re.compile(r"^bad repetition operator: ([*+?}]\+)"), "a possessive quantifier `{0}`"),
+    (re.compile(r"^invalid perl operator: \(\?([A-Za-z])"),
+     "the flag `(?{0}` (RE2 has i, m, s and U)"),
+    (re.compile(r"^invalid escape sequence: \\Z"), "`\\Z` (RE2 writes `\\z`)"),
+)
+"""RE2's messages for what Python's ``re`` accepts but a linear-time engine cannot do."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Lone surrogates (``surrogateescape``'s undecodable bytes): not UTF-8, so not RE2's."""
+
+_WHY_RE2 = ("regexes are RE2 syntax, which runs in linear time on the target's text: "
+            "no lookaround or backreferences")
+
+_BRACE = re.compile(r"\{,\d+\}")
+"""``{,n}``: a repetition in Python's ``re`` (3.11), literal text in RE2."""
+
+
+def _literal_brace(pattern: str) -> str | None:
+    """The first ``{,n}`` outside a class: Python reads it as ``{0,n}``, RE2 as literal
+    text, so the same regex would silently mean something else."""
+    i, n, in_class = 0, len(pattern), False
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            if pattern.startswith("\\Q", i):  # literal text up to \E
+                end = pattern.find("\\E", i + 2)
+                i = n if end < 0 else end + 2
+                continue
+            i += 2
+            continue
+        if in_class:
+            if pattern.startswith("[:", i):  # [:alpha:] inside a class
+                end = pattern.find(":]", i + 2)
+                i = n if end < 0 else end + 2
+                continue
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            i += 1  # a ']' right after '[' or '[^' is a member, not the end
+            if pattern.startswith("^", i):
+                i += 1
+            if pattern.startswith("]", i):
+                i += 1
+            continue
+        else:
+            m = _BRACE.match(pattern, i)
+            if m:
+                return m.group(0)
+        i += 1
+    return None
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be a ``regex:`` constraint, or None.
+
+    Constraints read text from the target, which may be hostile: a backtracking
+    engine (Python's ``re``) on ``(a+)+$`` and 50,000 ``a`` never finishes, so
+    regexes run on RE2, whose time is linear in the text (a verdict never waits
+    on a timeout). What RE2 cannot compile is refused here, saying why."""
+    try:
+        compiled(pattern)
+    except _re2()[0].error as exc:
+        raw = exc.args[0] if exc.args else b""
+        said = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        for shape, what in _UNSUPPORTED:
+            m = shape.match(said)
+            if m:
+                return f"{what.format(*m.groups())} is not supported ({_WHY_RE2})"
+        return f"{said} (RE2 syntax)"
+    except UnicodeEncodeError:  # a lone surrogate: YAML can spell one, UTF-8 cannot
+        return "it holds a character that is not Unicode text (a lone surrogate)"
+    brace = _literal_brace(pattern)
+    if brace:
+        return (f"`{brace}` is literal text in RE2 (write `{{0{brace[1:]}` for 0 to "
+                f"{brace[2:-1]} repetitions, or `\\{brace}` for the text)")
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def compiled(pattern: str) -> Any:
+    """The RE2 program of a pattern, compiled once per run (``re2.error`` if it is not one)."""
+    re2, options = _re2()
+    return re2.compile(pattern, options)
+
+
+def regex_matches(pattern: str, text: str) -> bool:
+    """True when ``text`` contains a match of ``pattern`` (a search, as ``re.search``).
+
+    Time is linear in the text (RE2). ``\\w``, ``\\d``, ``\\s`` and ``\\b`` are ASCII,
+    ``(?i)`` folds Unicode case, ``$`` is the end of the text only (no final newline
+    before it) and ``.`` is one character. Text that cannot be UTF-8 (a lone surrogate)
+    is searched with that character as U+FFFD."""
+    try:
+        return compiled(pattern).search(text) is not None
+    except UnicodeEncodeError:
+        return compiled(pattern).search(_SURROGATE.sub("\ufffd", text)) is not None
+
+
 def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool) -> Constraint:
     if not isinstance(raw, dict):  # the schema says so too; kept for direct callers
         raise RuleError(keypath, "a constraint is a mapping (has / contains / is / regex / "
@@ -232,10 +353,9 @@ def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool) -> Constr
         raise RuleError((*keypath, "any"), "'any' is a non-empty list of constraints")
     regex = raw.get("regex")
     if regex is not None:
-        try:
-            re.compile(regex)
-        except re.error as exc:
-            raise RuleError((*keypath, "regex"), f"invalid regular expression: {exc}") from None
+        problem = regex_problem(regex)
+        if problem:
+            raise RuleError((*keypath, "regex"), f"invalid regular expression: {problem}")
     if "is" in raw and multi:
         raise RuleError((*keypath, "is"), "'is' needs a single-node metavariable ($X); "
                         "use 'has' for a $$$ list")
