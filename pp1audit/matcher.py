@@ -402,8 +402,7 @@ class Engine:
                 warnings.simplefilter("ignore")
                 compile(text, path, "exec", dont_inherit=True)
         except SyntaxError as exc:
-            where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
-            return SourceError(path, f"is not valid Python ({exc.msg} at {where}); "
+            return SourceError(path, f"is not valid Python ({exc.msg}{_where(exc, text)}); "
                                "invariants cannot be judged on it")
         except ValueError as exc:  # e.g. NUL bytes
             return SourceError(path, f"is not valid Python ({exc})")
@@ -791,3 +790,18 @@ def _home(region: SgNode, nearest: SgNode | None, attached: bool, regions: list[
         return (f" (in class {name.text() if name else '?'}, a subclass of "
                 f"{base.text() if base else '?'} in this file)")
     return ""
+
+
+def _where(exc: SyntaxError, text: str) -> str:
+    """`` at line L, column C`` of a syntax error in ``text`` (its line endings made
+    ``\\n``, as ``spans.decode_lines`` counts lines). A NUL byte is reported by
+    CPython with no place at all (``lineno`` None): the first one's is said, not
+    "at line None"; a place still unknown is left out."""
+    line, column = exc.lineno, exc.offset
+    if line is None and "\0" in text:
+        at = text.index("\0")
+        line = text.count("\n", 0, at) + 1
+        column = at - text.rfind("\n", 0, at)
+    if line is None:
+        return ""
+    return f" at line {line}" + (f", column {column}" if column else "")
