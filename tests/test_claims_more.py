@@ -303,7 +303,8 @@ def test_reindented_by_measures_the_first_statement() -> None:
 def test_pin_re_quotes_a_re_indented_span_and_the_result_passes(
     make_files: MakeFiles, tmp_path: Path
 ) -> None:
-    """The drift's advice ("re-pin after review"): ``pin`` carries it in place."""
+    """The drift's advice ("re-pin after review"): ``pin`` holds it unresolved until
+    the reviewer accepts it (``--accept``), then carries it in place."""
     root = make_files({"pkg/__init__.py": "", "pkg/a.py": CODE})
     manifest = tmp_path / "m.yaml"
     manifest.write_text(text_manifest("pkg/a.py", CODE.splitlines(), 4, 5, "pkg"))
@@ -315,6 +316,8 @@ def test_pin_re_quotes_a_re_indented_span_and_the_result_passes(
     assert proc.returncode == 1 and "re-indented by +4 columns" in proc.stdout, proc.stdout
     out = tmp_path / "out.yaml"
     proc = run_cli("pin", str(root), "-m", str(manifest), "-o", str(out))
+    assert proc.returncode == 1 and "--accept c" in proc.stdout and not out.exists(), proc.stdout
+    proc = run_cli("pin", str(root), "-m", str(manifest), "-o", str(out), "--accept", "c")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     anchor = load_manifest(out).citations["c"].anchor
     assert anchor is not None and anchor.exact == ["        y = 1", "        return y"]
