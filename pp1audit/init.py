@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pp1audit.anchortext import DEFAULT_CONTEXT, anchor_text
 from pp1audit.checks.version import read_version, version_path
 from pp1audit.errors import Pp1Error, SourceError
-from pp1audit.safetext import count, printable
+from pp1audit.safetext import count, cut, printable
 from pp1audit.sources import Source
 from pp1audit.spans import Span, parse_safe_span
 from pp1audit.store import FileStore
@@ -42,11 +42,11 @@ def parse_cite(text: str) -> CiteRequest:
     if sep and ":" not in head:
         cid, spec = head, tail
         if not _ID_OK.match(cid):
-            raise Pp1Error(f"--cite {text}: '{cid}' is not a valid id (a-z, 0-9, '.', '_', '-')")
+            raise Pp1Error(f"--cite {cut(text, 80)}: '{cid}' is not a valid id (a-z, 0-9, '.', '_', '-')")
     try:
         span = parse_safe_span(spec)
     except ValueError as exc:
-        raise Pp1Error(f"--cite {text}: {exc}") from None
+        raise Pp1Error(f"--cite {cut(text, 80)}: {exc}") from None
     return CiteRequest(span, text, cid)
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from pp1audit.errors import Pp1Error, SourceError
 from pp1audit.manifest import Citation, Manifest
 from pp1audit.result import Check, Status
-from pp1audit.safetext import printable, printable_code
+from pp1audit.safetext import cut, printable, printable_code
 from pp1audit.sources import Source
 from pp1audit.spans import Span, parse_safe_span
 from pp1audit.store import FileStore
@@ -81,12 +81,12 @@ def _read_in_source(spec: str, cit: Citation, prov: ProvenanceRun | None) -> _Re
     """
     name = cit.source or ""
     if prov is None:  # (a manifest citing a source has provenance: kept for the types)
-        raise Pp1Error(f"show {spec}: no source '{name}' in the manifest")
+        raise Pp1Error(f"show {cut(spec, 80)}: no source '{name}' in the manifest")
     store = prov.git_store(name) if name in prov.prov.sources else prov.remote_store(name)
     if isinstance(store, FileStore):
         return _read(store, cit.span.path)
     if store.status is Status.SKIP:
-        raise Pp1Error(f"show {spec}: {store.message}")
+        raise Pp1Error(f"show {cut(spec, 80)}: {store.message}")
     return _Read([], store.message)
 
 
@@ -94,7 +94,7 @@ def _show_citation(spec: str, manifest: Manifest, checks: tuple[Check, ...], sto
                    prov: ProvenanceRun | None) -> Shown:
     cit = manifest.citations.get(spec)
     if cit is None:
-        raise Pp1Error(f"show {spec}: no citation '{spec}' in {manifest.path}")
+        raise Pp1Error(f"show {cut(spec, 80)}: no citation '{spec}' in {manifest.path}")
     check = _citation_check(checks, spec)
     shown_checks = (check,) if check else ()
     span = cit.span
@@ -134,7 +134,7 @@ def prepare(spec: str, manifest: Manifest | None, source: Source,
     store = FileStore(source)
     if ":" not in spec:
         if manifest is None:
-            raise Pp1Error(f"show {spec}: give a manifest to show a citation by id")
+            raise Pp1Error(f"show {cut(spec, 80)}: give a manifest to show a citation by id")
         from pp1audit.audit import checks_in, open_provenance
 
         with open_provenance(manifest, store, options) as prov:  # one clone for checks and lines
@@ -147,10 +147,10 @@ def prepare(spec: str, manifest: Manifest | None, source: Source,
     try:
         span = parse_safe_span(spec)
     except ValueError as exc:
-        raise Pp1Error(f"show {spec}: {exc}") from None
+        raise Pp1Error(f"show {cut(spec, 80)}: {exc}") from None
     lines = store.get(span.path).text_lines()
     if span.end > len(lines):
-        raise Pp1Error(f"show {spec}: {span.path} has only {_lines(len(lines))}")
+        raise Pp1Error(f"show {cut(spec, 80)}: {span.path} has only {_lines(len(lines))}")
     overlapping = tuple(
         c for c in checks
         if c.kind == "citation" and c.path == span.path and c.source is None

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 
 from pp1audit.manifest import load_manifest, text_lines
@@ -170,3 +171,17 @@ def test_a_blank_span_is_refused_naming_the_cite(vllm_tree: Path, tmp_path: Path
     assert proc.returncode == 2 and not out.exists()
     assert proc.stderr.startswith(f"pp1audit: error: --cite {cite}: the span holds only blank")
     assert len(proc.stderr.strip().splitlines()) == 1 and "<init>" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["init", "show"])
+def test_a_huge_span_argument_is_cut_in_the_error(make_files: Callable[..., Path], tmp_path: Path,
+                                                  command: str) -> None:
+    """A 5,000-digit line number is one short line: the argument is cut, not echoed whole."""
+    root = make_files({"vllm/__init__.py": "", "vllm/a.py": "x = 1\n"})
+    spec = "vllm/a.py:1-" + "9" * 5000
+    args = (["init", str(root), "-p", "vllm", "--cite", spec, "-o", str(tmp_path / "m.yaml")]
+            if command == "init" else ["show", str(root), spec])
+    proc = run_cli(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and len(proc.stderr) < 400, proc.stderr
+    assert "too large" in proc.stderr and "more characters" in proc.stderr, proc.stderr
