@@ -402,7 +402,7 @@ class Engine:
                 warnings.simplefilter("ignore")
                 compile(text, path, "exec", dont_inherit=True)
         except SyntaxError as exc:
-            return SourceError(path, f"is not valid Python ({exc.msg}{_where(exc, text)}); "
+            return SourceError(path, f"is not valid Python ({exc.msg}{_syntax_error_place(exc, text)}); "
                                "invariants cannot be judged on it")
         except ValueError as exc:  # e.g. NUL bytes
             return SourceError(path, f"is not valid Python ({exc})")
@@ -792,7 +792,7 @@ def _home(region: SgNode, nearest: SgNode | None, attached: bool, regions: list[
     return ""
 
 
-def _where(exc: SyntaxError, text: str) -> str:
+def _syntax_error_place(exc: SyntaxError, text: str) -> str:
     """`` at line L, column C`` of a syntax error in ``text`` (its line endings made
     ``\\n``, as ``spans.decode_lines`` counts lines). A NUL byte is reported by
     CPython with no place at all (``lineno`` None): the first one's is said, not
