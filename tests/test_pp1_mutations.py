@@ -244,6 +244,11 @@ MUTATIONS = [
                  "        def _never_called():\n            if IS_DRAFTING:\n"
                  "                pos = pos + _DRAFT_NOISE_SALT\n",
                  {**NOT_DRAFTING, "gumbel-draft-cache": "drift"}, id="gd4-salting-in-a-nested-function"),
+    pytest.param(GUMBEL, "        if IS_DRAFTING:\n            pos = pos + _DRAFT_NOISE_SALT\n",
+                 "        class \u0100:\n            if IS_DRAFTING:\n"
+                 "                pos = pos + _DRAFT_NOISE_SALT\n",
+                 {**NOT_DRAFTING, "gumbel-draft-cache": "drift"},
+                 id="gd4b-salting-in-a-nested-class-named-in-unicode"),
     pytest.param(GUMBEL, "    return sampled\n", "    return sampled\n\n\n@triton.jit\n"
                  "def gumbel_block_argmax(logits, block, mask, *args, **kwargs):\n"
                  "    return tl.max(logits, axis=0, return_indices=True)\n",
@@ -324,6 +329,14 @@ MUTATIONS = [
                  "            assert self.structured_outputs_worker is not None\n"
                  "            grammar_output.structured_output_request_ids.clear()\n",
                  {"runner-grammar-before-sampler": "fail"}, id="g16-request-ids-emptied"),
+    pytest.param(RUNNER, "            assert self.structured_outputs_worker is not None\n",
+                 "            assert self.structured_outputs_worker is not None\n"
+                 "            del(grammar_output.structured_output_request_ids[:])\n",
+                 {"runner-grammar-before-sampler": "fail"}, id="g17-request-ids-deleted-in-parens"),
+    pytest.param(RUNNER, "            assert self.structured_outputs_worker is not None\n",
+                 "            assert self.structured_outputs_worker is not None\n"
+                 "            (grammar_output.structured_output_request_ids) = []\n",
+                 {"runner-grammar-before-sampler": "fail"}, id="g18-request-ids-replaced-in-parens"),
     # DSpark's logits zeroed before the scatter, or after it.
     pytest.param(DSPARK, "            buf.index_copy_(", "            logits = torch.zeros_like(logits)\n"
                  "            buf.index_copy_(", SCATTER_BROKEN,
