@@ -3,13 +3,19 @@
 Versions, paths, messages and excerpts come from the target, and the target
 is the thing under suspicion: a ``_version.py`` holding a newline and an
 escape sequence could print a fake ``PASS (gate open)`` line on a terminal and
-hide the real one (``ESC[8m``), or add a heading to a Markdown report. Every
-control character (C0, DEL, C1), Unicode line/paragraph separators, the
-invisible formatting characters used for "Trojan Source" tricks (bidi
-overrides and isolates, zero-width characters, BOM) and lone surrogates are
-shown as a visible escape instead (``\\n``, ``\\x1b``, ``\\u202e``). JSON output
-needs none of this (its encoder escapes), so only the formats meant for people
-use it.
+hide the real one (``ESC[8m``), or add a heading to a Markdown report. So every
+character Unicode says is not shown as ink is printed as a visible escape
+instead (``\\n``, ``\\x1b``, ``\\u202e``): the categories Cc (C0, DEL, C1
+controls), Cf (format: bidi overrides, isolates and marks such as U+061C, zero-width
+characters, the soft hyphen U+00AD, the BOM, tag characters), Zl and Zp (line and
+paragraph separators) and Cs (lone surrogates), and every other
+Default_Ignorable_Code_Point (Hangul fillers U+115F, U+1160, U+3164, U+FFA0,
+variation selectors, the combining grapheme joiner, the code points reserved
+as ignorable), which a terminal may draw as nothing. Taken from
+``unicodedata`` rather than listed by hand, so no format character is left
+out. Braille's blank U+2800 is not escaped: it is drawn as a blank cell, like
+a space, not hidden. JSON output needs none of this (its encoder escapes), so
+only the formats meant for people use it.
 
 The escapes are unambiguous, so a name can be told from a forged look-alike:
 
@@ -18,8 +24,9 @@ The escapes are unambiguous, so a name can be told from a forged look-alike:
 * ``\\xNN`` is an ASCII control (``\\x00``-``\\x1f``, ``\\x7f``) or, from ``\\x80``
   up, a byte that is not UTF-8: a file name with byte 0xff reaches Python as the
   surrogate U+DCFF (``surrogateescape``) and shows as ``\\xff``, the byte it is.
-  A character is ``\\uNNNN``: the C1 control U+009B is ``\\u009b``, never the
-  ``\\x9b`` of a raw byte.
+  A character is ``\\uNNNN`` (``\\UNNNNNNNN`` past U+FFFF, as in Python and YAML:
+  a tag character U+E0041 is ``\\U000e0041``, never ``\\ue004`` and a ``1``): the
+  C1 control U+009B is ``\\u009b``, never the ``\\x9b`` of a raw byte.
 
 ``printable_code`` keeps backslashes as they are, for text whose backslashes are
 its own notation (cited source lines, diff hunks of them, Python literals).
@@ -27,15 +34,35 @@ its own notation (cited source lines, diff hunks of them, Python literals).
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 
-_UNSAFE = "\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ud800-\udfff\ufeff"
-_ESCAPED = re.compile(f"[\\\\{_UNSAFE}]")
-_ESCAPED_IN_CODE = re.compile(f"[{_UNSAFE}]")
+_CANDIDATE = re.compile("[\\\\\x00-\x1f\x7f-\U0010ffff]")
+"""A backslash, an ASCII control, or any character outside ASCII (judged by ``_hidden``)."""
+_CANDIDATE_IN_CODE = re.compile("[\x00-\x1f\x7f-\U0010ffff]")
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+              (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0),
+              (0xFFF0, 0xFFF8), (0xE0000, 0xE0FFF))
+"""Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt) that hold
+characters outside the categories above: drawn as nothing where not supported
+(Hangul fillers, variation selectors, U+034F) or reserved to be (U+2065, U+FFF0-FFF8,
+U+E0000-E0FFF); ``unicodedata`` has no such property."""
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _BYTE = range(0xDC80, 0xDD00)
 """The surrogates ``surrogateescape`` decodes the bytes 0x80-0xff to (file names
 that are not UTF-8: ``os.fsdecode``, a zip member's name)."""
+
+
+@functools.cache
+def _hidden(ch: str) -> bool:
+    """True when ``ch`` is not drawn as ink: a control, a format or separator
+    character, a surrogate, or a default-ignorable code point."""
+    if unicodedata.category(ch) in _HIDDEN_CATEGORIES:
+        return True
+    code = ord(ch)
+    return any(a <= code <= b for a, b in _IGNORABLE)
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -43,11 +70,13 @@ def _escape(m: re.Match[str]) -> str:
     if ch in _NAMED:
         return _NAMED[ch]
     code = ord(ch)
+    if code >= 0x80 and not _hidden(ch):
+        return ch
     if code < 0x80:
         return f"\\x{code:02x}"
     if code in _BYTE:
         return f"\\x{code - 0xDC00:02x}"
-    return f"\\u{code:04x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def printable(text: str) -> str:
@@ -55,7 +84,7 @@ def printable(text: str) -> str:
 
     For names, versions, ids and messages: doubling the backslash is what makes the
     escapes unambiguous (a file literally named ``a\\x1bb`` is not one holding ESC)."""
-    return _ESCAPED.sub(_escape, text) if _ESCAPED.search(text) else text
+    return _CANDIDATE.sub(_escape, text) if _CANDIDATE.search(text) else text
 
 
 def printable_code(text: str) -> str:
@@ -66,7 +95,7 @@ def printable_code(text: str) -> str:
     doubling it would misquote the code (``"\\n".join`` would read ``"\\\\n".join``).
     A real control character in a source line is as rare as it is suspicious, and
     its escape still cannot act on the terminal or reorder what is shown."""
-    return _ESCAPED_IN_CODE.sub(_escape, text) if _ESCAPED_IN_CODE.search(text) else text
+    return _CANDIDATE_IN_CODE.sub(_escape, text) if _CANDIDATE_IN_CODE.search(text) else text
 
 
 def cut(text: str, limit: int) -> str:
