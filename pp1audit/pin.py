@@ -12,8 +12,10 @@ those lines. Nothing is guessed. A citation the checks cannot find, or find in
 several equally good places, is **unresolved**: the lesson of text-annotation
 tools is that a confident wrong re-anchor is worse than none. So is a find
 that keeps the text but maybe not its meaning: a Python span re-indented (under
-an added ``if False:``), or one that moved to where none of its context is (a
-copy); those are unresolved too, until a human accepts them (``--accept ID``).
+an added ``if False:``), one whose context (any non-blank side of ``prefix``,
+``suffix``) changed, moved or not, and one that moved with no non-blank context
+to confirm the move (maybe a copy); those are unresolved too, until a human
+accepts them (``--accept ID``, which also lifts an earlier pin's mark).
 Whatever is re-quoted (text, context) is said in the review. Unresolved items
 are marked in the manifest (``unresolved: "reason"``), which makes ``check``
 fail them until a human decides.
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from pp1audit.anchortext import block
 from pp1audit.checks.citations import moved_by, reindent_words, reindented
 from pp1audit.errors import Pp1Error, SourceError
-from pp1audit.manifest import Citation, Manifest, text_lines
+from pp1audit.manifest import Anchor, Citation, Manifest, text_lines
 from pp1audit.result import Check, Status
 from pp1audit.sources import Source
 from pp1audit.spans import line_range, normalize, span_sha256
@@ -94,6 +96,8 @@ class PinPlan:
     old_text: str
     new_text: str
     items: tuple[PinItem, ...]
+    notes: tuple[str, ...] = ()
+    """One line each, for the user: an ``--accept`` that had nothing to accept."""
 
     @property
     def unresolved(self) -> list[PinItem]:
@@ -172,38 +176,56 @@ def _context_holds(lines: list[str], found: tuple[int, int], before: bool, want:
     return normalize(ctx) == normalize(want)
 
 
-def _doubt(cit: Citation, lines: list[str], found: tuple[int, int]) -> str | None:
+def _context_changed(anchor: Anchor, lines: list[str], found: tuple[int, int]) -> list[str]:
+    """The non-blank sides of ``anchor``'s context (``prefix``, ``suffix``) that no longer
+    surround ``found``; a side of blank lines only confirms nothing and is not judged."""
+    sides = (("prefix", anchor.prefix), ("suffix", anchor.suffix))
+    return [key for key, want in sides
+            if normalize(want) and not _context_holds(lines, found, key == "prefix", want)]
+
+
+def _doubt(cit: Citation, lines: list[str], found: tuple[int, int], same_file: bool) -> str | None:
     """Why the span the checks found may not be the code the audit cited, or None.
 
-    Two finds keep the text but maybe not the meaning, and ``check`` only calls
-    them drift: a Python span re-indented (moved under an added ``if False:``,
-    out of a loop), and a span that moved to a place where none of its anchor's
-    context is (a copy of the text elsewhere, while the cited code changed).
-    Carried, the manifest would pass ``check`` on them; so ``pin`` holds them
-    unresolved until a human looks (``--accept``). Invariant anchors pin no text
-    and say where the span is by the rule they check: no doubt of this kind.
+    The checks find text; whether it is still the code the audit meant is told
+    by what surrounds it. So a text-anchored span is carried silently only when
+    every non-blank side of its context (``prefix``, ``suffix``) still matches
+    where it is found and, when it moved, at least one such side exists to
+    confirm the move. One matching side is not enough: a trivial line
+    (``return True``) matches as well next to a copy of the text in dead code as
+    next to the code cited. A Python span re-indented (moved under an added
+    ``if False:``, out of a loop) is in doubt whatever its context. Carried,
+    such a find would pass ``check``; so ``pin`` holds it unresolved until a
+    human looks (``--accept``): a false UNRESOLVED costs one flag, a false carry
+    is a wrong verdict. A file identical to its pinned digest holds exactly the
+    code audited: nothing to doubt. Invariant anchors pin no text and say where
+    the span is by the rule they check: no doubt of this kind.
     """
     anchor = cit.anchor
-    if anchor is None or anchor.exact is None or anchor.invariant is not None:
+    if anchor is None or anchor.invariant is not None or same_file:
         return None
     span = cit.span
     a, b = found
     moved = found != (span.start, span.end)
     where = (f"{span} moved to {_lines_str(found)} ({moved_by(a - span.start)})" if moved
              else f"{span} still holds the anchored text")
-    shift = reindented(span.path, anchor.exact, lines[a - 1 : b], lines[: a - 1])
-    if shift:
-        return f"{where}, {reindent_words(shift)}"
-    sides = {key: want for key, want in (("prefix", anchor.prefix), ("suffix", anchor.suffix))
-             if normalize(want)}
-    if not moved or not sides:
-        return None
-    if any(_context_holds(lines, found, key == "prefix", want) for key, want in sides.items()):
-        return None
-    lost = "neither its prefix nor its suffix matches" if len(sides) > 1 else (
-        f"its {next(iter(sides))} no longer matches")
-    return (f"{where}, but {lost} there: the text found may be a copy, and the code cited "
-            "changed or gone")
+    if anchor.exact is not None:
+        shift = reindented(span.path, anchor.exact, lines[a - 1 : b], lines[: a - 1])
+        if shift:
+            return f"{where}, {reindent_words(shift)}"
+    changed = _context_changed(anchor, lines, found)
+    why = "the text found may be a copy, or the code around it changed" if moved else (
+        "the code around it changed")
+    if changed:
+        held = [k for k, want in (("prefix", anchor.prefix), ("suffix", anchor.suffix))
+                if normalize(want) and k not in changed]
+        still = f" (its {held[0]} matches)" if held else ""
+        return (f"{where}, context changed: {' and '.join(changed)} "
+                f"{'differ' if len(changed) > 1 else 'differs'} there{still}: {why}")
+    if moved and not (normalize(anchor.prefix) or normalize(anchor.suffix)):
+        return (f"{where}, no non-blank context to confirm the move (its anchor has "
+                "no prefix or suffix holding code): the text found may be a copy")
+    return None
 
 
 def _judged(manifest: Manifest, checks: Sequence[Check]) -> None:
@@ -242,7 +264,8 @@ class _Planner:
     """Holds one pin run's state: the checks, the store and the document being edited."""
 
     def __init__(self, manifest: Manifest, text: str, source: Source,
-                 accept: frozenset[str] = frozenset()) -> None:
+                 accept: frozenset[str] = frozenset(), unmarked: frozenset[str] = frozenset()
+                 ) -> None:
         from pp1audit.audit import audit
         from pp1audit.yamlrt import load_document
 
@@ -255,6 +278,11 @@ class _Planner:
         """Citation ids the user accepted where they are found although in doubt (``--accept``)."""
         self.accepted: dict[str, str] = {}
         """Accepted citations, and the doubt each was carried despite."""
+        self.unmarked = unmarked
+        """Accepted citations whose ``unresolved`` mark (an earlier pin's) is lifted:
+        judged afresh, and the mark taken off when carried."""
+        self.needless: list[str] = []
+        """Accepted citations that needed no accepting (carried as they would be anyway)."""
         self.doc = load_document(text)
         self.items: list[PinItem] = []
         self.edited: set[tuple[str, ...]] = set()
@@ -411,8 +439,11 @@ class _Planner:
             alone = self._by_anchor(cit)
             if alone.status is not Status.PASS:
                 return f"passes only by its file's pinned SHA-256; by its anchor: {alone.message}"
-        doubt = _doubt(cit, lines, (a, b))
+        same_file = self.manifest.files.get(cit.span.path) == self.store.get(cit.span.path).sha256
+        doubt = _doubt(cit, lines, (a, b), same_file)
         if doubt is None:
+            if cit.id in self.accept and cit.id not in self.unmarked:
+                self.needless.append(cit.id)
             return None
         if cit.id in self.accept:
             self.accepted[cit.id] = doubt
@@ -452,7 +483,14 @@ class _Planner:
         return Engine(self.store)
 
     def _unresolved_citation(self, cit: Citation, rec: Any, reason: str) -> None:
-        if cit.unresolved is None:
+        """Mark ``cit`` unresolved (``unresolved: reason``); a mark kept from an earlier
+        pin stays, unless ``--accept`` lifted it: then it says today's reason."""
+        from pp1audit.yamlrt import set_scalar
+
+        if "unresolved" in rec and cit.unresolved is None:
+            if set_scalar(rec, "unresolved", reason):
+                self.edited.add(("citations", cit.id))
+        elif cit.unresolved is None:
             _insert_after(rec, "at", "unresolved", reason)
             self.edited.add(("citations", cit.id))
         self.items.append(PinItem(
@@ -476,6 +514,9 @@ class _Planner:
         lines = self.store.get(span.path).text_lines()
         old_at = str(rec["at"])
         set_scalar(rec, "at", format_at(old_at, span.path, a, b))
+        unmarked = "unresolved" in rec  # an earlier pin's mark, lifted by --accept
+        if unmarked:
+            del rec["unresolved"]
         text_changed = False
         context: list[str] = []
         anchor = rec.get("anchor")
@@ -487,7 +528,7 @@ class _Planner:
                 text_changed |= set_scalar(anchor, "sha256", span_sha256(lines[a - 1 : b]))
             context = self._requote_context(anchor, lines, found)
         pinned = (span.start, span.end)
-        if found != pinned or text_changed or context:
+        if found != pinned or text_changed or context or unmarked:
             self.edited.add(("citations", cit.id))
         outcome, detail = self._outcome(cit, lines, found, text_changed, context)
         self.items.append(PinItem(
@@ -497,7 +538,7 @@ class _Planner:
     @staticmethod
     def _requote_context(anchor: Any, lines: list[str], found: tuple[int, int]) -> list[str]:
         """Re-quote ``prefix``/``suffix`` where they no longer surround ``found``; what was done, in words."""
-        from pp1audit.yamlrt import set_scalar
+        from pp1audit.yamlrt import drop_key, set_scalar
 
         done: list[str] = []
         for key in ("prefix", "suffix"):
@@ -512,7 +553,7 @@ class _Planner:
                 set_scalar(anchor, key, _like(old, block(ctx)))
                 done.append(f"{key} changed, re-quoted")
             else:
-                del anchor[key]
+                drop_key(anchor, key)
                 done.append(f"{key} dropped (no code {'before' if key == 'prefix' else 'after'} "
                             "the span now)")
         return done
@@ -542,6 +583,8 @@ class _Planner:
                          f"(invariant '{invariant}' still holds; `pp1audit diff` shows how)")
         elif invariant is not None and found != pinned:
             notes.append(f"text not pinned: invariant '{invariant}' anchors it")
+        if cit.id in self.unmarked:
+            notes.append("its unresolved mark removed (--accept)")
         if cit.id in self.accepted:
             notes.append("carried as found (--accept)")
         notes.extend(context)
@@ -629,9 +672,11 @@ def plan(manifest: Manifest, text: str, source: Source, accept: Sequence[str] = 
     """Compute the re-pinned manifest for ``source`` and review every pin; writes nothing.
 
     ``accept``: ids of citations to carry where they are found although that
-    place is in doubt (re-indented, or none of its context left: ``_doubt``);
-    a human said so after reading the reason. An id that names no citation of
-    the target is bad input: a typo would otherwise accept nothing, silently.
+    place is in doubt (re-indented, its context changed or none to confirm a
+    move: ``_doubt``), or although an earlier pin marked them unresolved; a
+    human said so after reading the reason. An id that names no citation of
+    the target is bad input: a typo would otherwise accept nothing, silently;
+    one that needed no accepting is said in ``PinPlan.notes``.
     The new text is proved before it is returned: it must load, and every pin
     not reported unresolved must pass on ``source``. A pin that would not is a
     bug, reported as an error rather than written.
@@ -643,7 +688,8 @@ def plan(manifest: Manifest, text: str, source: Source, accept: Sequence[str] = 
 
         raise Pp1Error(f"{manifest.path}: --accept {printable(unknown[0])}: no citation of the "
                        "target has that id")
-    p = _Planner(manifest, text, source, frozenset(accept))
+    unmarked = frozenset(cid for cid in accept if manifest.citations[cid].unresolved is not None)
+    p = _Planner(_lift_marks(manifest, unmarked), text, source, frozenset(accept), unmarked)
     p.version()
     p.files()
     p.citations()
@@ -651,7 +697,26 @@ def plan(manifest: Manifest, text: str, source: Source, accept: Sequence[str] = 
     new_text = _minimal(text, p.doc.dump(), p.edited, p.doc.data, p.notes)
     items = tuple(p.items)
     _prove(manifest.path, new_text, source, items)
-    return PinPlan(manifest.path, source.kind, source.location, text, new_text, items)
+    notes = tuple(f"--accept {cid}: nothing to accept (its place is not in doubt); carried as "
+                  "it would be without it" for cid in dict.fromkeys(p.needless))
+    return PinPlan(manifest.path, source.kind, source.location, text, new_text, items, notes)
+
+
+def _lift_marks(manifest: Manifest, ids: frozenset[str]) -> Manifest:
+    """``manifest`` with the ``unresolved`` marks of citations ``ids`` lifted.
+
+    A marked citation always fails ``check``, so the checks never say where it is
+    now. The mark's own advice is ``--accept ID``: the human has reviewed it, so
+    it is judged afresh, as if unmarked, and carried (its mark taken off) when it
+    is found; a place still not found stays unresolved, with today's reason.
+    """
+    if not ids:
+        return manifest
+    from dataclasses import replace
+
+    cits = {cid: replace(c, unresolved=None) if cid in ids else c
+            for cid, c in manifest.citations.items()}
+    return replace(manifest, citations=cits)
 
 
 def _minimal(old_text: str, dumped: str, edited: set[tuple[str, ...]], old_doc: Any,
@@ -762,6 +827,7 @@ def render_review(plan: PinPlan, verbose: bool = True) -> str:
         out.append(f"  {cells}  {r[3]}".rstrip())
     counts = ", ".join(f"{n} {k}" for k, n in plan.counts().items())
     out.append(f"summary: {counts}")
+    out.extend(f"note: {printable(note)}" for note in plan.notes)
     return "\n".join(out) + "\n"
 
 
@@ -773,6 +839,7 @@ def as_dict(plan: PinPlan, new_name: str | None = None) -> dict[str, Any]:
         "manifest_diff": manifest_diff(plan, new_name),
         "target": {"kind": plan.target_kind, "location": plan.target_location},
         "counts": plan.counts(),
+        "notes": list(plan.notes),
         "items": [
             {
                 "kind": i.kind, "id": i.id, "outcome": i.outcome, "old": i.old, "new": i.new,

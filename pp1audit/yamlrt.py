@@ -212,6 +212,75 @@ def new_map() -> Any:
     return CommentedMap()
 
 
+def drop_key(mapping: Any, key: str) -> None:
+    """Delete ``mapping[key]``, keeping the comment lines that followed its value.
+
+    ruamel files the comments after a value under that value, so a plain ``del``
+    takes them with it: an author's note between ``prefix`` and ``suffix`` would
+    vanish with a dropped ``prefix``. They are given to the key before (after its
+    value) or, for the first key, put before the mapping's first key, each line
+    at its column. The key line's own end-of-line comment goes with the key.
+    """
+    from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
+
+    keys = list(mapping)
+    slot = mapping.ca.items.get(key)
+    token = slot[2] if slot is not None and len(slot) > 2 else None
+    block = isinstance(mapping[key], (LiteralScalarString, FoldedScalarString))
+    del mapping[key]
+    if token is None:
+        return
+    text = " " * token.start_mark.column + token.value if block else token.value.partition("\n")[2]
+    if not text.strip():
+        return
+    pos = keys.index(key)
+    if pos == 0:
+        _comment_before(mapping, text, token)
+    else:
+        _comment_after(mapping, keys[pos - 1], text, token)
+
+
+def _as_token(token: Any, text: str) -> Any:
+    """``token`` re-used to hold ``text`` (each line indented as written)."""
+    from ruamel.yaml.error import CommentMark
+
+    first = text.lstrip(" ")
+    token.value = first
+    token.start_mark = CommentMark(len(text) - len(first))
+    return token
+
+
+def _comment_after(mapping: Any, key: str, text: str, token: Any) -> None:
+    """Comment lines ``text`` after ``mapping[key]``'s value."""
+    from ruamel.yaml.error import CommentMark
+    from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
+
+    slot = mapping.ca.items.setdefault(key, [None, None, None, None])
+    slot.extend([None] * (4 - len(slot)))
+    if slot[2] is not None:
+        old = slot[2].value
+        slot[2].value = old + ("" if old.endswith("\n") else "\n") + text
+    elif isinstance(mapping[key], (LiteralScalarString, FoldedScalarString)):
+        slot[2] = _as_token(token, text)
+    else:  # after a plain value: the key line ends first, with no comment of its own
+        token.value = "\n" + text
+        token.start_mark = CommentMark(0)
+        slot[2] = token
+
+
+def _comment_before(mapping: Any, text: str, token: Any) -> None:
+    """Comment lines ``text`` before ``mapping``'s first key (there is none: all before the end)."""
+    if not len(mapping):
+        return
+    comment = mapping.ca.comment
+    if comment is None:
+        mapping.ca.comment = [None, [_as_token(token, text)]]
+    else:
+        while len(comment) < 2:
+            comment.append(None)
+        comment[1] = [*(comment[1] or []), _as_token(token, text)]
+
+
 def set_scalar(mapping: Any, key: str, value: str) -> bool:
     """Set ``mapping[key]`` keeping the old scalar's style; True when the value changed.
 
@@ -371,7 +440,33 @@ def _segments(mapping: Any, start: int, end: int) -> tuple[int, dict[str, tuple[
     return bounds[0], {k: (bounds[i], bounds[i + 1]) for i, (k, _) in enumerate(keys)}
 
 
-def _tail(segment: list[str], indent: int) -> int:
+def _same_data(a: list[str], b: list[str]) -> bool:
+    """True when the lines ``a`` and ``b`` load (PyYAML) to the same data."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return bool(yaml.load("".join(a), Loader=loader) == yaml.load("".join(b), Loader=loader))
+    except yaml.YAMLError:
+        return False
+
+
+def _dataless_tail(segment: list[str]) -> int:
+    """Where ``segment``'s trailing lines that hold no data begin (comments, blank
+    lines), at any indent; ``len(segment)`` when there are none.
+
+    A line that looks like a comment may be a block scalar's content (``# x`` in
+    quoted code), and a blank line may be kept by a ``|+`` block: so a line is
+    the tail's only when the entry loads the same without it.
+    """
+    i = len(segment)
+    while i > 1 and (not segment[i - 1].strip() or segment[i - 1].lstrip().startswith("#")):
+        i -= 1  # the key line is the entry's
+    return next((j for j in range(i, len(segment)) if _same_data(segment[:j], segment)),
+                len(segment))
+
+
+def _indent_tail(segment: list[str], indent: int) -> int:
     """Where ``segment``'s trailing blank lines and comments begin: those at most
     ``indent`` columns in (the entry's key's), which no value of the entry can hold
     (a block scalar's lines are indented deeper than its key)."""
@@ -386,18 +481,33 @@ def _tail(segment: list[str], indent: int) -> int:
 
 
 def _with_old_tail(old: list[str], new: list[str]) -> list[str]:
-    """An entry re-emitted (``new``) followed by the blank lines and comments that
-    followed it in the original (``old``).
+    """An entry re-emitted (``new``) followed by the comments and blank lines that
+    ended it in the original (``old``).
 
-    Those lines belong to what follows: a comment block before the next section,
-    or the last entry's trailing notes. ruamel files them under the entry's last
-    value, so a value the pin deletes (a ``suffix`` at the end of the file) takes
-    them with it; kept from the original, they stay byte for byte.
+    ruamel files a comment under the value before it, so a value the pin
+    deletes (a ``suffix``) takes with it every comment after it: the entry's
+    own (``# about this anchor`` at the value's indent) and those of what
+    follows (a block before the next section, the last entry's notes). Kept
+    from the original, they stay byte for byte, at any indent; comments the
+    dump has before them (the value before's own, kept by ``drop_key``) stay
+    too. Should they load
+    differently after the new last value (a ``|+`` block would take blank lines
+    in), only those left of the entry's key are kept, which no value can hold;
+    failing that, the new lines as they are.
     """
     if not old or not new:
         return new
+    tail = old[_dataless_tail(old) :]
+    body = new[: _dataless_tail(new)]
+    ours = new[len(body) :]
+    if tail and [x.strip() for x in ours[-len(tail) :]] == [x.strip() for x in tail]:
+        body = new[: len(new) - len(tail)]  # the dump ends with them (``drop_key``): kept before
+    kept = body + tail
+    if _same_data(kept, new):
+        return kept
     indent = len(old[0]) - len(old[0].lstrip(" "))
-    return new[: _tail(new, indent)] + old[_tail(old, indent) :]
+    kept = new[: _indent_tail(new, indent)] + old[_indent_tail(old, indent) :]
+    return kept if _same_data(kept, new) else new
 
 
 def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]],
@@ -435,17 +545,20 @@ def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]],
         for key, (a, b) in so[1].items():
             path = (*prefix, key)
             na, nb = sn[1][key]
-            fresh = _with_old_tail(old_lines[a:b], new_lines[na:nb])
+
+            def fresh(a: int = a, b: int = b, na: int = na, nb: int = nb) -> list[str]:
+                return _with_old_tail(old_lines[a:b], new_lines[na:nb])
+
             if path in edited:
-                out.extend(fresh)
+                out.extend(fresh())
             elif path in notes:
-                out.extend(_noted(old_lines[a:b], notes[path]) or fresh)
+                out.extend(_noted(old_lines[a:b], notes[path]) or fresh())
             elif depth < 2 and any(e[: len(path)] == path for e in touched):
                 old_child, new_child = old_map[key], new_map[key]
                 part = None
                 if hasattr(old_child, "lc") and hasattr(new_child, "lc"):
                     part = cut(old_child, new_child, (a, b), (na, nb), depth + 1, path)
-                out.extend(part if part is not None else fresh)
+                out.extend(part if part is not None else fresh())
             else:
                 out.extend(old_lines[a:b])
         return out

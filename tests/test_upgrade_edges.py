@@ -104,14 +104,15 @@ def test_a_move_onto_text_without_its_context_is_unresolved(
     rc, review = pin_json(root, m)
     row = item(review, "two")
     assert rc == 1 and row["outcome"] == "unresolved"
-    assert "moved to 4 (2 lines later), but neither its prefix nor its suffix matches" in row["detail"]
+    assert "moved to 4 (2 lines later), context changed: prefix and suffix differ there" in (
+        row["detail"])
     rc, review = pin_json(root, m, "--accept", "two")
     detail = item(review, "two")["detail"]
     assert rc == 0 and item(review, "two")["outcome"] == "moved"
     assert "prefix changed, re-quoted" in detail and "suffix dropped" in detail
 
 
-def test_a_move_keeping_one_side_of_its_context_is_carried_saying_so(
+def test_a_move_keeping_one_side_of_its_context_is_unresolved_naming_the_other(
     make_files: Callable[..., Path], tmp_path: Path
 ) -> None:
     root = make_files({"pkg/__init__.py": "", "pkg/m.py": "a = 1\nb = 2\nc = 3\n"})
@@ -120,10 +121,156 @@ def test_a_move_keeping_one_side_of_its_context_is_carried_saying_so(
     (root / "pkg" / "m.py").write_text("# new\na = 1\nb = 2\nd = 4\n")
     rc, review = pin_json(root, m)
     row = item(review, "two")
+    assert rc == 1 and row["outcome"] == "unresolved"
+    assert row["detail"] == (
+        "pkg/m.py:2 moved to 3 (1 line later), context changed: suffix differs there (its "
+        "prefix matches): the text found may be a copy, or the code around it changed; "
+        "--accept two carries it as found")
+    rc, review = pin_json(root, m, "--accept", "two")
+    row = item(review, "two")
     assert rc == 0 and row["outcome"] == "moved"
-    assert row["detail"] == "2 → 3; suffix changed, re-quoted"
-    proc = run_cli("pin", str(root), "-m", str(m))
-    assert "2 → 3; suffix changed, re-quoted" in proc.stdout
+    assert row["detail"] == "2 → 3; carried as found (--accept); suffix changed, re-quoted"
+    proc = run_cli("pin", str(root), "-m", str(m), "--accept", "two")
+    assert "2 → 3; carried as found (--accept); suffix changed, re-quoted" in proc.stdout
+
+
+# -- 1b. one matching side proves nothing; every non-blank side must match ---------------------
+
+
+SENDS = "def f(items):\n    for it in items:\n        check(it)\n        send(it)\n    return True\n"
+
+
+def test_a_move_under_a_dead_branch_keeping_a_trivial_suffix_is_unresolved(
+    make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    """The review's case: the loop body moved under ``if False:`` at the same indent;
+    the suffix ``return True`` still matches, the prefix does not. One side was
+    enough to carry it (and ``check`` then passed a dead call)."""
+    root = make_files({"pkg/__init__.py": "", "pkg/_version.py": "__version__ = '1'\n",
+                       "pkg/m.py": SENDS})
+    m = tmp_path / "m.yaml"
+    init(root, m, "sends=pkg/m.py:3-4")
+    (root / "pkg" / "m.py").write_text(
+        "def f(items):\n    for it in items:\n        pass\n    if False:\n        check(it)\n"
+        "        send(it)\n    return True\n")
+    out = tmp_path / "out.yaml"
+    rc, review = pin_json(root, m, "-o", str(out))
+    row = item(review, "sends")
+    assert rc == 1 and row["outcome"] == "unresolved" and not out.exists()
+    assert "moved to 5–6 (2 lines later), context changed: prefix differs there (its suffix " \
+        "matches)" in row["detail"]
+    assert row["detail"].endswith("; --accept sends carries it as found")
+
+
+def test_context_changed_on_both_sides_at_the_same_lines_is_unresolved(
+    make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A span that stays at its lines is judged by its context too."""
+    root = make_files({"pkg/__init__.py": "", "pkg/_version.py": "__version__ = '1'\n",
+                       "pkg/m.py": SENDS})
+    m = tmp_path / "m.yaml"
+    init(root, m, "sends=pkg/m.py:3-4")
+    (root / "pkg" / "m.py").write_text(
+        "def f(items):\n    if False:\n        check(it)\n        send(it)\n    return None\n")
+    rc, review = pin_json(root, m)
+    row = item(review, "sends")
+    assert rc == 1 and row["outcome"] == "unresolved"
+    assert row["detail"] == (
+        "pkg/m.py:3-4 still holds the anchored text, context changed: prefix and suffix differ "
+        "there: the code around it changed; --accept sends carries it as found")
+
+
+def test_a_move_with_only_blank_context_is_unresolved(make_files: Callable[..., Path],
+                                                      tmp_path: Path) -> None:
+    """``init`` quotes blank lines as the context of a top-level ``def``; they match
+    anywhere, so they cannot tell the function from an old copy left above it."""
+    alpha = "def alpha(x):\n    y = x + 1\n    return y\n"
+    root = make_files({"pkg/__init__.py": "", "pkg/m.py": f"import os\n\n\n{alpha}\n\nZ = 1\n"})
+    m = tmp_path / "m.yaml"
+    init(root, m, "alpha=pkg/m.py:4-6")
+    anchor = yaml.safe_load(m.read_text())["citations"]["alpha"]["anchor"]
+    assert not anchor["prefix"].strip() and not anchor["suffix"].strip()
+    # Unmoved, blank context confirms nothing and doubts nothing: carried.
+    (root / "pkg" / "m.py").write_text(f"import sys\n\n\n{alpha}\n\nZ = 2\n")
+    rc, review = pin_json(root, m)
+    assert rc == 0 and item(review, "alpha")["outcome"] == "unchanged"
+    # An old copy kept above the real, changed function.
+    (root / "pkg" / "m.py").write_text(
+        f"import os\n\n\n# kept for reference\n{alpha}\n\n{alpha.replace('+', '-')}\n\nZ = 1\n")
+    rc, review = pin_json(root, m)
+    row = item(review, "alpha")
+    assert rc == 1 and row["outcome"] == "unresolved"
+    assert row["detail"] == (
+        "pkg/m.py:4-6 moved to 5–7 (1 line later), no non-blank context to confirm the move (its "
+        "anchor has no prefix or suffix holding code): the text found may be a copy; "
+        "--accept alpha carries it as found")
+
+
+# -- 1c. --accept on a marked citation; an --accept with nothing to accept ---------------------
+
+
+def test_accept_carries_a_marked_citation_and_removes_its_mark(
+    make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = make_files({"pkg/__init__.py": "", "pkg/_version.py": "__version__ = '1'\n",
+                       "pkg/m.py": SENDS})
+    m = tmp_path / "m.yaml"
+    init(root, m, "sends=pkg/m.py:3-4")
+    (root / "pkg" / "m.py").write_text("# pad\n" + SENDS.replace("return True", "return None")
+                                       .replace("f(items)", "g(items)"))
+    marked = tmp_path / "marked.yaml"
+    rc, _ = pin_json(root, m, "-o", str(marked), "--allow-unresolved")
+    text = marked.read_text()
+    assert rc == 1 and "unresolved: " in text and "--accept sends carries it as found" in text
+    assert run_cli("check", str(root), "-m", str(marked)).returncode == 1
+    # The mark's advice works: carried, the mark and the file's UNRESOLVED comment gone.
+    out = tmp_path / "out.yaml"
+    rc, review = pin_json(root, marked, "-o", str(out), "--accept", "sends")
+    row = item(review, "sends")
+    assert rc == 0 and row["outcome"] == "moved", row
+    assert "its unresolved mark removed (--accept)" in row["detail"]
+    assert "carried as found (--accept)" in row["detail"]
+    carried = out.read_text()
+    assert "unresolved" not in carried and "UNRESOLVED" not in carried
+    assert run_cli("check", str(root), "-m", str(out)).returncode == 0
+    # Without --accept the mark stays, as before.
+    rc, review = pin_json(root, marked)
+    assert rc == 1 and item(review, "sends")["detail"].startswith("still marked: ")
+
+
+def test_accept_of_a_marked_citation_still_not_found_updates_its_reason(
+    make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = make_files({"pkg/__init__.py": "", "pkg/m.py": SENDS})
+    marked = tmp_path / "marked.yaml"
+    init(root, marked, "sends=pkg/m.py:3-4")
+    marked.write_text(marked.read_text().replace("    at: pkg/m.py:3-4\n",
+                                                 "    at: pkg/m.py:3-4\n    unresolved: old reason\n"))
+    (root / "pkg" / "m.py").write_text("def f(items):\n    return None\n")
+    out = tmp_path / "out.yaml"
+    rc, review = pin_json(root, marked, "-o", str(out), "--allow-unresolved", "--accept", "sends")
+    row = item(review, "sends")
+    assert rc == 1 and row["outcome"] == "unresolved" and "no longer in pkg/m.py" in row["detail"]
+    rec = yaml.safe_load(out.read_text())["citations"]["sends"]
+    assert rec["unresolved"] == row["detail"]
+
+
+def test_an_accept_with_nothing_to_accept_says_so(make_files: Callable[..., Path],
+                                                 tmp_path: Path) -> None:
+    root = make_files({"pkg/__init__.py": "", "pkg/m.py": SENDS})
+    m = tmp_path / "m.yaml"
+    init(root, m, "sends=pkg/m.py:3-4")
+    (root / "pkg" / "m.py").write_text("# pad\n" + SENDS)
+    proc = run_cli("pin", str(root), "-m", str(m), "--accept", "sends")
+    assert proc.returncode == 0, proc.stderr
+    notes = [x for x in proc.stdout.splitlines() if x.startswith("note: ")]
+    assert notes == ["note: --accept sends: nothing to accept (its place is not in doubt); "
+                     "carried as it would be without it"]
+    rc, review = pin_json(root, m, "--accept", "sends")
+    assert rc == 0 and review["notes"] == [notes[0].removeprefix("note: ")]
+    assert "--accept" not in item(review, "sends")["detail"]
+    rc, review = pin_json(root, m)
+    assert rc == 0 and review["notes"] == []
 
 
 # -- 3. comments after the last citation stay ----------------------------------------------------
@@ -138,7 +285,7 @@ def test_comments_after_a_dropped_suffix_stay(make_files: Callable[..., Path], t
     m.write_text(m.read_text() + tail)
     (root / "pkg" / "m.py").write_text("a = 1\nc = 3\nd = 4\nb = 2\n")
     out = tmp_path / "out.yaml"
-    rc, review = pin_json(root, m, "-o", str(out), "--accept", "two")
+    rc, review = pin_json(root, m, "-o", str(out), "--accept", "two", "--accept", "one")
     assert rc == 0
     text = out.read_text()
     assert text.endswith("        d = 4\n" + tail)
@@ -155,6 +302,74 @@ def test_splice_keeps_the_comments_that_follow_an_edited_entry() -> None:
     del doc.data["top"]["one"]["b"]
     new = splice(old, doc.dump(), {("top", "one")}, doc.data)
     assert new == "top:\n  one:\n    a: 1\n\n# about what follows\nnext: 3\n"
+
+
+COMMENTED = """\
+citations:
+  # leading comment of citations
+  alpha:
+    at: pkg/m.py:2   # eol comment on at
+    claim: alpha adds one
+    anchor:
+      exact: |2
+            return x + 1
+      # comment between exact and prefix (indent 6)
+      prefix: |
+        def alpha(x):
+      # comment between prefix and suffix (indent 6)
+      suffix: |
+        ALPHA = alpha
+      # deep comment after the suffix (indent 6)
+    # comment after alpha (indent 4)
+  # comment between alpha and beta (indent 2)
+
+  beta:
+    at: pkg/m.py:3
+    anchor:
+      exact: |
+        ALPHA = alpha
+# final comment (col 0)
+"""
+
+
+def test_comments_inside_an_entry_stay_when_its_context_is_dropped(
+    make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    """ruamel files a comment under the value before it: a dropped ``suffix`` (or
+    ``prefix``) took the entry's own comments with it, at any indent right of its key."""
+    src = "def alpha(x):\n    return x + 1\nALPHA = alpha\n"
+    root = make_files({"pkg/__init__.py": "", "pkg/m.py": src})
+    m = tmp_path / "m.yaml"
+    m.write_text("pp1audit: 1\ntarget: {package: pkg}\n" + COMMENTED)
+    comments = [x for x in COMMENTED.splitlines() if x.lstrip().startswith("#")]
+    assert len(comments) == 7
+    # alpha moves to the end of the file: its suffix is dropped.
+    (root / "pkg" / "m.py").write_text("ALPHA = 1\ndef alpha(x):\n    return x + 1\n")
+    out = tmp_path / "out.yaml"
+    _, review = pin_json(root, m, "-o", str(out), "--accept", "alpha", "--allow-unresolved")
+    assert "suffix dropped" in item(review, "alpha")["detail"]
+    text = out.read_text()
+    assert [x for x in text.splitlines() if x.lstrip().startswith("#")] == comments
+    assert "suffix" not in yaml.safe_load(text)["citations"]["alpha"]["anchor"]
+    # alpha now at the start of the file: its prefix is dropped, its suffix stays.
+    (root / "pkg" / "m.py").write_text("    return x + 1\nALPHA = alpha\n")
+    _, review = pin_json(root, m, "-o", str(out), "--accept", "alpha", "--allow-unresolved")
+    assert "prefix dropped" in item(review, "alpha")["detail"]
+    text = out.read_text()
+    assert [x for x in text.splitlines() if x.lstrip().startswith("#")] == comments
+    assert "prefix" not in yaml.safe_load(text)["citations"]["alpha"]["anchor"]
+
+
+def test_drop_key_keeps_the_comments_after_the_value() -> None:
+    from pp1audit.yamlrt import drop_key, load_document
+
+    old = ("a:\n  first: |\n    1\n  # after first\n  plain: x   # eol\n  # after plain\n"
+           "  last: |\n    3\n  # after last\nb: 1\n")
+    for key, gone in (("first", "  first: |\n    1\n"), ("plain", "  plain: x   # eol\n"),
+                      ("last", "  last: |\n    3\n")):
+        doc = load_document(old)
+        drop_key(doc.data["a"], key)
+        assert doc.dump() == old.replace(gone, ""), key
 
 
 # -- 4. a failed write with --format json prints the error object alone -------------------------
@@ -287,3 +502,26 @@ def test_pin_shows_its_manifest_diff_escaped(make_files: Callable[..., Path], tm
     # JSON carries the text itself (its encoder escapes).
     _, review = pin_json(root, m)
     assert f"-    at: {name}:2" in review["manifest_diff"]
+
+
+def test_init_and_pin_escape_every_format_character(make_files: Callable[..., Path],
+                                                   tmp_path: Path) -> None:
+    """U+061C (Arabic letter mark) and U+00AD (soft hyphen) are format characters
+    (Cf) like U+202E: written as YAML escapes and shown escaped in pin's diff."""
+    line = 'z = "x\u061cy\u00adz"'
+    root = make_files({"pkg/__init__.py": "", "pkg/a.py": f"a = 1\n{line}\n"})
+    proc = run_cli("init", str(root), "-p", "pkg", "--cite", "z=pkg/a.py:2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.isascii() and '"z = \\"x\\u061Cy\\xADz\\"\\n"' in proc.stdout
+    assert yaml.safe_load(proc.stdout)["citations"]["z"]["anchor"]["exact"] == line + "\n"
+    # An older manifest, holding the characters as they are (YAML allows it).
+    m = tmp_path / "m.yaml"
+    m.write_text("pp1audit: 1\ntarget: {package: pkg}\ncitations:\n  z:\n    at: pkg/a.py:2\n"
+                 f"    anchor:\n      exact: |\n        {line}\n", encoding="utf-8")
+    (root / "pkg" / "a.py").write_text(f"# pad\na = 1\n{line}\n")
+    proc = run_cli("pin", str(root), "-m", str(m), "--accept", "z")
+    assert proc.returncode == 0, proc.stderr
+    assert "\u061c" not in proc.stdout and "\u00ad" not in proc.stdout
+    assert "+    at: pkg/a.py:3" in proc.stdout
+    assert '-        z = "x\\u061cy\\u00adz"' in proc.stdout
+    assert '+      exact: "z = \\"x\\u061Cy\\xADz\\"\\n"' in proc.stdout
