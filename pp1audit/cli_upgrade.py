@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,7 +79,8 @@ def _note(text: str) -> None:
 @click.option("--audit-id", default=None, help="audit.id (default: the output file's name).")
 @click.option("--title", default=None, help="audit.title.")
 @click.option("--context", type=click.IntRange(0, 20), default=2, show_default=True,
-              help="Context lines quoted before and after each span (anchor prefix/suffix).")
+              help="Lines of code quoted before and after each span (anchor prefix/suffix); "
+              "blank lines are not counted, as the lines around a top-level def are blank.")
 @click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Write the manifest to FILE (atomically) instead of stdout.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
@@ -130,7 +132,8 @@ def init(
               "(a marked citation always fails check).")
 @click.option("--accept", "accept", multiple=True, metavar="CITATION-ID",
               help="Carry this citation where it is found although pin doubts the place "
-              "(re-indented, or none of its context there); repeatable, after review.")
+              "(context changed, or none to confirm a move, or re-indented); repeatable, "
+              "after review.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Review output: table and manifest diff, or JSON.")
 def pin(
@@ -165,10 +168,12 @@ def pin(
     dest = path if in_place else output
     new_name = str(dest) if dest is not None else None
     if fmt == "json":
-        shown = dumps(pin_mod.as_dict(plan, new_name))
+        shown = dumps(pin_mod.as_dict(plan, new_name))  # the notes under "notes"
     else:
+        # Notes are said on stderr with the other notes (``_note``): stdout holds the
+        # review and the diff, which a user may pipe or save.
         diff = pin_mod.render_diff(plan, new_name)
-        shown = pin_mod.render_review(plan) + ("\n" + diff if diff else "")
+        shown = pin_mod.render_review(replace(plan, notes=())) + ("\n" + diff if diff else "")
     unresolved = plan.unresolved
     # Written before anything is printed: a write that fails is exit 2, and with
     # --format json stdout must then hold the error object alone, not a result.
@@ -184,6 +189,9 @@ def pin(
         marked = f", {len(unresolved)} marked unresolved" if unresolved else ""
         said = f"wrote {dest}{marked}"
     _out(shown)
+    if fmt != "json":
+        for note in plan.notes:
+            _note(note)
     _note(said)
     if plan.target_fails:
         _note(f"{len(plan.target_fails)} check(s) of the target itself fail and no pin can "

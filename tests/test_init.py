@@ -50,7 +50,8 @@ def test_init_then_check_passes_on_the_same_tree(vllm_tree: Path, tmp_path: Path
     assert anchor is not None
     assert anchor.exact == lines[1604:1610]
     assert anchor.prefix == lines[1602:1604]
-    assert anchor.suffix == lines[1610:1612]
+    # Two lines of code on each side: the blank line after the span is not one of them.
+    assert lines[1610] == "" and anchor.suffix == lines[1610:1613]
     proc = run_cli("check", str(vllm_tree), "-m", str(out), "--format", "json")
     assert proc.returncode == 0, proc.stdout
     result = json.loads(proc.stdout)
@@ -185,3 +186,32 @@ def test_a_huge_span_argument_is_cut_in_the_error(make_files: Callable[..., Path
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and len(proc.stderr) < 400, proc.stderr
     assert "too large" in proc.stderr and "more characters" in proc.stderr, proc.stderr
+
+
+def test_context_counts_lines_of_code_as_pin_requotes_them() -> None:
+    """The context ``init`` quotes is the run of lines up to the N-th non-blank one on
+    each side (blank lines around a top-level def confirm no move), the very lines
+    ``pin`` re-quotes; none at all when only blank lines are on that side."""
+    from pp1audit.anchortext import anchor_text, context_lines
+    from pp1audit.pin import _context
+
+    lines = ["import os", "", "", "def f():", "    return 1", "", "", "X = 1", ""]
+    quote = anchor_text(lines, 4, 5)
+    assert quote.prefix == "import os\n\n\n" and quote.suffix == "\n\nX = 1\n"
+    assert anchor_text(lines, 4, 5, 0, 0).prefix == anchor_text(lines, 4, 5, 0, 0).suffix == ""
+    assert anchor_text(["", "x = 1", ""], 2, 2) == anchor_text(["x = 1"], 1, 1)
+    assert anchor_text(["", "x = 1", ""], 2, 2).prefix == ""
+    for a, b in ((1, 1), (4, 5), (5, 5), (8, 8), (8, 9)):
+        for before in (True, False):
+            for n in (0, 1, 2, 3):
+                got = context_lines(lines, a, b, before, n)
+                want = _context(lines, a, b, before, n)  # as it re-quotes, edge blanks and all
+                assert got == _code_run(want, before), (a, b, before, n)
+
+
+def _code_run(context: list[str], before: bool) -> list[str]:
+    """``context`` without the blank lines past its farthest line of code; [] if none."""
+    code = [k for k, x in enumerate(context) if x.strip()]
+    if not code:
+        return []
+    return context[code[0]:] if before else context[:code[-1] + 1]

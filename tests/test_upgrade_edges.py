@@ -180,23 +180,38 @@ def test_context_changed_on_both_sides_at_the_same_lines_is_unresolved(
         "there: the code around it changed; --accept sends carries it as found")
 
 
+ALPHA = "def alpha(x):\n    y = x + 1\n    return y\n"
+MODULE = f"import os\n\n\n{ALPHA}\n\ndef beta(rows):\n    return [r * 2 for r in rows]\n"
+"""Top-level defs, each with two blank lines around it (PEP 8)."""
+
+
+def blank_context_manifest(path: Path) -> None:
+    """A manifest as ``init`` wrote it before it counted non-blank lines: the two
+    lines around ``alpha`` quoted as context are blank. Such manifests keep working."""
+    path.write_text(
+        "pp1audit: 1\ntarget:\n  package: pkg\ncitations:\n  alpha:\n    at: pkg/m.py:4-6\n"
+        "    anchor:\n      exact: |\n" + "".join(f"        {x}\n" if x else "\n"
+                                               for x in ALPHA.splitlines())
+        + "      prefix: |2+\n\n\n      suffix: |2+\n\n\n")
+
+
 def test_a_move_with_only_blank_context_is_unresolved(make_files: Callable[..., Path],
                                                       tmp_path: Path) -> None:
-    """``init`` quotes blank lines as the context of a top-level ``def``; they match
-    anywhere, so they cannot tell the function from an old copy left above it."""
-    alpha = "def alpha(x):\n    y = x + 1\n    return y\n"
-    root = make_files({"pkg/__init__.py": "", "pkg/m.py": f"import os\n\n\n{alpha}\n\nZ = 1\n"})
+    """A context of blank lines (an older ``init``'s, for a top-level ``def``) matches
+    anywhere, so it cannot tell the function from an old copy left above it."""
+    root = make_files({"pkg/__init__.py": "", "pkg/m.py": f"import os\n\n\n{ALPHA}\n\nZ = 1\n"})
     m = tmp_path / "m.yaml"
-    init(root, m, "alpha=pkg/m.py:4-6")
+    blank_context_manifest(m)
     anchor = yaml.safe_load(m.read_text())["citations"]["alpha"]["anchor"]
-    assert not anchor["prefix"].strip() and not anchor["suffix"].strip()
+    assert anchor["prefix"] == anchor["suffix"] == "\n\n"
+    assert run_cli("check", str(root), "-m", str(m)).returncode == 0
     # Unmoved, blank context confirms nothing and doubts nothing: carried.
-    (root / "pkg" / "m.py").write_text(f"import sys\n\n\n{alpha}\n\nZ = 2\n")
+    (root / "pkg" / "m.py").write_text(f"import sys\n\n\n{ALPHA}\n\nZ = 2\n")
     rc, review = pin_json(root, m)
     assert rc == 0 and item(review, "alpha")["outcome"] == "unchanged"
     # An old copy kept above the real, changed function.
     (root / "pkg" / "m.py").write_text(
-        f"import os\n\n\n# kept for reference\n{alpha}\n\n{alpha.replace('+', '-')}\n\nZ = 1\n")
+        f"import os\n\n\n# kept for reference\n{ALPHA}\n\n{ALPHA.replace('+', '-')}\n\nZ = 1\n")
     rc, review = pin_json(root, m)
     row = item(review, "alpha")
     assert rc == 1 and row["outcome"] == "unresolved"
@@ -204,6 +219,53 @@ def test_a_move_with_only_blank_context_is_unresolved(make_files: Callable[..., 
         "pkg/m.py:4-6 moved to 5–7 (1 line later), no non-blank context to confirm the move (its "
         "anchor has no prefix or suffix holding code): the text found may be a copy; "
         "--accept alpha carries it as found")
+
+
+def test_init_quotes_the_nearest_code_as_context_of_a_top_level_def(
+    make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    """``init`` quoted the two lines around a top-level ``def``, blank ones, so pin's
+    context rule doubted every move of it (a header line inserted at the top of the
+    file): context counts non-blank lines, the blank ones between kept."""
+    root = make_files({"pkg/__init__.py": "", "pkg/_version.py": "__version__ = '1'\n",
+                       "pkg/m.py": MODULE})
+    m = tmp_path / "m.yaml"
+    init(root, m, "first=pkg/m.py:1", "alpha=pkg/m.py:4-6", "beta=pkg/m.py:9-10")
+    cits = yaml.safe_load(m.read_text())["citations"]
+    assert cits["alpha"]["anchor"]["prefix"] == "import os\n\n\n"
+    assert cits["alpha"]["anchor"]["suffix"] == "\n\ndef beta(rows):\n    return [r * 2 for r in rows]\n"
+    assert cits["first"]["anchor"]["suffix"] == "\n\ndef alpha(x):\n    y = x + 1\n"
+    assert "prefix" not in cits["first"]["anchor"]  # no code above: nothing quoted
+    assert cits["beta"]["anchor"]["prefix"] == "    y = x + 1\n    return y\n\n\n"
+    assert "suffix" not in cits["beta"]["anchor"]
+    assert run_cli("check", str(root), "-m", str(m)).returncode == 0
+    # A license header inserted: every citation moved, and its context confirms the move.
+    (root / "pkg" / "m.py").write_text("# SPDX-License-Identifier: Apache-2.0\n" + MODULE)
+    out = tmp_path / "out.yaml"
+    rc, review = pin_json(root, m, "-o", str(out))
+    rows = {cid: item(review, cid) for cid in ("first", "alpha", "beta")}
+    assert rc == 0, rows
+    assert {cid: (r["outcome"], r["new_lines"]) for cid, r in rows.items()} == {
+        "first": ("moved", [2, 2]), "alpha": ("moved", [5, 7]), "beta": ("moved", [10, 11])}
+    assert all("re-quoted" not in r["detail"] for r in rows.values())
+    assert run_cli("check", str(root), "-m", str(out)).returncode == 0
+
+
+def test_a_def_with_no_code_around_it_moved_into_other_code_is_unresolved(
+    make_files: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Blank lines only around the span: ``init`` quotes no context, and a move has
+    nothing to confirm it (the text found may be a copy)."""
+    root = make_files({"pkg/__init__.py": "", "pkg/m.py": f"\n\n{ALPHA}\n\n"})
+    m = tmp_path / "m.yaml"
+    init(root, m, "alpha=pkg/m.py:3-5")
+    anchor = yaml.safe_load(m.read_text())["citations"]["alpha"]["anchor"]
+    assert set(anchor) == {"exact"}
+    (root / "pkg" / "m.py").write_text(f"class Old:\n    pass\n\n\n{ALPHA}\n\n")
+    rc, review = pin_json(root, m)
+    row = item(review, "alpha")
+    assert rc == 1 and row["outcome"] == "unresolved"
+    assert "moved to 5–7 (2 lines later), no non-blank context to confirm the move" in row["detail"]
 
 
 # -- 1c. --accept on a marked citation; an --accept with nothing to accept ---------------------
@@ -263,11 +325,15 @@ def test_an_accept_with_nothing_to_accept_says_so(make_files: Callable[..., Path
     (root / "pkg" / "m.py").write_text("# pad\n" + SENDS)
     proc = run_cli("pin", str(root), "-m", str(m), "--accept", "sends")
     assert proc.returncode == 0, proc.stderr
-    notes = [x for x in proc.stdout.splitlines() if x.startswith("note: ")]
-    assert notes == ["note: --accept sends: nothing to accept (its place is not in doubt); "
-                     "carried as it would be without it"]
+    said = ("--accept sends: nothing to accept (its place is not in doubt); "
+            "carried as it would be without it")
+    # Said on stderr with pin's other notes; stdout holds the review and the diff.
+    assert proc.stderr.splitlines()[0] == f"pp1audit: {said}", proc.stderr
+    assert said not in proc.stdout
     rc, review = pin_json(root, m, "--accept", "sends")
-    assert rc == 0 and review["notes"] == [notes[0].removeprefix("note: ")]
+    assert rc == 0 and review["notes"] == [said]
+    proc = run_cli("pin", str(root), "-m", str(m), "--accept", "sends", "--format", "json")
+    assert said not in proc.stderr  # JSON says it once, under "notes"
     assert "--accept" not in item(review, "sends")["detail"]
     rc, review = pin_json(root, m)
     assert rc == 0 and review["notes"] == []
