@@ -23,7 +23,10 @@ Why this shape:
   ones.
 * Only entries the inventory says are regular files are ever opened, with
   ``O_NONBLOCK | O_NOFOLLOW`` and a re-check of ``fstat`` after the open, so a
-  FIFO or a symlink swapped in between cannot hang or redirect the run.
+  FIFO or a symlink swapped in between cannot hang or redirect the run; and
+  the file opened must be the one listed (``Entry.ident``, free: the ``fstat``
+  is made anyway) or lead inside the root, so a *directory* on its path
+  swapped for a symlink cannot send the run outside (``safeio.open_regular``).
 * Files a caller wants to inspect further (sources and bytecode) are kept in
   memory: the bytes that are hashed are the bytes that are compiled. What is
   kept is bounded (``KEEP_FILE`` per file, ``KEEP_TOTAL`` per run): a bloated
@@ -32,6 +35,11 @@ Why this shape:
 * A read is short only at the end of a regular file, but ``read`` returns at
   most ~2 GiB and network or FUSE file systems may return less: reading goes
   on until the size ``fstat`` gave is reached and a read comes back short.
+  It never goes past that size and one byte: a file a writer keeps growing
+  ends the read there (hashed as read, as one that shrank), so the run's time
+  depends on the input, not on the writer.
+* A thread the system refuses to start (a memory limit) is done without; none
+  at all is ``ThreadsUnavailable``, in words.
 * An exception while hashing one file (``MemoryError``, a bug) is that file's
   ``error``, never the end of the run.
 
@@ -45,12 +53,15 @@ import hashlib
 import heapq
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Protocol
 
-from pp1audit.inventory import Entry, kind_of_mode
-from pp1audit.safeio import NotRegular, open_regular
+from pp1audit.errors import Pp1Error
+from pp1audit.inventory import Entry, escape, kind_of_mode
+from pp1audit.safeio import Elsewhere, NotRegular, open_regular
 from pp1audit.zipindex import ZipError, ZipIndex
 
 BUFFER = 4 << 20
@@ -70,6 +81,11 @@ SUSPENDED_MAX = 8
 KEEP_TOTAL = 1 << 30
 """Most bytes one ``HashRun`` keeps (an installed vLLM keeps ~90 MB): a tree of
 many bloated files (say a zip bomb of 16 MiB pycs) must not exhaust memory."""
+
+
+REPLACED = "replaced since it was listed, and where it leads cannot be told; not read"
+"""Why a file found to be another than the one listed is not read when the system
+cannot say where its descriptor leads (no ``/proc``)."""
 
 
 class Progress(Protocol):
@@ -99,6 +115,37 @@ class Digest:
     """Why the content was not kept although asked (too large): hashed, not kept."""
 
 
+THREAD_STACK = 1 << 20
+"""Stack reserved per hashing thread. Their calls are shallow (the work is in C:
+``readv``, OpenSSL, zlib), and the default (``ulimit -s``, 8 MiB) is address
+space a memory limit (``ulimit -v``) counts once per thread: with it, the user
+test's ``ulimit -v 100000`` left too little to start them."""
+
+
+@contextmanager
+def _small_stacks() -> Iterator[None]:
+    """Threads started inside get ``THREAD_STACK`` (the setting is the process's:
+    it is put back after; only the calling thread starts threads meanwhile)."""
+    try:
+        old = threading.stack_size(THREAD_STACK)
+    except (ValueError, RuntimeError):  # pragma: no cover - a platform that refuses
+        yield
+        return
+    try:
+        yield
+    finally:
+        threading.stack_size(old)
+
+
+class ThreadsUnavailable(Pp1Error):
+    """Not one hashing thread could start (``ulimit -v``: each thread reserves a
+    stack): nothing can be judged, so the run ends with the cause, exit 2."""
+
+    def __init__(self, cause: BaseException) -> None:
+        why = str(cause) or ("out of memory" if isinstance(cause, MemoryError) else type(cause).__name__)
+        super().__init__(f"cannot start hashing threads: {why} (a memory limit, ulimit -v?)")
+
+
 def _new_hash(algorithm: str) -> hashlib._Hash:
     return hashlib.sha256() if algorithm == "sha256" else hashlib.new(algorithm)
 
@@ -108,18 +155,31 @@ def too_large(size: int) -> str:
     return f"{size:,} bytes, over the {KEEP_FILE >> 20} MiB per file kept for comparison"
 
 
-def _open_regular(real: str) -> tuple[int, int] | Digest:
+def _open_regular(real: str, same: tuple[int, int] | None = None,
+                  root: str | None = None) -> tuple[int, int] | Digest:
     """``(fd, size)`` of a regular file opened for reading, or why it was not opened
     (``safeio.open_regular``: a FIFO swapped in after the listing cannot hang the
     open, a symlink swapped in cannot redirect it, the type is judged on the
-    descriptor itself, so no race remains)."""
+    descriptor itself, so no race remains).
+
+    ``root`` is the resolved root the file was listed in (``Entry.root``), ``same``
+    its identity there (``Entry.ident``): a directory on the path swapped for a
+    symlink since then leads the open outside, and that file is closed unread."""
     try:
-        fd, st = open_regular(real)
+        fd, st = open_regular(real, same=same, within=root)
     except NotRegular as exc:
         return Digest(None, 0, error=f"is a {kind_of_mode(exc.mode)}; not opened")
+    except Elsewhere as exc:
+        return Digest(None, 0, error=escape(exc.where) if exc.where is not None else REPLACED)
     except OSError as exc:
         return Digest(None, 0, error=f"cannot open: {exc.strerror}")
     return fd, st.st_size
+
+
+def growing(size: int) -> str:
+    """Why a file that grew while it was read was not kept: what was read is a
+    prefix of no version of it, so nothing may be compiled or compared from it."""
+    return f"growing while read (past the {size:,} bytes it had when opened)"
 
 
 def _pump(fd: int, h: hashlib._Hash, view: memoryview, total: int, size: int,
@@ -128,31 +188,39 @@ def _pump(fd: int, h: hashlib._Hash, view: memoryview, total: int, size: int,
     done; returns the new total and whether the end was reached.
 
     The end is a read of nothing, or a short read once ``size`` (from ``fstat``)
-    is reached: no call is spent proving EOF. ``parts``, when given, collects
-    the bytes (the caller bounds how many)."""
+    is reached: no call is spent proving EOF. At most ``size + 1`` bytes are
+    read: a file that keeps growing (a writer appending to it, a sparse file
+    extended faster than it is read) would otherwise be read for ever; the one
+    byte more says it grew (a total over ``size``), as a total under it says
+    it shrank. ``parts``, when given, collects the bytes (the caller bounds how many)."""
     full = len(view)
-    stop = None if limit is None else total + limit
-    while n := os.readv(fd, (view,)):
+    cap = size + 1
+    stop = cap if limit is None else min(total + limit, cap)
+    while total < stop:
+        want = min(full, stop - total)
+        n = os.readv(fd, (view[:want] if want < full else view,))
+        if not n:
+            return total, True
         h.update(view[:n])
         total += n
         if parts is not None:
             parts.append(bytes(view[:n]))
-        if n < full and total >= size:
+        if n < want and total >= size:
             return total, True
-        if stop is not None and total >= stop:
-            return total, False
-    return total, True
+    return total, total >= cap
 
 
-def hash_path(real: str, keep: bool, buf: bytearray, algorithm: str = "sha256") -> Digest:
+def hash_path(real: str, keep: bool, buf: bytearray, algorithm: str = "sha256", *,
+              same: tuple[int, int] | None = None, root: str | None = None) -> Digest:
     """Digest (SHA-256 unless told) of one file on disk; never opens anything but a regular file.
 
     The bytes are read into ``buf`` (the calling thread's, reused): a file
     smaller than it takes one ``read``. ``keep`` copies the bytes out, up to
-    ``KEEP_FILE``: a file that grew past it since ``fstat`` is hashed to the
-    end and reported unkept.
+    ``KEEP_FILE``. A file that grew since ``fstat`` is hashed as read, as one
+    that shrank is (its size then says so: ``_pump``), but never kept
+    (``growing``). ``same`` and ``root``: see ``_open_regular``.
     """
-    opened = _open_regular(real)
+    opened = _open_regular(real, same, root)
     if isinstance(opened, Digest):
         return opened
     fd, size = opened
@@ -163,10 +231,9 @@ def hash_path(real: str, keep: bool, buf: bytearray, algorithm: str = "sha256") 
             total, _ = _pump(fd, h, view, 0, size)
             return Digest(h.digest(), total, unkept=too_large(total) if keep else None)
         parts: list[bytes] = []
-        total, done = _pump(fd, h, view, 0, size, KEEP_FILE + 1, parts)
-        if not done or total > KEEP_FILE:  # it grew past the limit since fstat
-            total, _ = _pump(fd, h, view, total, size)
-            return Digest(h.digest(), total, unkept=too_large(total))
+        total, _ = _pump(fd, h, view, 0, size, parts=parts)
+        if total > size:
+            return Digest(h.digest(), total, unkept=growing(size))
         return Digest(h.digest(), total, parts[0] if len(parts) == 1 else b"".join(parts))
     except OSError as exc:
         return Digest(None, 0, error=f"cannot read: {exc.strerror}")
@@ -284,7 +351,8 @@ class _Reader:
             return Digest(None, 0, error=self._error)
         if self._zip is not None:
             return _guarded(hash_member, self._zip, e.ref, keep, self._algorithm)
-        return _guarded(hash_path, e.ref, keep, self._buf, self._algorithm)
+        return _guarded(partial(hash_path, same=e.ident, root=e.root),
+                        e.ref, keep, self._buf, self._algorithm)
 
     def resumable(self, e: Entry) -> bool:
         """Whether ``e`` is hashed as a ``_Job``: a large file on disk. Wheel members
@@ -324,7 +392,7 @@ class _Job:
         is opened, so an algorithm this OpenSSL refuses leaves no descriptor."""
         try:
             h = _new_hash(algorithm)
-            opened = _open_regular(e.ref)
+            opened = _open_regular(e.ref, e.ident, e.root)
         except Exception as exc:  # as ``_guarded``: an embedded NUL, an unknown algorithm
             return Digest(None, 0, error=f"cannot be hashed: {type(exc).__name__}: {exc}")
         return opened if isinstance(opened, Digest) else cls(e, want, *opened, h)
@@ -468,11 +536,21 @@ class HashRun:
             self._suspended = 0
 
     def _start(self, n: int) -> None:
+        """Start up to ``n`` threads. A thread the system refuses (a memory limit:
+        each reserves a stack) is not waited for: the run goes on with those that
+        started, and with none it is ``ThreadsUnavailable``, the real cause in
+        words (``cancel`` joining a thread never started used to mask it)."""
         self._done = [0] * n
-        for slot in range(n):
-            t = threading.Thread(target=self._work, args=(slot,), name="pp1audit-hash", daemon=True)
-            self._threads.append(t)
-            t.start()
+        with _small_stacks():
+            for slot in range(n):
+                t = threading.Thread(target=self._work, args=(slot,), name="pp1audit-hash", daemon=True)
+                try:
+                    t.start()
+                except (RuntimeError, MemoryError) as exc:
+                    if not self._threads:
+                        raise ThreadsUnavailable(exc) from None
+                    return
+                self._threads.append(t)
 
     def _take(self, smallest: bool) -> Entry | _Job | None:
         """The next file for a thread: the one with the most bytes left, except that

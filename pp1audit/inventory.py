@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pp1audit.errors import TargetError
+from pp1audit.safeio import fd_path, is_within
 from pp1audit.sources import DEVICE as DEVICE  # the type names live with the sources
 from pp1audit.sources import DIR as DIR
 from pp1audit.sources import FIFO as FIFO
@@ -36,9 +37,33 @@ directory, list: its ``error`` says why. Never silently dropped: what such a
 directory holds was not verified, and a tree digest without it is not the tree's."""
 
 
+_DIR_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
+"""How a directory is pinned while its entries are examined through it (``O_PATH``
+where there is one: no read permission needed, as ``lstat`` needs none)."""
+
+
+class _Moved(Exception):
+    """A directory to list is no longer the one its parent listed; the message says
+    what it is now (the walk reports it as an ``UNREADABLE`` entry, not listed)."""
+
+
+def escape(where: str) -> str:
+    """Why an entry that leads outside the root is not read: one wording for the
+    listing and the hashing (``where``: the real path the kernel found)."""
+    return f"resolves outside the target root ({where}): symlink escape, not read"
+
+
 def _readlink(path: str) -> str | None:
     try:
         return os.readlink(path)
+    except OSError:
+        return None
+
+
+def _readlink_at(name: str, dir_fd: int) -> str | None:
+    """A symlink's target, read in the directory open as ``dir_fd``."""
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
     except OSError:
         return None
 
@@ -57,6 +82,11 @@ class Entry:
     """A symbolic link's target (never followed)."""
     error: str | None = None
     """Why an ``UNREADABLE`` entry could not be examined (a directory's path ends in ``/``)."""
+    ident: tuple[int, int] | None = None
+    """``(st_dev, st_ino)`` as listed on disk: the file later opened must be this one,
+    or a directory on its path was swapped (for a symlink leading out) since."""
+    root: str | None = None
+    """The resolved root it was listed in: where a swapped path leads is judged against it."""
 
 
 class Inventory:
@@ -117,61 +147,158 @@ class DirInventory(Inventory):
         """See ``Inventory.walk``. Symlinks below ``top`` are entries, never followed;
         ``top`` itself (the package directory) is followed as Python follows it, but
         only within the root: one leading outside is a ``TargetError`` (the files
-        of another tree, as the file checks call a symlink escape)."""
-        real = os.path.realpath(self._os(top))
-        if real != self.root and not real.startswith(self.root + os.sep):
+        of another tree, as the file checks call a symlink escape).
+
+        Each directory is listed through a descriptor that must be the directory
+        its parent listed (``_open_dir``), and each entry keeps its identity
+        (``Entry.ident``) for the hashing to hold the file it opens to: a
+        directory swapped for a symlink while the run goes on is never listed
+        or read through."""
+        start = self._os(top)
+        real = os.path.realpath(start)
+        if not is_within(real, self.root):
             raise TargetError(f"{top.rstrip('/')}/ resolves outside the target root ({real}): "
                               "symlink escape, not audited")
         out: list[Entry] = []
-        stack = [(self._os(top), top.rstrip("/") + "/" if top else "")]
+        stack: list[tuple[str, str, tuple[int, int] | None]] = [
+            (start, top.rstrip("/") + "/" if top else "", None)]
 
-        def unreadable(path: str, real: str, exc: OSError, what: str) -> None:
-            entry = Entry(path, UNREADABLE, 0, None, real, None, f"cannot {what}: {exc.strerror}")
+        def add(entry: Entry) -> None:
             out.append(entry)
             if found is not None:
                 found(entry)
 
         while stack:
-            real_dir, prefix = stack.pop()
+            real_dir, prefix, ident = stack.pop()
             try:
-                it = os.scandir(real_dir)
+                self._list(real_dir, prefix, ident, stack, add)
             except FileNotFoundError:  # removed since it was listed
                 continue
+            except _Moved as exc:
+                if ident is None:
+                    raise TargetError(f"{top.rstrip('/')}/ {exc}") from None
+                add(Entry(prefix, UNREADABLE, 0, None, real_dir, None, str(exc)))
             except OSError as exc:  # say no permission: nothing below it can be judged
                 if not prefix:
                     raise TargetError(f"{real_dir}: cannot list the target root: {exc.strerror}") from None
-                unreadable(prefix, real_dir, exc, "list this directory")
-                continue
-            with it:
-                for d in it:
-                    try:
-                        st = d.stat(follow_symlinks=False)
-                    except FileNotFoundError:
-                        continue
-                    except OSError as exc:
-                        unreadable(prefix + d.name, d.path, exc, "examine it")
-                        continue
-                    kind = kind_of_mode(st.st_mode)
-                    if kind == DIR:
-                        stack.append((d.path, prefix + d.name + "/"))
-                        continue
-                    link = _readlink(d.path) if kind == SYMLINK else None
-                    entry = Entry(prefix + d.name, kind, st.st_size, int(st.st_mtime), d.path, link)
-                    out.append(entry)
-                    if found is not None:
-                        found(entry)
+                add(Entry(prefix, UNREADABLE, 0, None, real_dir, None,
+                          f"cannot list this directory: {exc.strerror}"))
         out.sort(key=lambda e: e.path)
         return out
 
+    def _open_dir(self, path: str, ident: tuple[int, int] | None) -> int:
+        """A descriptor (``O_PATH``: it needs no read permission, so an execute-only
+        directory is still pinned) on the directory at ``path``: the one its parent
+        listed as ``ident``, or (for the top, ``ident`` None, followed as Python
+        follows it) one inside the root.
+
+        Why: a path is resolved anew at every use, so a directory swapped for a
+        symlink after its parent was listed would be examined where the link
+        leads. ``O_NOFOLLOW`` refuses a swapped last component; for an earlier
+        one, the identity settles it when it matches, else the kernel says where
+        the descriptor leads (as ``safeio.open_regular`` does for files), and
+        outside is ``_Moved`` saying where. ``OSError`` from the system
+        (``FileNotFoundError``: gone)."""
+        flags = _DIR_FLAGS | (0 if ident is None else os.O_NOFOLLOW)
+        try:
+            fd = os.open(path, flags)
+        except NotADirectoryError:
+            if ident is None:
+                raise
+            raise _Moved("replaced since it was listed: no longer a directory (a symlink?); "
+                         "not followed") from None
+        try:
+            st = os.fstat(fd)
+            if ident is not None and (st.st_dev, st.st_ino) == ident:
+                return fd
+            where = fd_path(fd)
+            if where is not None and not is_within(where, self.root):
+                raise _Moved(escape(where))
+            if where is None and ident is not None:
+                raise _Moved("replaced since it was listed, and where it leads cannot be told; "
+                             "not listed")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _list(self, real_dir: str, prefix: str, ident: tuple[int, int] | None,
+              stack: list[tuple[str, str, tuple[int, int] | None]],
+              add: Callable[[Entry], None]) -> None:
+        """The entries of the directory at ``real_dir``, pinned by ``_open_dir``:
+        files to ``add``, directories onto ``stack`` with their identity.
+
+        The names come from ``scandir`` (an ``O_PATH`` descriptor cannot be read),
+        everything about them from the pinned descriptor: were the path swapped
+        in between, a name found elsewhere is absent here (skipped) or examined
+        here, so no entry ever describes a file outside the directory listed."""
+        fd = self._open_dir(real_dir, ident)
+        try:
+            self._examine(fd, real_dir, prefix, stack, add)
+        finally:
+            os.close(fd)
+
+    def _examine(self, fd: int, real_dir: str, prefix: str,
+                 stack: list[tuple[str, str, tuple[int, int] | None]],
+                 add: Callable[[Entry], None]) -> None:
+        """``_list``'s loop: each name ``scandir`` finds, examined in ``fd``."""
+        with os.scandir(real_dir) as it:
+            for d in it:
+                path = f"{real_dir}/{d.name}" if real_dir != "/" else f"/{d.name}"
+                try:
+                    st = os.stat(d.name, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    add(Entry(prefix + d.name, UNREADABLE, 0, None, path, None,
+                              f"cannot examine it: {exc.strerror}"))
+                    continue
+                kind = kind_of_mode(st.st_mode)
+                if kind == DIR:
+                    stack.append((path, prefix + d.name + "/", (st.st_dev, st.st_ino)))
+                    continue
+                link = _readlink_at(d.name, fd) if kind == SYMLINK else None
+                add(Entry(prefix + d.name, kind, st.st_size, int(st.st_mtime), path, link,
+                          ident=(st.st_dev, st.st_ino), root=self.root))
+
     def entry(self, path: str) -> Entry | None:
+        """See ``Inventory.entry``. An entry inside the root is examined in its
+        directory opened first and found inside the root: a directory on its
+        path swapped for a symlink leading out makes it ``UNREADABLE``, never
+        the outside file's entry (whose identity the hashing would then hold to)."""
         real = self._os(path)
+        if not self.inside(path) or real == self.root:
+            return self._lstat_entry(path, real)
+        parent, name = os.path.split(real)
+        try:
+            fd = os.open(parent, _DIR_FLAGS)
+        except OSError:
+            return None
+        try:
+            where = fd_path(fd)
+            if where is not None and not is_within(where, self.root):
+                return Entry(path, UNREADABLE, 0, None, real, None, escape(f"{where}/{name}"))
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                return None
+            kind = kind_of_mode(st.st_mode)
+            link = _readlink_at(name, fd) if kind == SYMLINK else None
+        finally:
+            os.close(fd)
+        return Entry(path, kind, st.st_size, int(st.st_mtime), real, link,
+                     ident=(st.st_dev, st.st_ino), root=self.root)
+
+    def _lstat_entry(self, path: str, real: str) -> Entry | None:
+        """An entry outside the root (a RECORD row ``../../bin/x`` the caller admitted) or
+        the root itself: examined by its path."""
         try:
             st = os.lstat(real)
         except OSError:
             return None
         kind = kind_of_mode(st.st_mode)
         link = _readlink(real) if kind == SYMLINK else None
-        return Entry(path, kind, st.st_size, int(st.st_mtime), real, link)
+        return Entry(path, kind, st.st_size, int(st.st_mtime), real, link, ident=(st.st_dev, st.st_ino))
 
 
 class WheelInventory(Inventory):

@@ -6,7 +6,15 @@ lives once: the open never blocks (a FIFO swapped in would hang ``read``
 forever), a final symlink is not followed unless asked, the type is checked on
 the open descriptor (what was ``stat``-ed before may have been replaced), and
 reading stops at a size cap (``/dev/zero`` or a sparse 8 GB file would exhaust
-memory). Callers turn the two exceptions into their own one-line errors.
+memory). Callers turn the exceptions into their own one-line errors.
+
+``O_NOFOLLOW`` guards only the last component of a path: a directory on it
+swapped for a symlink (``mv pkg/d …; ln -s /outside pkg/d``) between a
+listing and the open is followed. So a caller names the directory the file
+must be in (``within``): the kernel says where the descriptor really leads
+(``/proc/self/fd``), and a file opened elsewhere is closed unread. A caller
+that listed the file passes the identity it listed too (``same``): when the
+``fstat`` made anyway matches, the question needs no system call.
 """
 
 from __future__ import annotations
@@ -27,6 +35,16 @@ class NotRegular(Exception):
         self.mode = mode
 
 
+class Elsewhere(Exception):
+    """The open descriptor leads outside ``within`` (``where``: the real path the
+    kernel gives), or, not being the file listed (``same``), to a place the
+    system cannot say (``where`` None). Nothing was read."""
+
+    def __init__(self, where: str | None) -> None:
+        super().__init__(where)
+        self.where = where
+
+
 class TooLarge(Exception):
     """The file holds more than the cap; ``size`` is what was seen (at least)."""
 
@@ -35,18 +53,58 @@ class TooLarge(Exception):
         self.size = size
 
 
-def open_regular(path: str | Path, *, follow: bool = False) -> tuple[int, os.stat_result]:
+def fd_path(fd: int) -> str | None:
+    """Where an open descriptor really leads (symlinks resolved by the kernel at the
+    open, so no later swap changes it), or None when the system cannot say (no
+    ``/proc``; a path too long; a non-Linux system)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def is_within(path: str, root: str) -> bool:
+    """True when the resolved ``path`` is ``root`` or below it."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _check_place(fd: int, st: os.stat_result, within: str | None,
+                 same: tuple[int, int] | None) -> None:
+    """``Elsewhere`` unless the descriptor is inside ``within`` (no check without one).
+
+    The identity the listing found settles it without a system call: the file
+    listed inside is the file opened. Otherwise (a directory on the path
+    swapped; a file renamed over; a file system whose ``fstat`` and ``lstat``
+    disagree, as overlayfs did before Linux 4.19) the kernel says where the
+    descriptor leads, and inside is fine. When it cannot (no ``/proc``), a
+    caller that resolved the path itself (no ``same``) keeps its answer; one
+    holding an identity that no longer matches may not read."""
+    if within is None or (same is not None and (st.st_dev, st.st_ino) == same):
+        return
+    where = fd_path(fd)
+    if where is None and same is None:
+        return
+    if where is None or not is_within(where, within):
+        raise Elsewhere(where)
+
+
+def open_regular(path: str | Path, *, follow: bool = False, within: str | None = None,
+                 same: tuple[int, int] | None = None) -> tuple[int, os.stat_result]:
     """A descriptor open for reading on the regular file at ``path``, and its ``fstat``.
 
-    The open never blocks, and the type is judged on the descriptor. ``NotRegular``
-    (the descriptor is closed) or ``OSError`` from the system (a final symlink is
-    ``ELOOP`` unless ``follow``). The caller closes the descriptor.
+    The open never blocks, and the type is judged on the descriptor. ``within``
+    (a resolved directory) says where the file must be, ``same`` (the
+    ``(st_dev, st_ino)`` a listing found there) spares asking: ``_check_place``. ``NotRegular``,
+    ``Elsewhere`` (the descriptor is closed, nothing read) or ``OSError`` from
+    the system (a final symlink is ``ELOOP`` unless ``follow``). The caller
+    closes the descriptor.
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     fd = os.open(path, flags)
     try:
         st = os.fstat(fd)
-    except OSError:
+        _check_place(fd, st, within, same)
+    except BaseException:
         os.close(fd)
         raise
     if not stat.S_ISREG(st.st_mode):
@@ -55,13 +113,14 @@ def open_regular(path: str | Path, *, follow: bool = False) -> tuple[int, os.sta
     return fd, st
 
 
-def read_regular(path: str | Path, limit: int, *, follow: bool = False) -> bytes:
+def read_regular(path: str | Path, limit: int, *, follow: bool = False,
+                 within: str | None = None) -> bytes:
     """The whole content of the regular file at ``path``, at most ``limit`` bytes.
 
-    ``NotRegular`` or ``TooLarge`` as above; ``OSError`` from the system (a
-    final symlink is ``ELOOP`` unless ``follow``).
+    ``NotRegular``, ``Elsewhere`` (outside ``within``) or ``TooLarge`` as above;
+    ``OSError`` from the system (a final symlink is ``ELOOP`` unless ``follow``).
     """
-    fd, st = open_regular(path, follow=follow)
+    fd, st = open_regular(path, follow=follow, within=within)
     try:
         if st.st_size > limit:
             raise TooLarge(st.st_size)

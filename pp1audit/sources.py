@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pp1audit.errors import MissingFile, SourceError, TargetError
 from pp1audit.paths import path_problem
-from pp1audit.safeio import NotRegular, TooLarge, read_regular
+from pp1audit.safeio import Elsewhere, NotRegular, TooLarge, read_regular
 from pp1audit.zipindex import Member, ZipError, ZipIndex, install_name
 
 MAX_READ = 512 << 20
@@ -30,6 +30,11 @@ hash any size in a stream."""
 def too_large(size: int) -> str:
     """The phrase for a file over ``MAX_READ``, one wording for every source."""
     return f"is too large to read whole ({size:,} bytes; the limit is {MAX_READ >> 20} MiB)"
+
+
+ESCAPE = "resolves outside the target root (symlink escape)"
+"""Why a path is not read: one wording whether the escape was found by resolving the
+path or, after a directory on it was swapped for a symlink, on the open descriptor."""
 
 
 FILE = "file"
@@ -120,7 +125,7 @@ class DirectorySource(Source):
                 raise SourceError(path, f"outside the package directory '{self.mount}'")
         real = os.path.realpath(os.path.join(self.base, rel))
         if real != self.base and not real.startswith(self.base + os.sep):
-            raise SourceError(path, "resolves outside the target root (symlink escape)")
+            raise SourceError(path, ESCAPE)
         return real
 
     def read(self, path: str) -> bytes:
@@ -134,9 +139,13 @@ class DirectorySource(Source):
         if not stat.S_ISREG(st.st_mode):
             raise SourceError(path, f"is a {kind_of_mode(st.st_mode)}; not opened")
         try:
-            return read_regular(real, MAX_READ)
+            # ``within``: a directory on the path swapped for a symlink since
+            # ``_real`` resolved it is judged where the descriptor leads.
+            return read_regular(real, MAX_READ, within=self.base)
         except NotRegular as exc:  # swapped after the stat: refused on the open descriptor
             raise SourceError(path, f"is a {kind_of_mode(exc.mode)}; not opened") from None
+        except Elsewhere:
+            raise SourceError(path, ESCAPE) from None
         except TooLarge as exc:
             raise SourceError(path, too_large(exc.size)) from None
         except OSError as exc:
