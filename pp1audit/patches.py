@@ -22,12 +22,14 @@ headers included); what git reads into it is taken as git takes it:
   is judged alone, and when both versions of it occur, the one nearest the line
   it names (shifted by the earlier hunks found applied) counts.
 * A patch without a single context line is read as ``diff -U0`` output (which
-  ``git apply`` takes only with ``--unidiff-zero``): such a hunk is judged at the
-  line it names, shifted only by the hunks of the same file before it that are
-  applied. There git puts an addition; it would move a hunk that removes lines
-  to another copy of them, but a copy elsewhere is not the line the hunk means.
-  (A patch that rewrites whole files has no context either; it is read the same
-  way, where plain ``git apply`` would pin each hunk to its whole file.)
+  ``git apply`` takes only with ``--unidiff-zero``), unless its every hunk is one
+  git pins to its whole file (old side at line 0 or 1, its file's last hunk): plain
+  ``git diff`` writes those when it empties, fills or rewrites a small file, and
+  they are judged as git judges them, as the whole file. A ``-U0`` hunk is judged
+  at the line it names, shifted only by the hunks of the same file before it that
+  are applied. There git puts an addition. A removal whose lines are not there is
+  applied only when they are nowhere in the file: a copy elsewhere may be the line
+  moved (git would remove it) or another one, so it is a conflict.
 * A file is created or deleted only when the patch says so (``new file mode``,
   ``deleted file mode``, ``/dev/null``, or, in a non-git diff, the epoch
   timestamp ``diff -N`` writes); a traditional diff that adds to an absent file
@@ -42,9 +44,12 @@ headers included); what git reads into it is taken as git takes it:
 * Several diffs of one file (a ``git format-patch`` series in one mbox) are
   judged as a series: the tree is the state after the first *j* of them when
   ``git apply -R`` of those and ``git apply`` of the rest both succeed, so a
-  diff a later one rewrote is still *applied*. When no single *j* fits, the
-  diffs are judged from the last: one found applied is reversed in memory before
-  the one before it is judged.
+  diff a later one rewrote is still *applied*. When several fit (a commit reverted
+  later), the whole series decides: it applies forward, every hunk is *not
+  applied*; in reverse, *applied*; else each is a conflict. At most 64 points are
+  replayed in full; past that the series is a conflict, not judged. When no *j*
+  fits, the diffs are judged from the last: one found applied is reversed in
+  memory before the one before it is judged.
 
 A target file that cannot be used (a FIFO, a directory, a symlink escaping the
 root, a ``..`` path, non-UTF-8 text), or a binary diff, is ``unusable``: nothing
@@ -383,10 +388,23 @@ def _parse(data: bytes, strip: int) -> list[_Diff]:
     return diffs
 
 
+def _pinned_whole(diff: _Diff, h: Hunk) -> bool:
+    """A context-free hunk git pins at both ends (old side at line 0 or 1, no trailing
+    context, the file's last hunk): plain ``git diff`` writes one when a file is
+    emptied, filled or rewritten whole, and git matches it only as the whole file."""
+    return not (h.leading or h.trailing) and h.source_start <= 1 and h is diff.text[-1]
+
+
 def _zero(diffs: Iterable[_Diff]) -> bool:
-    """The patch has no context line at all: ``diff -U0`` wrote it (git would need
-    ``--unidiff-zero``), so its hunks are judged where they say."""
-    return all(not (h.leading or h.trailing) for d in diffs for h in d.text)
+    """The patch has no context line at all and some hunk git would not pin to its
+    whole file: ``diff -U0`` wrote it (git would need ``--unidiff-zero``), so its hunks
+    are judged where they say. A patch whose every hunk is a whole file's (emptying,
+    filling, rewriting a small file) is what plain ``git diff`` writes: judged as git
+    judges it, each hunk as its whole file."""
+    diffs = list(diffs)
+    if any(h.leading or h.trailing for d in diffs for h in d.text):
+        return False
+    return any(not _pinned_whole(d, h) for d in diffs for h in d.text)
 
 
 def parse_patch(data: bytes, strip: int = 1) -> list[Hunk]:
@@ -566,9 +584,22 @@ def _stated_verdict(h: Hunk, lines: list[str], start: int) -> _Verdict:
     if not h.before:
         return _Verdict(NOT_APPLIED, start, 0, f"the added lines are not at line {start + 1}{_STATED}")
     if not h.after:
-        return _Verdict(APPLIED, start, 0, f"the removed lines are not at line {start + 1}{_STATED}")
+        return _removal_elsewhere(h, lines, start)
     return _Verdict(CONFLICT, None, 0, "neither the original nor the patched lines are at line "
                     f"{start + 1}{_STATED}")
+
+
+def _removal_elsewhere(h: Hunk, lines: list[str], start: int) -> _Verdict:
+    """A context-free removal whose lines are not where it says: absent from the file,
+    it is applied; still elsewhere (the file moved under it), neither side is known,
+    as ``git apply --unidiff-zero`` and its ``-R`` cannot tell either."""
+    found = _Image(lines).starts(h.before, False, False)
+    if not found:
+        return _Verdict(APPLIED, start, 0, f"the removed lines are not in the file{_STATED}")
+    at = _nearest(found, start)
+    return _Verdict(CONFLICT, None, 0, f"the removed lines are not at line {start + 1} but at "
+                    f"{at + 1}-{at + len(h.before)}, so whether they were removed is unknown"
+                    f"{_STATED}")
 
 
 def _judge_stated(hunks: Sequence[Hunk], lines: list[str]) -> list[_Verdict]:
@@ -776,17 +807,36 @@ def _run(view: dict[str, list[str] | None], diffs: Iterable[_Diff], reverse: boo
     return True
 
 
+_MAX_REPLAYS = 64
+"""Split points tried in full at most; a series with more candidates is not judged
+(each try replays the whole series, so the cost would grow with its square)."""
+_AMBIGUOUS = -1
+"""Several split points fit and the whole series applies neither way."""
+_TOO_MANY = -2
+"""More split points to try than ``_MAX_REPLAYS``."""
+
+
 def _series_split(view: dict[str, list[str] | None], diffs: Sequence[_Diff], zero: bool) -> int | None:
-    """The one *j* for which the tree is the series after its first *j* diffs (``git
-    apply -R`` of those, last first, and ``git apply`` of the rest both succeed), or
-    None when no *j* or several fit. Only a *j* whose two neighbouring diffs fit the
-    tree as it is is tried in full."""
+    """The *j* for which the tree is the series after its first *j* diffs (``git apply
+    -R`` of those, last first, and ``git apply`` of the rest both succeed), or None when
+    none fits. When several fit, the whole series decides, as ``git apply`` of the mbox
+    would: 0 when it applies forward, all when it applies in reverse, else
+    ``_AMBIGUOUS``. Only a *j* whose two neighbouring diffs fit the tree as it is is
+    tried in full, and at most ``_MAX_REPLAYS`` of them (else ``_TOO_MANY``)."""
     near = [j for j in range(len(diffs) + 1)
             if (j == len(diffs) or _git_apply(view, diffs[j], False, zero) is not None)
             and (j == 0 or _git_apply(view, diffs[j - 1], True, zero) is not None)]
+    if len(near) > _MAX_REPLAYS:
+        return _TOO_MANY
     fits = [j for j in near
             if _run(view, reversed(diffs[:j]), True, zero) and _run(view, diffs[j:], False, zero)]
-    return fits[0] if len(fits) == 1 else None
+    if len(fits) <= 1:
+        return fits[0] if fits else None
+    if 0 in fits:  # the whole series applies forward
+        return 0
+    if len(diffs) in fits:  # ... or in reverse
+        return len(diffs)
+    return _AMBIGUOUS
 
 
 def _series_verdicts(view: dict[str, list[str] | None], diffs: Sequence[_Diff], split: int,
@@ -858,6 +908,10 @@ def _judge_series(diffs: Sequence[_Diff], store: FileStore, zero: bool) -> list[
         split = _series_split(view, diffs, zero)
     except SourceError:
         split = None  # judged diff by diff below, where the file's reason is given
+    if split in (_AMBIGUOUS, _TOO_MANY):
+        reason = ("series ambiguous: several points fit" if split == _AMBIGUOUS else
+                  f"series too ambiguous: more than {_MAX_REPLAYS} split points to try")
+        return [[HunkStatus(h, CONFLICT, None, reason) for h in d.hunks] for d in diffs]
     if split is not None:
         return _series_verdicts(view, diffs, split, zero)
     out: list[list[HunkStatus]] = []

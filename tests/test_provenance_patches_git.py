@@ -116,15 +116,23 @@ def test_emptying_a_file_is_a_change_not_a_deletion(tmp_path: Path, files: Files
 
 
 def test_a_u0_insertion_at_the_top_is_judged_at_line_1(tmp_path: Path) -> None:
-    patched = "import os\n" + FUNC
+    """A second context-free hunk not at the file's edges shows ``-U0`` wrote the
+    patch; alone, ``@@ -0,0 +1 @@`` is also what plain ``git diff`` writes when it
+    fills an empty file, and is judged as git judges that: as the whole file."""
+    patched = "import os\n" + FUNC.replace("b = 2", "b = 3")
     patch = diff(tmp_path / "src", {MOD: FUNC}, {MOD: patched}, "-U0")
-    assert b"@@ -0,0 +1 @@" in patch
+    assert b"@@ -0,0 +1 @@" in patch and b"@@ -3 +4 @@" in patch
     tree = write(tmp_path / "t", {MOD: FUNC})
     assert git_apply(tree, patch, "--unidiff-zero") == (True, False)
-    assert judged(tree, patch) == [NOT_APPLIED]  # was: conflict
+    assert judged(tree, patch) == [NOT_APPLIED, NOT_APPLIED]  # was: conflict
     tree = write(tmp_path / "t2", {MOD: patched})
     assert git_apply(tree, patch, "--unidiff-zero")[1]
-    assert judged(tree, patch) == [APPLIED]  # was: conflict
+    assert judged(tree, patch) == [APPLIED, APPLIED]  # was: conflict
+    alone = diff(tmp_path / "src1", {MOD: FUNC}, {MOD: "import os\n" + FUNC}, "-U0")
+    assert alone.count(b"\n@@ ") == 1
+    tree = write(tmp_path / "t3", {MOD: FUNC})
+    assert oracle(tree, alone) == CONFLICT
+    assert judged(tree, alone) == [CONFLICT]
 
 
 def test_diff_n_timestamps_create_and_delete_as_git_reads_them(tmp_path: Path) -> None:
@@ -331,3 +339,88 @@ def test_a_file_with_a_bom_matches_a_hunk_at_line_1(tmp_path: Path) -> None:
         tree = write(tmp_path / name, {MOD: text})
         assert oracle(tree, patch) == expected
         assert judged(tree, patch) == [expected]  # was: conflict
+
+
+# -- 6. context-free hunks: a whole file's, or -U0's ----------------------------------
+
+
+@pytest.mark.parametrize(("before", "after", "tree"), [
+    ("import os\nDEBUG = True\n", "", "import os\nimport sys\nDEBUG = True\n"),
+    ("", "SAFE = True\n", "x = 1\n"),
+    ("a = 1\n", "a = 2\n", "a = 2\nb = 3\n")], ids=["emptied", "filled", "rewritten"])
+def test_a_plain_diff_without_context_is_judged_as_the_whole_file(
+        tmp_path: Path, before: str, after: str, tree: str) -> None:
+    """Plain ``git diff`` writes no context when it empties, fills or rewrites a small
+    file; git pins such a hunk to the start and the end: the whole file."""
+    patch = diff(tmp_path / "src", {MOD: before}, {MOD: after})
+    assert patch.count(b"\n@@ ") == 1 and b"\n " not in patch.split(b"\n@@ ")[1]
+    target = write(tmp_path / "t", {MOD: tree})
+    assert oracle(target, patch) == CONFLICT
+    assert judged(target, patch) == [CONFLICT]  # was: applied / not applied
+    for text, expected in ((before, NOT_APPLIED), (after, APPLIED)):
+        target = write(tmp_path / f"t-{expected}", {MOD: text})
+        assert oracle(target, patch) == expected
+        assert judged(target, patch) == [expected]
+
+
+CFG = "import os\nDEBUG = True\nx = 1\n"
+
+
+@pytest.mark.parametrize(("tree", "expected"), [
+    (CFG, NOT_APPLIED), ("import os\nx = 1\n", APPLIED),
+    ("import os\nimport re\nimport sys\nDEBUG = True\nx = 1\n", CONFLICT)],
+    ids=["there", "removed", "moved"])
+def test_a_u0_removal_moved_elsewhere_is_a_conflict(tmp_path: Path, tree: str,
+                                                    expected: str) -> None:
+    patch = diff(tmp_path / "src", {MOD: CFG}, {MOD: CFG.replace("DEBUG = True\n", "")}, "-U0")
+    assert b"@@ -2 +1,0 @@" in patch
+    target = write(tmp_path / "t", {MOD: tree})
+    # with --unidiff-zero the reverse (an addition) always applies; the forward check
+    # finds the removed line wherever it is, so for "moved" git cannot tell either
+    assert git_apply(target, patch, "--unidiff-zero")[0] == (expected != APPLIED)
+    assert judged(target, patch) == [expected]  # moved was: applied
+
+
+def mails(tmp_path: Path, base: str, *texts: str) -> bytes:
+    """``git format-patch`` of commits turning ``base`` into each of ``texts`` in turn."""
+    src = tmp_path / "src"
+    src.mkdir()
+    git("init", "-q", cwd=src)
+    commit(src, {MOD: base}, "base")
+    for i, text in enumerate(texts):
+        commit(src, {MOD: text}, f"c{i}")
+    return git("format-patch", "--stdout", f"-{len(texts)}", cwd=src).stdout
+
+
+LINES = "".join(f"y{i} = 0\n" for i in range(1, 21))
+
+
+def test_a_series_several_splits_fit_is_judged_by_the_whole_series(tmp_path: Path) -> None:
+    """Commit 2 reverts commit 1: the base tree is the series before commit 1 and after
+    commit 2; git applies the whole series forward."""
+    changed, other = LINES.replace("y10 = 0", "y10 = 1"), LINES.replace("y3 = 0", "y3 = 1")
+    series = mails(tmp_path, LINES, changed, LINES, other)
+    tree = write(tmp_path / "t", {MOD: LINES})
+    assert git_apply(tree, series)[0]
+    assert judged(tree, series) == [NOT_APPLIED] * 3  # was: not applied, applied, not applied
+
+
+def test_a_series_several_splits_fit_neither_way_is_a_conflict(tmp_path: Path) -> None:
+    x, y, z, w = (LINES.replace("y10 = 0", f"y10 = {v}") for v in (1, 2, 3, 4))
+    series = mails(tmp_path, x, y, z, y, w)  # the tree y is the series after 1 and after 3
+    tree = write(tmp_path / "t", {MOD: y})
+    assert git_apply(tree, series) == (False, False)
+    statuses = patch_status(series, FileStore(DirectorySource(tree))).hunks
+    assert [s.status for s in statuses] == [CONFLICT] * 4
+    assert statuses[0].reason == "series ambiguous: several points fit"
+
+
+def test_a_series_with_too_many_split_points_is_not_replayed(tmp_path: Path) -> None:
+    """Sixty-six round trips: every even point fits; past 64 full replays the series is
+    not judged (each replay costs the whole series)."""
+    there = mails(tmp_path, LINES, LINES.replace("y10 = 0", "y10 = 1"), LINES)
+    series = there * 66
+    tree = write(tmp_path / "t", {MOD: LINES})
+    statuses = patch_status(series, FileStore(DirectorySource(tree))).hunks
+    assert len(statuses) == 132 and {s.status for s in statuses} == {CONFLICT}
+    assert statuses[0].reason == "series too ambiguous: more than 64 split points to try"
