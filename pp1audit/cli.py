@@ -815,6 +815,9 @@ def _run(argv: list[str] | None, stdout: TextIO) -> tuple[int, str | None]:
         code = exc.exit_code
     except BrokenPipeError as exc:  # a closed pipe click did not see: a reader went away
         code = _stdout_failed(exc, stdout)
+    except MemoryError:  # not a bug: the machine (or ulimit -v) refused; its text is empty
+        message = "out of memory (a memory limit, ulimit -v?)"
+        code = EXIT_USAGE
     except Exception as exc:  # a bug: still one line, never a traceback
         message = f"internal error: {type(exc).__name__}: {exc}"
         code = EXIT_USAGE
