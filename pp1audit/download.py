@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from pp1audit.cache import MAX_BYTES, PART_PREFIX, Cache, CachedTooLarge, FetchError, remove_stale_parts
+from pp1audit.cache import PART_PREFIX, Cache, CachedTooLarge, FetchError, remove_stale_parts
+from pp1audit.fetchpolicy import FetchPolicy
 from pp1audit.netreasons import network_reason, tls_reason
 from pp1audit.paths import url_problem
 from pp1audit.transport import Deadline, watched_adapter
@@ -62,21 +63,6 @@ class DigestMismatch(FetchError):
         self.expected = expected
         self.actual = actual
         super().__init__(f"{url}: SHA-256 {actual} differs from the pinned {expected}; not cached")
-
-
-@dataclass(frozen=True)
-class FetchPolicy:
-    """Limits of one download. Defaults suit patches and source files."""
-
-    connect_timeout: float = 10.0
-    read_timeout: float = 30.0
-    max_bytes: int = MAX_BYTES
-    attempts: int = 3
-    """Tries in all (1 = no retry); only 5xx answers and connection errors are retried."""
-    backoff: float = 0.5
-    """First wait between tries; doubled each time."""
-    total_timeout: float = 120.0
-    """Seconds for the whole download, tries and redirects included."""
 
 
 def is_loopback(host: str | None) -> bool:

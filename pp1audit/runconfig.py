@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from pp1audit.cache import CACHE_ENV
-from pp1audit.download import FetchPolicy
 from pp1audit.errors import Pp1Error
+from pp1audit.fetchpolicy import FetchPolicy
 
 CONFIG_NAME = "pp1audit.toml"
 MAX_TIMEOUT = 3600.0

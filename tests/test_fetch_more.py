@@ -25,8 +25,9 @@ from conftest import run_cli
 from lanerepo import dedent
 
 from pp1audit.cache import Cache, FetchError
-from pp1audit.download import FetchPolicy, download
+from pp1audit.download import download
 from pp1audit.errors import Pp1Error
+from pp1audit.fetchpolicy import FetchPolicy
 from pp1audit.runconfig import resolve_options
 
 BODY = b"# another pinned file\n" + b"x = 1\n" * 800
