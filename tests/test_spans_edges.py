@@ -96,8 +96,6 @@ def test_whitespace_drift_is_found_through_the_index_too(
 
 
 def test_one_index_per_file(make_files: MakeFiles, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pp1audit.checks import citations as module
-
     built: list[int] = []
 
     class Counted(spans.LineIndex):
@@ -105,7 +103,7 @@ def test_one_index_per_file(make_files: MakeFiles, monkeypatch: pytest.MonkeyPat
             built.append(1)
             super().__init__(lines)
 
-    monkeypatch.setattr(module, "LineIndex", Counted)
+    monkeypatch.setattr(spans, "LineIndex", Counted)  # FileData.index imports it lazily
     files = {f"pkg/m{k}.py": "\n".join(["# new", *(f"z{i} = {k}" for i in range(50))]) + "\n"
              for k in range(3)}
     root = make_files(files)

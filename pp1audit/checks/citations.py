@@ -11,7 +11,6 @@ it now sits in another block (``spans.reindented_by``).
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -20,21 +19,8 @@ from pp1audit.checks import source_problem
 from pp1audit.errors import SourceError
 from pp1audit.manifest import Anchor, Citation
 from pp1audit.result import Check, Status
-from pp1audit.spans import LineIndex, OpenState, Span, reindented_by, relocate, span_sha256
-from pp1audit.store import FileData, FileStore
-
-_INDEXES: weakref.WeakKeyDictionary[FileData, LineIndex] = weakref.WeakKeyDictionary()
-"""Each file's ``LineIndex``, shared by all its citations while the store holds the file
-(one per file per run): a per-citation scan made 50,000 drifted citations quadratic."""
-
-
-def line_index(fd: FileData) -> LineIndex:
-    """The relocation index of a file as the store read it (built once, on first use)."""
-    index = _INDEXES.get(fd)
-    if index is None:
-        index = LineIndex(fd.text_lines())
-        _INDEXES[fd] = index
-    return index
+from pp1audit.spans import OpenState, Span, reindented_by, relocate, span_sha256
+from pp1audit.store import FileStore
 
 
 def _anchor_holds(anchor: Anchor, current: list[str]) -> str | None:
@@ -131,7 +117,7 @@ def check_citation(
                      message=f"{span.path} changed and the citation has no anchor to find "
                      "its span again")
     how = _anchor_holds(anchor, current) if in_range else None
-    index = line_index(fd)
+    index = fd.index
     if how is not None:
         shift = reindented(span.path, anchor.exact, current,
                            partial(index.open_before, span.start - 1))
