@@ -127,7 +127,7 @@ class DirInventory(Inventory):
     def inside(self, path: str) -> bool:
         """True when ``path`` stays inside the root once normalised (``..`` and absolute)."""
         real = self._os(path)
-        return real == self.root or real.startswith(self.root + os.sep)
+        return is_within(real, self.root)
 
     def children(self, top: str = "") -> list[tuple[str, str]]:
         try:

@@ -124,7 +124,7 @@ from pp1audit.record import (
     read_record,
     read_small,
 )
-from pp1audit.safeio import NotRegular, TooLarge, open_regular, read_regular
+from pp1audit.safeio import NotRegular, TooLarge, is_within, open_regular, read_regular
 from pp1audit.safetext import cut
 from pp1audit.sitemodel import (
     MODULE_SUFFIXES,
@@ -309,7 +309,7 @@ def _startup_os_path(scope: Scope, report: ShadowReport, path: str) -> None:
     through the inventory inside the site directory, else named unread (outside it
     only names and types are looked at)."""
     root = scope.inv.root if isinstance(scope.inv, DirInventory) else None
-    if root is not None and _under(path, root) and path != root:
+    if root is not None and is_within(path, root) and path != root:
         startup_entry(scope, report, os.path.relpath(path, root).replace(os.sep, "/"))
     else:
         report.startup[path] = None
@@ -346,7 +346,7 @@ def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) 
         return
     except ValueError:
         return
-    if scope.package_dir is not None and _under(real, scope.package_dir):
+    if scope.package_dir is not None and is_within(real, scope.package_dir):
         hooks = [p for p, _ in _hooks_in_dir(real, scope.version)] if stat.S_ISDIR(st.st_mode) else []
         for hook in hooks:
             _startup_os_path(scope, report, hook)
@@ -357,7 +357,7 @@ def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) 
         return
     if real == inv.root:
         return  # the site directory itself, already on sys.path
-    if not _under(real, inv.root) and (who := _others_can_write(real, _owner(inv.root))) is not None:
+    if not is_within(real, inv.root) and (who := _others_can_write(real, _owner(inv.root))) is not None:
         report.findings.append(Shadow(
             pth, f"{head}, and {who}: anyone who can write there can add code run at start (site imports a "
             "sitecustomize from it at every start, and any module nothing earlier on sys.path provides is "
@@ -382,7 +382,7 @@ def _missing_path(inv: DirInventory, pth: str, n: int, added: str, real: str, re
     failure. Inside it, creating it takes the write access that could drop a
     ``.pth`` anyway, and old installers leave such lines behind: a note."""
     where = f"{pth}:{n} adds {added} to sys.path"
-    if _under(real, inv.root):
+    if is_within(real, inv.root):
         report.notes.append(f"{where} once it exists (it does not; inside the site directory)")
         return
     report.findings.append(Shadow(
@@ -458,10 +458,6 @@ def _group_name(gid: int) -> str:
         return f"gid {gid}"
 
 
-def _under(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
-
-
 def _hooks_in_dir(real: str, version: tuple[int, int] | None) -> list[tuple[str, str]]:
     """Startup hooks in an OS directory, by name and type only (nothing opened): the
     entries Python ``version`` imports as one (``_hook_of``), as ``(path, hook)``,
@@ -483,7 +479,7 @@ def _hooks_on_path(scope: Scope, root: str, pth: str, n: int, head: str, real: s
     found = _hooks_in_dir(real, scope.version)
     if not found:
         return
-    rel = os.path.relpath(real, root).replace(os.sep, "/") if _under(real, root) else None
+    rel = os.path.relpath(real, root).replace(os.sep, "/") if is_within(real, root) else None
     children = dict(scope.inv.children(rel)) if rel is not None else {}
     for hook in CUSTOMIZE:
         paths = [p for p, h in found if h == hook]
@@ -922,10 +918,10 @@ def script_dirs(inv: DirInventory, rows: list[RecordEntry]) -> list[ScriptDir]:
     for row in rows:
         path = logical_path(inv, row.path)
         full = os.path.normpath(os.path.join(inv.root, path))
-        if _under(full, inv.root) or not _under(full, prefix):
+        if is_within(full, inv.root) or not is_within(full, prefix):
             continue
         parent = os.path.realpath(os.path.dirname(full))
-        if os.path.basename(parent) == "bin" and _under(parent, os.path.realpath(prefix)):
+        if os.path.basename(parent) == "bin" and is_within(parent, os.path.realpath(prefix)):
             shown = os.path.relpath(os.path.dirname(full), inv.root).replace(os.sep, "/")
             out.setdefault(parent, ScriptDir(parent, shown, full))
     return [out[k] for k in sorted(out)]

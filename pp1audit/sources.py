@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pp1audit.errors import MissingFile, SourceError, TargetError
 from pp1audit.paths import path_problem
-from pp1audit.safeio import Elsewhere, NotRegular, TooLarge, read_regular
+from pp1audit.safeio import Elsewhere, NotRegular, TooLarge, is_within, read_regular
 from pp1audit.zipindex import Member, ZipError, ZipIndex, install_name
 
 MAX_READ = 512 << 20
@@ -124,7 +124,7 @@ class DirectorySource(Source):
             else:
                 raise SourceError(path, f"outside the package directory '{self.mount}'")
         real = os.path.realpath(os.path.join(self.base, rel))
-        if real != self.base and not real.startswith(self.base + os.sep):
+        if not is_within(real, self.base):
             raise SourceError(path, ESCAPE)
         return real
 

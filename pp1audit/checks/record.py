@@ -80,6 +80,7 @@ from pp1audit.record import (
     verify,
 )
 from pp1audit.result import Check, Status
+from pp1audit.safeio import is_within
 from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
 from pp1audit.sitemodel import Release, site_dir_as_given
 from pp1audit.sources import DirectorySource, Source, installed_path
@@ -133,7 +134,7 @@ def _refused(inv: Inventory, path: str) -> bool:
         return True
     root = inv.root  # already resolved
     parent = os.path.realpath(os.path.join(root, os.path.dirname(path)))
-    if parent == root or parent.startswith(root + os.sep):
+    if is_within(parent, root):
         return False
     lib = os.path.dirname(os.path.dirname(root))
     prefix = os.path.dirname(lib)
@@ -141,7 +142,7 @@ def _refused(inv: Inventory, path: str) -> bool:
                 and os.path.basename(lib) == "lib" and prefix != os.path.dirname(prefix))
     allowed = prefix if standard else os.path.join(prefix, "bin")
     real = os.path.realpath(os.path.join(inv.root, path))
-    return not real.startswith(allowed.rstrip(os.sep) + os.sep)
+    return real == allowed or not is_within(real, allowed)
 
 
 def _member_escapes(inv: Inventory) -> dict[str, str]:
