@@ -27,7 +27,6 @@ import errno
 import hashlib
 import os
 import re
-import select
 import stat
 import sys
 import tempfile
@@ -35,6 +34,7 @@ import time
 from pathlib import Path
 
 from pp1audit.errors import Pp1Error
+from pp1audit.fdio import write_all
 
 
 def _mode_for(path: Path) -> int:
@@ -75,36 +75,6 @@ def _inherited_fd(path: Path) -> int | None:
         if text.startswith(prefix) and text[len(prefix):].isdigit():
             return int(text[len(prefix):])
     return None
-
-
-def write_all(fd: int, blob: bytes) -> None:
-    """Write all of ``blob`` to ``fd``, or raise ``OSError``: never fewer bytes in silence.
-
-    One ``write`` may take part of the bytes (a file that reaches the size
-    limit or fills its disk, a pipe, a signal): the rest is written by the next,
-    which then fails with the reason (EFBIG, ENOSPC) when there is one. Python's
-    own streams do not always go on: an unbuffered one (``PYTHONUNBUFFERED``)
-    drops the tail of a short write and reports success. A descriptor left
-    non-blocking by whoever opened it (EAGAIN) is waited on until it can take
-    more, and a write that takes nothing at all is an error, not a loop.
-    """
-    view = memoryview(blob)
-    while view:
-        try:
-            written = os.write(fd, view)
-        except BlockingIOError:
-            _wait_writable(fd)
-            continue
-        if written <= 0:
-            raise OSError(errno.EIO, "the write made no progress")
-        view = view[written:]
-
-
-def _wait_writable(fd: int) -> None:
-    """Block until ``fd`` (a non-blocking pipe or socket) can take more bytes."""
-    poller = select.poll()
-    poller.register(fd, select.POLLOUT)
-    poller.poll()
 
 
 def _write_stream(path: Path, blob: bytes) -> None:

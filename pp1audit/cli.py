@@ -25,6 +25,7 @@ import click
 
 from pp1audit import __version__
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, EXIT_USAGE, Pp1Error
+from pp1audit.fdio import write_all
 from pp1audit.formats import FORMATS
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ class _GuardedStdout:
         A short write (a file reaching the size limit or filling its disk) is not
         the end: CPython's unbuffered stream (``PYTHONUNBUFFERED``) dropped the
         rest and the run exited 0 with a cut document. So the bytes go to the
-        descriptor through ``atomic.write_all``, encoded as the stream would
+        descriptor through ``fdio.write_all``, encoded as the stream would
         encode them (its encoding and errors, a BOM once), after whatever the
         stream still holds. A stream without a descriptor (a test's capture)
         cannot cut anything short: it is written as it is."""
@@ -206,8 +207,6 @@ class _GuardedStdout:
         if fd is None or not isinstance(encoding, str):
             stream.write(text)
             return
-        from pp1audit.atomic import write_all
-
         if self._encoder is None:
             self._encoder = _encoder_for(stream, encoding, fd)
         blob = self._encoder.encode(text)
