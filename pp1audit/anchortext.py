@@ -35,7 +35,7 @@ def context_lines(lines: list[str], start: int, end: int, before: bool, nonblank
     ``nonblank``-th non-blank one, or fewer at the file's edge; [] when none holds code.
 
     Counted in non-blank lines because context is compared so (relocation's
-    ``spans.fold``, ``pin``'s ``_context``, which re-quotes these lines): the lines
+    ``spans.fold``, and ``pin``, which re-quotes context with this function): the lines
     around a top-level ``def`` are blank, and a context of blank lines confirms
     no move. The blank lines between the span and that code are kept, so the
     quotation is a run of the file's own lines; blank lines beyond the last line

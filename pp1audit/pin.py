@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from pp1audit.anchortext import block
+from pp1audit.anchortext import block, context_lines
 from pp1audit.checks.citations import moved_by, reindent_words, reindented
 from pp1audit.errors import Pp1Error, SourceError
 from pp1audit.manifest import Anchor, Citation, Manifest, text_lines
@@ -141,27 +141,6 @@ def _like(old: str, new: str) -> str:
     return new
 
 
-def _context(lines: list[str], a: int, b: int, before: bool, nonblank: int) -> list[str]:
-    """The lines just before (or after) span ``a``-``b`` holding ``nonblank`` non-blank lines.
-
-    Counting non-blank lines, as relocation's whitespace-normalised comparison
-    does, keeps a context whose blank lines were lost to a ``|-`` block equal to
-    itself; one that really changed is re-quoted with the same amount of code.
-    """
-    if nonblank <= 0:
-        return []
-    out: list[str] = []
-    seen = 0
-    idx = range(a - 2, -1, -1) if before else range(b, len(lines))
-    for i in idx:
-        out.append(lines[i])
-        if lines[i].strip():
-            seen += 1
-            if seen == nonblank:
-                break
-    return out[::-1] if before else out
-
-
 def _count_lines(lines: tuple[int, int]) -> str:
     n = lines[1] - lines[0] + 1
     return f"{n} line{'' if n == 1 else 's'}"
@@ -172,7 +151,7 @@ def _context_holds(lines: list[str], found: tuple[int, int], before: bool, want:
 
     Compared as ``_carry`` re-quotes it: the same number of non-blank lines,
     whitespace-normalised."""
-    ctx = _context(lines, *found, before, len(normalize(want)))
+    ctx = context_lines(lines, *found, before, len(normalize(want)))
     return normalize(ctx) == normalize(want)
 
 
@@ -548,7 +527,7 @@ class _Planner:
             want = text_lines(old)
             if _context_holds(lines, found, key == "prefix", want):
                 continue
-            ctx = _context(lines, *found, key == "prefix", len(normalize(want)))
+            ctx = context_lines(lines, *found, key == "prefix", len(normalize(want)))
             if normalize(ctx):
                 set_scalar(anchor, key, _like(old, block(ctx)))
                 done.append(f"{key} changed, re-quoted")

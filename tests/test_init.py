@@ -193,7 +193,6 @@ def test_context_counts_lines_of_code_as_pin_requotes_them() -> None:
     each side (blank lines around a top-level def confirm no move), the very lines
     ``pin`` re-quotes; none at all when only blank lines are on that side."""
     from pp1audit.anchortext import anchor_text, context_lines
-    from pp1audit.pin import _context
 
     lines = ["import os", "", "", "def f():", "    return 1", "", "", "X = 1", ""]
     quote = anchor_text(lines, 4, 5)
@@ -205,8 +204,21 @@ def test_context_counts_lines_of_code_as_pin_requotes_them() -> None:
         for before in (True, False):
             for n in (0, 1, 2, 3):
                 got = context_lines(lines, a, b, before, n)
-                want = _context(lines, a, b, before, n)  # as it re-quotes, edge blanks and all
+                want = _upto_code(lines, a, b, before, n)  # edge blanks and all
                 assert got == _code_run(want, before), (a, b, before, n)
+
+
+def _upto_code(lines: list[str], a: int, b: int, before: bool, nonblank: int) -> list[str]:
+    """Lines before (after) ``a``-``b`` up to the ``nonblank``-th non-blank one: the
+    plain reading of ``context_lines`` (``pin`` quoted so before it shared it)."""
+    out: list[str] = []
+    seen = 0
+    for i in range(a - 2, -1, -1) if before else range(b, len(lines)):
+        if seen == nonblank:
+            break
+        out.append(lines[i])
+        seen += bool(lines[i].strip())
+    return out[::-1] if before else out
 
 
 def _code_run(context: list[str], before: bool) -> list[str]:
