@@ -309,6 +309,11 @@ class WheelInventory(Inventory):
     ``ref`` is the member name), so RECORD, the tree digest and the bytecode check
     judge the tree the wheel installs. A path several members install to is one
     ``UNREADABLE`` entry naming them.
+
+    ``escaping`` (member name -> why: ``ZipIndex.escaping``) is found here, from
+    the central directory read once: the RECORD checks fail those members and the
+    hashing leaves them unread, and reopening the wheel for it could find another
+    wheel than the one listed.
     """
 
     kind = "wheel"
@@ -323,6 +328,7 @@ class WheelInventory(Inventory):
             raise TargetError(f"{wheel}: not a readable wheel ({exc})") from None
         try:
             members = [m for name in index.names() if (m := index.member(name)) is not None]
+            self.escaping: dict[str, str] = index.escaping()
         except (OSError, ZipError, ValueError, struct.error) as exc:  # a damaged directory
             raise TargetError(f"{wheel}: not a readable wheel ({exc})") from None
         finally:

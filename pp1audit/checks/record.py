@@ -85,7 +85,7 @@ from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open
 from pp1audit.sitemodel import Release, site_dir_as_given
 from pp1audit.sources import DirectorySource, Source, installed_path
 from pp1audit.treedigest import listing_digest, tree_digest
-from pp1audit.zipindex import NotAZip, ZipError, ZipIndex, install_escape
+from pp1audit.zipindex import NotAZip, ZipError, install_escape
 
 KIND = "record"
 
@@ -149,16 +149,11 @@ def _member_escapes(inv: Inventory) -> dict[str, str]:
     """A wheel's members pip would write outside the directory it installs them into
     (``ZipIndex.escaping``), by installed path: each fails as ``record:<path>``,
     whether RECORD lists it or not (no ``..`` member is under the package directory
-    the listing walks). The central directory is read again, as a raw-name search
-    that costs nothing on an ordinary wheel. ``{}`` for a directory."""
+    the listing walks), as the inventory found them (``WheelInventory.escaping``).
+    ``{}`` for a directory."""
     if not isinstance(inv, WheelInventory):
         return {}
-    index = ZipIndex(inv.location)
-    try:
-        found = index.escaping()
-    finally:
-        index.close()
-    return {installed_path(name): why for name, why in found.items()}
+    return {installed_path(name): why for name, why in inv.escaping.items()}
 
 
 def _row_escapes(inv: Inventory, raw: list[RecordEntry]) -> dict[str, str]:
@@ -264,7 +259,8 @@ class RecordRun:
         on Windows) is not read either: it fails as outside the installation, and
         which tree the wheel installs depends on the platform, so the tree digest
         names it as not computable rather than digest one platform's tree."""
-        if self.wheel is not None and ("\\" in e.ref or ":" in e.ref) and install_escape(e.ref):
+        inv = self.inv
+        if isinstance(inv, WheelInventory) and ("\\" in e.ref or ":" in e.ref) and e.ref in inv.escaping:
             self._unread[e.path] = Digest(None, e.size, unkept="outside the installation: not read")
             return
         if e.kind == FILE and pyc_name(e.path) is not None and (not self.record or e.size > KEEP_FILE):
@@ -319,11 +315,7 @@ class RecordRun:
                 rows = _logical_rows(inv, raw)
                 escapes = _row_escapes(inv, raw)
         if record:  # the members no row lists are reported only with the RECORD checks
-            try:
-                escapes = {**_member_escapes(inv), **escapes}
-            except (OSError, ZipError) as exc:  # the wheel changed since it was listed
-                run.cancel()
-                return [_error("record", f"{wheel}: not a readable wheel ({exc})")]
+            escapes = {**_member_escapes(inv), **escapes}
 
         located: dict[str, Entry | None] = {}
         by_path = {e.path: e for e in files}
