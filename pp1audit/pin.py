@@ -30,7 +30,7 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from pp1audit.anchortext import block, context_lines
@@ -39,7 +39,7 @@ from pp1audit.errors import Pp1Error, SourceError
 from pp1audit.manifest import Anchor, Citation, Manifest, text_lines
 from pp1audit.result import Check, Status
 from pp1audit.sources import Source
-from pp1audit.spans import line_range, normalize, span_sha256
+from pp1audit.spans import LineIndex, line_range, normalize, span_sha256
 from pp1audit.store import FileStore
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ def _context_changed(anchor: Anchor, lines: list[str], found: tuple[int, int]) -
             if normalize(want) and not _context_holds(lines, found, key == "prefix", want)]
 
 
-def _doubt(cit: Citation, lines: list[str], found: tuple[int, int], same_file: bool) -> str | None:
+def _doubt(cit: Citation, index: LineIndex, found: tuple[int, int], same_file: bool) -> str | None:
     """Why the span the checks found may not be the code the audit cited, or None.
 
     The checks find text; whether it is still the code the audit meant is told
@@ -184,12 +184,14 @@ def _doubt(cit: Citation, lines: list[str], found: tuple[int, int], same_file: b
     if anchor is None or anchor.invariant is not None or same_file:
         return None
     span = cit.span
+    lines = index.lines
     a, b = found
     moved = found != (span.start, span.end)
     where = (f"{span} moved to {_lines_str(found)} ({moved_by(a - span.start)})" if moved
              else f"{span} still holds the anchored text")
     if anchor.exact is not None:
-        shift = reindented(span.path, anchor.exact, lines[a - 1 : b], lines[: a - 1])
+        shift = reindented(span.path, anchor.exact, lines[a - 1 : b],
+                           partial(index.open_before, a - 1))
         if shift:
             return f"{where}, {reindent_words(shift)}"
     changed = _context_changed(anchor, lines, found)
@@ -419,7 +421,7 @@ class _Planner:
             if alone.status is not Status.PASS:
                 return f"passes only by its file's pinned SHA-256; by its anchor: {alone.message}"
         same_file = self.manifest.files.get(cit.span.path) == self.store.get(cit.span.path).sha256
-        doubt = _doubt(cit, lines, (a, b), same_file)
+        doubt = _doubt(cit, self.store.get(cit.span.path).index, (a, b), same_file)
         if doubt is None:
             if cit.id in self.accept and cit.id not in self.unmarked:
                 self.needless.append(cit.id)
@@ -490,7 +492,8 @@ class _Planner:
 
         a, b = found
         span = cit.span
-        lines = self.store.get(span.path).text_lines()
+        fd = self.store.get(span.path)
+        lines = fd.text_lines()
         old_at = str(rec["at"])
         set_scalar(rec, "at", format_at(old_at, span.path, a, b))
         unmarked = "unresolved" in rec  # an earlier pin's mark, lifted by --accept
@@ -509,7 +512,7 @@ class _Planner:
         pinned = (span.start, span.end)
         if found != pinned or text_changed or context or unmarked:
             self.edited.add(("citations", cit.id))
-        outcome, detail = self._outcome(cit, lines, found, text_changed, context)
+        outcome, detail = self._outcome(cit, fd.index, found, text_changed, context)
         self.items.append(PinItem(
             "citation", cit.id, outcome, old_at, str(rec["at"]), detail, path=span.path,
             old_lines=pinned, new_lines=found))
@@ -537,7 +540,7 @@ class _Planner:
                             "the span now)")
         return done
 
-    def _outcome(self, cit: Citation, lines: list[str], found: tuple[int, int], text_changed: bool,
+    def _outcome(self, cit: Citation, index: LineIndex, found: tuple[int, int], text_changed: bool,
                  context: list[str]) -> tuple[str, str]:
         """The row's outcome and detail, in ``diff``'s words: text that changed is ``changed``
         (with its move), text that only moved is ``moved``.
@@ -553,8 +556,9 @@ class _Planner:
         resized = invariant is not None and found[1] - found[0] != span.end - span.start
         notes: list[str] = []
         if text_changed:
-            shift = (reindented(span.path, anchor.exact, lines[found[0] - 1 : found[1]],
-                                lines[: found[0] - 1]) if anchor is not None else 0)
+            shift = (reindented(span.path, anchor.exact, index.lines[found[0] - 1 : found[1]],
+                                partial(index.open_before, found[0] - 1))
+                     if anchor is not None else 0)
             why = reindent_words(shift) if shift else "whitespace differs"
             notes.append(f"anchor text re-quoted ({why})")
         if resized:

@@ -213,15 +213,9 @@ def _lex(lines: Sequence[str], state: OpenState = (0, None)) -> OpenState:
     return depth, quote
 
 
-def _open_after(lines: Sequence[str]) -> OpenState:
-    """Bracket depth and open triple quote after ``lines`` (``normalize``'s lexer)."""
-    return _lex(lines)
-
-
-def reindented_by(old: list[str], new: list[str],
-                  before: Sequence[str] | Callable[[], OpenState]) -> int:
-    """Columns by which the span ``new`` (its lines now; ``before``: the file's lines above
-    it) is indented more than ``old`` (the anchored lines) at its first statement.
+def reindented_by(old: list[str], new: list[str], before: Callable[[], OpenState]) -> int:
+    """Columns by which the span ``new`` (its lines now; ``before``: the lexer's state at its
+    first line) is indented more than ``old`` (the anchored lines) at its first statement.
 
     ``normalize`` dedents a span as a whole, so a span moved into a new block (say,
     under an added ``if False:``) keeps its normalised text: in Python, the leading
@@ -230,15 +224,15 @@ def reindented_by(old: list[str], new: list[str],
     comments, inside brackets or a triple-quoted string, also one opened above the
     span) are skipped: their indentation means nothing. 0 when the first statement
     is where it was, when there is none, or when the texts do not pair line for line.
-    ``before`` may also be a function giving the lexer's state at the span's first line
-    (``LineIndex.open_before``): a file's citations then lex it once, not once each.
+    ``before`` is a function, called only when some line moved, usually
+    ``LineIndex.open_before``: a file's citations then lex it once, not once each.
     """
     old_lines = [line for line in old if line.strip()]
     new_lines = [line for line in new if line.strip()]
     if len(old_lines) != len(new_lines) or all(
             _width(a) == _width(b) for a, b in zip(old_lines, new_lines, strict=True)):
         return 0  # no line moved: no need to lex the whole file above the span
-    depth, quote = before() if callable(before) else _open_after(before)
+    depth, quote = before()
     for k, line in enumerate(new_lines):
         stripped = line.lstrip()
         if depth == 0 and quote is None and not stripped.startswith("#"):
@@ -344,7 +338,7 @@ class LineIndex:
         return self.folded[k:k + count]
 
     def open_before(self, count: int) -> OpenState:
-        """The lexer's state after the first ``count`` lines (``_open_after`` of them).
+        """The lexer's state after the first ``count`` lines (``_lex`` of them).
 
         Lexed on from the nearest checkpoint, or from the last answer when that is
         nearer (citations come in file order more often than not)."""

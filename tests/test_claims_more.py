@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ from pp1audit.audit import audit
 from pp1audit.manifest import Manifest, load_manifest, parse
 from pp1audit.result import Check, Status
 from pp1audit.sources import DirectorySource
-from pp1audit.spans import reindented_by
+from pp1audit.spans import _lex, reindented_by
 from pp1audit.syntaxtree import constant_truth
 
 PP1 = REPO / "manifests" / "pp1.yaml"
@@ -290,14 +291,15 @@ def test_re_indented_continuation_lines_and_other_files_still_pass(make_files: M
 
 def test_reindented_by_measures_the_first_statement() -> None:
     old = ["    # a comment", "    def f():", '        """doc', "  more", '        """']
-    assert reindented_by(old, ["        # a comment", *old[1:]], []) == 0  # comments do not count
-    assert reindented_by(old, ["    " + ln for ln in old], []) == 4
-    assert reindented_by(old, [ln[2:] if ln.startswith("  ") else ln for ln in old], []) == -2
-    assert reindented_by(["\tx = 1"], ["        x = 1"], []) == 0  # a tab is 8 columns
+    top = partial(_lex, [])  # the lexer's state at the top of a file
+    assert reindented_by(old, ["        # a comment", *old[1:]], top) == 0  # comments do not count
+    assert reindented_by(old, ["    " + ln for ln in old], top) == 4
+    assert reindented_by(old, [ln[2:] if ln.startswith("  ") else ln for ln in old], top) == -2
+    assert reindented_by(["\tx = 1"], ["        x = 1"], top) == 0  # a tab is 8 columns
     # A span that starts inside a string or brackets opened above it has no statement.
-    assert reindented_by(["  a", "  b"], ["      a", "      b"], ['s = """']) == 0
-    assert reindented_by(["  a,", "  b"], ["      a,", "      b"], ["f("]) == 0
-    assert reindented_by(["  a", "  b"], ["      a", "      b"], ["f()"]) == 4
+    assert reindented_by(["  a", "  b"], ["      a", "      b"], lambda: _lex(['s = """'])) == 0
+    assert reindented_by(["  a,", "  b"], ["      a,", "      b"], lambda: _lex(["f("])) == 0
+    assert reindented_by(["  a", "  b"], ["      a", "      b"], lambda: _lex(["f()"])) == 4
 
 
 def test_pin_re_quotes_a_re_indented_span_and_the_result_passes(

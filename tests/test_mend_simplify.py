@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 
-from pp1audit.manifest import load_manifest
+from pp1audit import spans
+from pp1audit.manifest import load_manifest, parse
+from pp1audit.pin import plan
+from pp1audit.sources import DirectorySource
 from pp1audit.store import FileData
 
 
@@ -34,3 +38,28 @@ def test_requoted_context_at_the_file_edge_quotes_no_trailing_blank_lines(
     anchor = load_manifest(m).citations["fire"].anchor
     assert anchor is not None and anchor.suffix == ["b = 3"]
     assert run_cli("check", str(root), "-m", str(m)).returncode == 0
+
+
+def test_pin_lexes_a_file_once_for_its_reindented_spans(
+    make_files: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pin`` asks the file's ``LineIndex`` for the lexer's state above a re-indented span,
+    as ``check`` does: lexing the whole file above each span (twice) was quadratic."""
+    n = 600
+    texts = [f"    w{i} = {i}" for i in range(n)]
+    root = make_files({"pkg/c.py": "\n".join(t.strip() for t in texts) + "\n"})
+    text = "pp1audit: 1\ntarget: {package: pkg}\ncitations:\n" + "".join(
+        f'  c{i}: {{at: "pkg/c.py:{i + 1}", anchor: {{exact: "{t}"}}}}\n'
+        for i, t in enumerate(texts))
+    lexed = [0]
+    fold_code = spans._fold_code
+
+    def counted(line: str, quote: str | None, *, strict: bool = False) -> tuple[str, int, str | None]:
+        lexed[0] += 1
+        return fold_code(line, quote, strict=strict)
+
+    monkeypatch.setattr(spans, "_fold_code", counted)
+    result = plan(parse(text, "m.yaml"), text, DirectorySource(root), accept=[f"c{i}" for i in range(n)])
+    details = [item.detail for item in result.items if item.kind == "citation"]
+    assert len(details) == n and all("re-indented by -4 columns" in d for d in details), details[:2]
+    assert lexed[0] <= 10 * n, lexed[0]

@@ -11,7 +11,7 @@ it now sits in another block (``spans.reindented_by``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
@@ -37,7 +37,7 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 
 
 def reindented(path: str, exact: list[str] | None, found: list[str],
-               before: Sequence[str] | Callable[[], OpenState]) -> int:
+               before: Callable[[], OpenState]) -> int:
     """Columns a Python span's statements moved right (+) or left (-) against its
     anchored text ``exact`` (``found``: its lines now; ``before``: the file above them).
 
@@ -46,7 +46,7 @@ def reindented(path: str, exact: list[str] | None, found: list[str],
     an added ``if False:``, out of a loop): the same text, another meaning. Other
     files, and sha256-only anchors (no text to measure), give 0. ``check`` and
     ``pin`` both ask here, so they say the same thing of the same span. ``before``
-    may be a function giving the lexer's state there (``LineIndex.open_before``)."""
+    gives the lexer's state above ``found`` (``LineIndex.open_before``)."""
     if exact is None or not path.endswith(PYTHON_SUFFIXES):
         return 0
     return reindented_by(exact, found, before)
