@@ -710,21 +710,14 @@ def _minimal(old_text: str, dumped: str, edited: set[tuple[str, ...]], old_doc: 
     alone. The splice is kept only when it loads to exactly the data of the full
     dump; otherwise the full dump (same data, ruamel's layout) is used.
     """
-    import yaml
-
-    from pp1audit.yamlrt import splice
+    from pp1audit.yamlrt import same_data, splice
 
     if not edited and not notes:
         return old_text
     if "\r\n" in old_text:  # ruamel writes LF; a CRLF manifest stays CRLF
         dumped = dumped.replace("\r\n", "\n").replace("\n", "\r\n")
     spliced = splice(old_text, dumped, edited, old_doc, notes)
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
-    try:
-        same = yaml.load(spliced, Loader=loader) == yaml.load(dumped, Loader=loader)
-    except yaml.YAMLError:  # pragma: no cover - a splice bug; the dump is still right
-        same = False
-    return spliced if same else dumped
+    return spliced if same_data([spliced], [dumped]) else dumped  # else a splice bug
 
 
 def _prove(name: str, new_text: str, source: Source, items: tuple[PinItem, ...]) -> None:

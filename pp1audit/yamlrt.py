@@ -401,17 +401,10 @@ def _noted(segment: list[str], note: Note) -> list[str] | None:
     a quoted one): the note goes on the original line only when the entry still
     loads the same, else the caller re-emits the entry.
     """
-    import yaml
-
     if not segment:
         return None
     noted = [note.line(segment[0]), *segment[1:]]
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        same = yaml.load("".join(noted), Loader=loader) == yaml.load("".join(segment), Loader=loader)
-    except yaml.YAMLError:
-        return None
-    return noted if same else None
+    return noted if same_data(noted, segment) else None
 
 
 def _key_lines(mapping: Any) -> list[tuple[str, int]] | None:
@@ -440,15 +433,33 @@ def _segments(mapping: Any, start: int, end: int) -> tuple[int, dict[str, tuple[
     return bounds[0], {k: (bounds[i], bounds[i + 1]) for i, (k, _) in enumerate(keys)}
 
 
-def _same_data(a: list[str], b: list[str]) -> bool:
-    """True when the lines ``a`` and ``b`` load (PyYAML) to the same data."""
+_UNLOADABLE = object()
+"""What ``_load`` gives for text that is not YAML: equal to no data."""
+
+
+def _load(lines: list[str]) -> Any:
+    """The data the lines load to (PyYAML, libyaml when available), or ``_UNLOADABLE``."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return bool(yaml.load("".join(a), Loader=loader) == yaml.load("".join(b), Loader=loader))
+        return yaml.load("".join(lines), Loader=loader)
     except yaml.YAMLError:
+        return _UNLOADABLE
+
+
+def same_data(a: list[str], b: list[str]) -> bool:
+    """True when the lines ``a`` and ``b`` both load (PyYAML) to the same data: how an
+    edit of layout alone (a note, a kept comment, a splice) is proven to leave the data be."""
+    return _same_as(_load(b), a)
+
+
+def _same_as(want: Any, lines: list[str]) -> bool:
+    """True when ``want`` (loaded by ``_load``) is data and ``lines`` load to it."""
+    if want is _UNLOADABLE:
         return False
+    got = _load(lines)
+    return got is not _UNLOADABLE and bool(got == want)
 
 
 def _dataless_tail(segment: list[str]) -> int:
@@ -462,8 +473,8 @@ def _dataless_tail(segment: list[str]) -> int:
     i = len(segment)
     while i > 1 and (not segment[i - 1].strip() or segment[i - 1].lstrip().startswith("#")):
         i -= 1  # the key line is the entry's
-    return next((j for j in range(i, len(segment)) if _same_data(segment[:j], segment)),
-                len(segment))
+    whole = _load(segment)
+    return next((j for j in range(i, len(segment)) if _same_as(whole, segment[:j])), len(segment))
 
 
 def _indent_tail(segment: list[str], indent: int) -> int:
@@ -503,11 +514,11 @@ def _with_old_tail(old: list[str], new: list[str]) -> list[str]:
     if tail and [x.strip() for x in ours[-len(tail) :]] == [x.strip() for x in tail]:
         body = new[: len(new) - len(tail)]  # the dump ends with them (``drop_key``): kept before
     kept = body + tail
-    if _same_data(kept, new):
+    if same_data(kept, new):
         return kept
     indent = len(old[0]) - len(old[0].lstrip(" "))
     kept = new[: _indent_tail(new, indent)] + old[_indent_tail(old, indent) :]
-    return kept if _same_data(kept, new) else new
+    return kept if same_data(kept, new) else new
 
 
 def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]],

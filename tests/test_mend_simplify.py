@@ -63,3 +63,23 @@ def test_pin_lexes_a_file_once_for_its_reindented_spans(
     details = [item.detail for item in result.items if item.kind == "citation"]
     assert len(details) == n and all("re-indented by -4 columns" in d for d in details), details[:2]
     assert lexed[0] <= 10 * n, lexed[0]
+
+
+def test_a_dataless_tail_loads_its_entry_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_dataless_tail`` compares each shorter cut with the whole entry loaded once."""
+    import yaml
+
+    from pp1audit.yamlrt import _dataless_tail
+
+    segment = ["k: |\n", "  x\n", "  # a\n", "  # b\n", "# c\n"]  # '# a', '# b' are the block's
+    whole = "".join(segment)
+    loads: list[str] = []
+    load = yaml.load
+
+    def counted(stream: str, Loader: type) -> object:  # PyYAML names it Loader
+        loads.append(stream)
+        return load(stream, Loader=Loader)
+
+    monkeypatch.setattr(yaml, "load", counted)
+    assert _dataless_tail(segment) == 4
+    assert loads.count(whole) == 1, loads
