@@ -62,6 +62,7 @@ import re
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from pp1audit.errors import MissingFile, SourceError
@@ -176,9 +177,9 @@ class _Diff:
     def binary(self) -> bool:
         return self.hunks[0].binary
 
-    @property
+    @cached_property
     def text(self) -> tuple[Hunk, ...]:
-        """The hunks with text (a pseudo-hunk has none)."""
+        """The hunks with text (a pseudo-hunk has none); built once, asked per hunk."""
         return tuple(h for h in self.hunks if h.header)
 
     @property
@@ -690,8 +691,8 @@ def _read(store: FileStore, path: str) -> list[str] | None:
         got = store.get(path)
     except MissingFile:
         return None
-    got.text_lines()  # SourceError for binary or non-UTF-8 content, as file checks say
-    return _split(got.data.decode("utf-8"))
+    text = got.text()  # SourceError for binary or non-UTF-8 content, as file checks say
+    return _split(text)
 
 
 class _Tree:

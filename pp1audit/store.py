@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from pp1audit.spans import LineIndex
 
 
+_NOT_TEXT = "not UTF-8 text (binary or another encoding)"
+"""Why a file that ``spans.decode_lines`` refuses (NUL bytes, not UTF-8) has no text."""
+
+
 @dataclass(frozen=True)
 class FileData:
     """The bytes of one file as read once, with derived views."""
@@ -51,8 +55,19 @@ class FileData:
         """Lines of a text file; ``SourceError`` for binary or non-UTF-8 content."""
         lines = self.lines
         if lines is None:
-            raise SourceError(self.path, "not UTF-8 text (binary or another encoding)")
+            raise SourceError(self.path, _NOT_TEXT)
         return lines
+
+    def text(self) -> str:
+        """The bytes as text, byte-order mark and line ends as they are (a patch is
+        judged on the lines git holds); ``SourceError`` as ``text_lines`` gives it."""
+        try:
+            text = None if b"\x00" in self.data else self.data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is None:
+            raise SourceError(self.path, _NOT_TEXT)
+        return text
 
 
 class FileStore:

@@ -83,3 +83,30 @@ def test_a_dataless_tail_loads_its_entry_once(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(yaml, "load", counted)
     assert _dataless_tail(segment) == 4
     assert loads.count(whole) == 1, loads
+
+
+def test_a_patch_reads_a_file_as_text_once(make_files: Callable[..., Path]) -> None:
+    """``patches._read`` decodes the bytes once, as git holds them, without building the
+    line view citations use; a file that is not text is refused as ``text_lines`` refuses it."""
+    from pp1audit.errors import SourceError
+    from pp1audit.patches import _read
+    from pp1audit.store import FileStore
+
+    root = make_files({"a.txt": "\ufeffx\r\ny", "b.bin": "a\x00b", "c.txt": "é"})
+    (root / "c.txt").write_bytes(b"\xe9\n")
+    store = FileStore(DirectorySource(root))
+    assert _read(store, "a.txt") == ["\ufeffx\r\n", "y"]
+    assert "lines" not in vars(store.get("a.txt"))
+    for name in ("b.bin", "c.txt"):
+        with pytest.raises(SourceError) as got:
+            _read(store, name)
+        with pytest.raises(SourceError) as want:
+            store.get(name).text_lines()
+        assert str(got.value) == str(want.value)
+
+
+def test_a_diffs_text_hunks_are_built_once() -> None:
+    from pp1audit.patches import _parse
+
+    diff = _parse(b"--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n+y\n", 1)[0]
+    assert len(diff.text) == 1 and diff.text is diff.text
