@@ -60,8 +60,9 @@ from functools import partial
 from typing import Protocol
 
 from pp1audit.errors import Pp1Error
-from pp1audit.inventory import Entry, escape, kind_of_mode
+from pp1audit.inventory import Entry, kind_of_mode
 from pp1audit.safeio import Elsewhere, NotRegular, open_regular
+from pp1audit.sources import elsewhere
 from pp1audit.zipindex import ZipError, ZipIndex
 
 BUFFER = 4 << 20
@@ -81,11 +82,6 @@ SUSPENDED_MAX = 8
 KEEP_TOTAL = 1 << 30
 """Most bytes one ``HashRun`` keeps (an installed vLLM keeps ~90 MB): a tree of
 many bloated files (say a zip bomb of 16 MiB pycs) must not exhaust memory."""
-
-
-REPLACED = "replaced since it was listed, and where it leads cannot be told; not read"
-"""Why a file found to be another than the one listed is not read when the system
-cannot say where its descriptor leads (no ``/proc``)."""
 
 
 class Progress(Protocol):
@@ -170,7 +166,7 @@ def _open_regular(real: str, same: tuple[int, int] | None = None,
     except NotRegular as exc:
         return Digest(None, 0, error=f"is a {kind_of_mode(exc.mode)}; not opened")
     except Elsewhere as exc:
-        return Digest(None, 0, error=escape(exc.where) if exc.where is not None else REPLACED)
+        return Digest(None, 0, error=elsewhere(exc.where))
     except OSError as exc:
         return Digest(None, 0, error=f"cannot open: {exc.strerror}")
     return fd, st.st_size

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pp1audit.errors import TargetError
-from pp1audit.safeio import fd_path, is_within
+from pp1audit.safeio import Elsewhere, check_place, is_within
 from pp1audit.sources import DEVICE as DEVICE  # the type names live with the sources
 from pp1audit.sources import DIR as DIR
 from pp1audit.sources import FIFO as FIFO
@@ -27,7 +27,15 @@ from pp1audit.sources import FILE as FILE
 from pp1audit.sources import OTHER as OTHER
 from pp1audit.sources import SOCKET as SOCKET
 from pp1audit.sources import SYMLINK as SYMLINK
-from pp1audit.sources import DirectorySource, Source, WheelSource, install_clash, installed_path, wheel_layout
+from pp1audit.sources import (
+    DirectorySource,
+    Source,
+    WheelSource,
+    elsewhere,
+    install_clash,
+    installed_path,
+    wheel_layout,
+)
 from pp1audit.sources import kind_of_mode as kind_of_mode
 from pp1audit.zipindex import Member
 
@@ -45,12 +53,6 @@ where there is one: no read permission needed, as ``lstat`` needs none)."""
 class _Moved(Exception):
     """A directory to list is no longer the one its parent listed; the message says
     what it is now (the walk reports it as an ``UNREADABLE`` entry, not listed)."""
-
-
-def escape(where: str) -> str:
-    """Why an entry that leads outside the root is not read: one wording for the
-    listing and the hashing (``where``: the real path the kernel found)."""
-    return f"resolves outside the target root ({where}): symlink escape, not read"
 
 
 def _readlink(path: str) -> str | None:
@@ -195,9 +197,9 @@ class DirInventory(Inventory):
         Why: a path is resolved anew at every use, so a directory swapped for a
         symlink after its parent was listed would be examined where the link
         leads. ``O_NOFOLLOW`` refuses a swapped last component; for an earlier
-        one, the identity settles it when it matches, else the kernel says where
-        the descriptor leads (as ``safeio.open_regular`` does for files), and
-        outside is ``_Moved`` saying where. ``OSError`` from the system
+        one, ``safeio.check_place`` (as for files): the identity settles it when
+        it matches, else the kernel says where the descriptor leads, and outside
+        is ``_Moved`` saying where. ``OSError`` from the system
         (``FileNotFoundError``: gone)."""
         flags = _DIR_FLAGS | (0 if ident is None else os.O_NOFOLLOW)
         try:
@@ -208,15 +210,10 @@ class DirInventory(Inventory):
             raise _Moved("replaced since it was listed: no longer a directory (a symlink?); "
                          "not followed") from None
         try:
-            st = os.fstat(fd)
-            if ident is not None and (st.st_dev, st.st_ino) == ident:
-                return fd
-            where = fd_path(fd)
-            if where is not None and not is_within(where, self.root):
-                raise _Moved(escape(where))
-            if where is None and ident is not None:
-                raise _Moved("replaced since it was listed, and where it leads cannot be told; "
-                             "not listed")
+            check_place(fd, os.fstat(fd), self.root, ident)
+        except Elsewhere as exc:
+            os.close(fd)
+            raise _Moved(elsewhere(exc.where, "not listed")) from None
         except BaseException:
             os.close(fd)
             raise
@@ -275,11 +272,11 @@ class DirInventory(Inventory):
         except OSError:
             return None
         try:
-            where = fd_path(fd)
-            if where is not None and not is_within(where, self.root):
-                return Entry(path, UNREADABLE, 0, None, real, None, escape(f"{where}/{name}"))
             try:
+                check_place(fd, None, self.root, None)
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except Elsewhere as exc:
+                return Entry(path, UNREADABLE, 0, None, real, None, elsewhere(f"{exc.where}/{name}"))
             except OSError:
                 return None
             kind = kind_of_mode(st.st_mode)

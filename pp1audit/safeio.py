@@ -68,8 +68,8 @@ def is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _check_place(fd: int, st: os.stat_result, within: str | None,
-                 same: tuple[int, int] | None) -> None:
+def check_place(fd: int, st: os.stat_result | None, within: str | None,
+                same: tuple[int, int] | None) -> None:
     """``Elsewhere`` unless the descriptor is inside ``within`` (no check without one).
 
     The identity the listing found settles it without a system call: the file
@@ -78,8 +78,10 @@ def _check_place(fd: int, st: os.stat_result, within: str | None,
     disagree, as overlayfs did before Linux 4.19) the kernel says where the
     descriptor leads, and inside is fine. When it cannot (no ``/proc``), a
     caller that resolved the path itself (no ``same``) keeps its answer; one
-    holding an identity that no longer matches may not read."""
-    if within is None or (same is not None and (st.st_dev, st.st_ino) == same):
+    holding an identity that no longer matches may not read. ``st`` is the
+    descriptor's ``fstat`` (None: compare no identity); the walk's directories and
+    ``DirInventory.entry`` ask it too, so the question is written once."""
+    if within is None or (same is not None and st is not None and (st.st_dev, st.st_ino) == same):
         return
     where = fd_path(fd)
     if where is None and same is None:
@@ -94,7 +96,7 @@ def open_regular(path: str | Path, *, follow: bool = False, within: str | None =
 
     The open never blocks, and the type is judged on the descriptor. ``within``
     (a resolved directory) says where the file must be, ``same`` (the
-    ``(st_dev, st_ino)`` a listing found there) spares asking: ``_check_place``. ``NotRegular``,
+    ``(st_dev, st_ino)`` a listing found there) spares asking: ``check_place``. ``NotRegular``,
     ``Elsewhere`` (the descriptor is closed, nothing read) or ``OSError`` from
     the system (a final symlink is ``ELOOP`` unless ``follow``). The caller
     closes the descriptor.
@@ -103,7 +105,7 @@ def open_regular(path: str | Path, *, follow: bool = False, within: str | None =
     fd = os.open(path, flags)
     try:
         st = os.fstat(fd)
-        _check_place(fd, st, within, same)
+        check_place(fd, st, within, same)
     except BaseException:
         os.close(fd)
         raise

@@ -37,6 +37,17 @@ ESCAPE = "resolves outside the target root (symlink escape)"
 path or, after a directory on it was swapped for a symlink, on the open descriptor."""
 
 
+def elsewhere(where: str | None, undone: str = "not read") -> str:
+    """Why an entry whose descriptor leads elsewhere (``safeio.Elsewhere``) is not
+    used: one wording for the listing, the entries and the hashing. ``where`` is
+    the real path the kernel found: an escape is never read. None when it cannot
+    say: the entry is only known not to be the one listed, and ``undone`` says
+    what was not done with it (a directory is "not listed")."""
+    if where is None:
+        return f"replaced since it was listed, and where it leads cannot be told; {undone}"
+    return f"resolves outside the target root ({where}): symlink escape, not read"
+
+
 FILE = "file"
 DIR = "directory"
 SYMLINK = "symbolic link"
