@@ -280,7 +280,7 @@ class _Seconds(click.FloatRange):
 
     name = "seconds"
 
-    def convert(self, value: object, param: click.Parameter | None,
+    def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> float:
         seconds = float(super().convert(value, param, ctx))
         if seconds != seconds:  # NaN; infinities are out of range already
