@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pp1audit.checks.record import RecordRun
-from pp1audit.hashing import SMALL, HashRun, hash_entries
+from pp1audit.hashing import SMALL, SWITCH_INTERVAL, HashRun, hash_entries
 from pp1audit.inventory import DirInventory, Entry
 from pp1audit.sources import DirectorySource
 
@@ -81,6 +82,47 @@ def test_small_files_wait_for_the_listing(tmp_path: Path) -> None:
     assert taken == []  # no thread even started: nothing large was added
     assert set(run.result()) == {"pkg/a.py", "pkg/b.py"}
     assert sorted(taken) == ["pkg/a.py", "pkg/b.py"]
+
+
+def test_threads_work_with_a_short_switch_interval_and_give_it_back(tmp_path: Path) -> None:
+    """While the threads hash, the calling thread's Python work must not hold the
+    GIL for the default 5 ms between two of their buffers; after the run (also
+    two overlapping runs, also a cancelled one) the process's interval is back."""
+    entries = {e.path: e for e in tree(tmp_path, SIZES)}
+    seen: list[float] = []
+
+    def keep(e: Entry) -> bool:  # called by a hashing thread as it takes the file
+        seen.append(sys.getswitchinterval())
+        return False
+
+    def interval(v: float) -> object:  # the interpreter keeps whole microseconds
+        return pytest.approx(v, rel=0.05)
+
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.004)
+        first, second = HashRun(keep=keep, workers=1), HashRun(workers=1)
+        first.add(entries["pkg/big.so"])
+        second.add(entries["pkg/mid.bin"])
+        assert sys.getswitchinterval() == interval(SWITCH_INTERVAL)
+        first.result()
+        assert seen and all(v == interval(SWITCH_INTERVAL) for v in seen)
+        assert sys.getswitchinterval() == interval(SWITCH_INTERVAL)  # the second still works
+        second.cancel()
+        assert sys.getswitchinterval() == interval(0.004)
+        third = HashRun(workers=1)
+        third.add(entries["pkg/big.so"])
+        third.cancel()
+        third.cancel()  # twice: still given back once
+        assert sys.getswitchinterval() == interval(0.004)
+        sys.setswitchinterval(0.0001)  # already shorter: left alone
+        fourth = HashRun(workers=1)
+        fourth.add(entries["pkg/big.so"])
+        assert sys.getswitchinterval() == interval(0.0001)
+        fourth.result()
+        assert sys.getswitchinterval() == interval(0.0001)
+    finally:
+        sys.setswitchinterval(before)
 
 
 def test_cancel_stops_the_threads_without_hashing_the_rest(tmp_path: Path) -> None:
