@@ -12,11 +12,13 @@ everywhere in pp1audit.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 
 from pp1audit.errors import TargetError
 from pp1audit.safeio import Elsewhere, check_place, is_within
@@ -45,14 +47,58 @@ directory, list: its ``error`` says why. Never silently dropped: what such a
 directory holds was not verified, and a tree digest without it is not the tree's."""
 
 
-_DIR_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
-"""How a directory is pinned while its entries are examined through it (``O_PATH``
-where there is one: no read permission needed, as ``lstat`` needs none)."""
+_PIN_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
+"""How ``DirInventory.entry`` holds the directories on a path while it steps down
+them (``O_PATH`` where there is one: no read permission needed, as ``lstat``
+needs none, so a row below an execute-only directory is still examined)."""
+
+_LIST_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+"""How the walk opens a directory it lists: readable, since ``os.scandir`` reads
+the very descriptor that was opened (and checked)."""
+
+_NOT_A_DIR = (errno.ENOTDIR, errno.ELOOP)
+"""What ``O_NOFOLLOW | O_DIRECTORY`` gives for a name that is no directory now:
+Linux says ``ENOTDIR`` for a symlink too, other systems ``ELOOP``."""
+
+MAX_DEPTH = 128
+"""How many directories below the top the walk descends: it holds one descriptor
+per level (``ulimit -n`` is often 1024, and the hashing threads open files
+meanwhile). A deeper directory is an ``UNREADABLE`` entry, never a failed run;
+no installed package comes near it."""
+
+REPLACED = "replaced since it was listed: no longer a directory (a symlink?); not followed"
+"""Why a directory the walk was to list is not: its name no longer holds a directory."""
 
 
 class _Moved(Exception):
     """A directory to list is no longer the one its parent listed; the message says
     what it is now (the walk reports it as an ``UNREADABLE`` entry, not listed)."""
+
+
+class _Through(Exception):
+    """A directory on a path ``entry`` looks up is a symbolic link: ``rel`` is its
+    path below the root; nothing was followed."""
+
+    def __init__(self, rel: str) -> None:
+        super().__init__(rel)
+        self.rel = rel
+
+
+@dataclass(slots=True)
+class _Level:
+    """One directory the walk holds open while it lists its subdirectories."""
+
+    fd: int
+    path: str
+    """Its OS path: where its entries' ``ref`` start (nothing is opened by it)."""
+    prefix: str
+    """Its logical path, ``/``-terminated ('' for the root)."""
+    name: str
+    """Its name in the directory one level up ('' for the top)."""
+    ident: tuple[int, int] | None
+    """``(st_dev, st_ino)`` as that directory listed it (None for the top)."""
+    pending: list[tuple[str, tuple[int, int]]]
+    """Its subdirectories not walked yet, with the identity listed."""
 
 
 def _readlink(path: str) -> str | None:
@@ -68,6 +114,27 @@ def _readlink_at(name: str, dir_fd: int) -> str | None:
         return os.readlink(name, dir_fd=dir_fd)
     except OSError:
         return None
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    """True when ``name`` in the directory open as ``dir_fd`` is a symbolic link now."""
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _in_place(levels: list[_Level]) -> bool:
+    """True when each level below the top is still at its name in the level above,
+    as that one listed it: asked in the descriptors held, no path resolved."""
+    for above, level in pairwise(levels):
+        try:
+            st = os.stat(level.name, dir_fd=above.fd, follow_symlinks=False)
+        except OSError:
+            return False
+        if (st.st_dev, st.st_ino) != level.ident:
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +157,11 @@ class Entry:
     root: str | None = None
     """The resolved root it was listed in: where a swapped path leads is judged against it."""
 
+
+def _unlisted(prefix: str, path: str, why: str) -> Entry:
+    """The ``UNREADABLE`` entry of a directory the walk did not list (``prefix``: its
+    logical path, ``/``-terminated; ``path``: its OS path): what it holds is unknown."""
+    return Entry(prefix, UNREADABLE, 0, None, path, None, why)
 
 class Inventory:
     """Lists entries of a directory or a wheel; never opens a file."""
@@ -151,132 +223,195 @@ class DirInventory(Inventory):
         only within the root: one leading outside is a ``TargetError`` (the files
         of another tree, as the file checks call a symlink escape).
 
-        Each directory is listed through a descriptor that must be the directory
-        its parent listed (``_open_dir``), and each entry keeps its identity
-        (``Entry.ident``) for the hashing to hold the file it opens to: a
-        directory swapped for a symlink while the run goes on is never listed
-        or read through."""
+        ``top`` is the only directory opened by its path. Every one below it is
+        opened by name in its parent's descriptor (``O_NOFOLLOW``), must be the
+        directory the parent listed (its identity), and is listed through that
+        same descriptor; each entry keeps its identity (``Entry.ident``) for the
+        hashing to hold the file it opens to. So a directory swapped for a
+        symlink (or another directory) while the run goes on is never listed or
+        read through, whether or not ``/proc`` can say where a descriptor leads."""
         start = self._os(top)
         real = os.path.realpath(start)
         if not is_within(real, self.root):
             raise TargetError(f"{top.rstrip('/')}/ resolves outside the target root ({real}): "
                               "symlink escape, not audited")
         out: list[Entry] = []
-        stack: list[tuple[str, str, tuple[int, int] | None]] = [
-            (start, top.rstrip("/") + "/" if top else "", None)]
 
         def add(entry: Entry) -> None:
             out.append(entry)
             if found is not None:
                 found(entry)
 
-        while stack:
-            real_dir, prefix, ident = stack.pop()
-            try:
-                self._list(real_dir, prefix, ident, stack, add)
-            except FileNotFoundError:  # removed since it was listed
-                continue
-            except _Moved as exc:
-                if ident is None:
-                    raise TargetError(f"{top.rstrip('/')}/ {exc}") from None
-                add(Entry(prefix, UNREADABLE, 0, None, real_dir, None, str(exc)))
-            except OSError as exc:  # say no permission: nothing below it can be judged
-                if not prefix:
-                    raise TargetError(f"{real_dir}: cannot list the target root: {exc.strerror}") from None
-                add(Entry(prefix, UNREADABLE, 0, None, real_dir, None,
-                          f"cannot list this directory: {exc.strerror}"))
+        prefix = top.rstrip("/") + "/" if top else ""
+        try:
+            level = self._top_level(start, prefix, add)
+        except FileNotFoundError:  # removed since it was named
+            return out
+        except _Moved as exc:
+            raise TargetError(f"{top.rstrip('/')}/ {exc}") from None
+        except OSError as exc:  # say no permission: nothing below it can be judged
+            if not prefix:
+                raise TargetError(f"{start}: cannot list the target root: {exc.strerror}") from None
+            add(_unlisted(prefix, start, f"cannot list this directory: {exc.strerror}"))
+            return out
+        self._descend(level, add)
         out.sort(key=lambda e: e.path)
         return out
 
-    def _open_dir(self, path: str, ident: tuple[int, int] | None) -> int:
-        """A descriptor (``O_PATH``: it needs no read permission, so an execute-only
-        directory is still pinned) on the directory at ``path``: the one its parent
-        listed as ``ident``, or (for the top, ``ident`` None, followed as Python
-        follows it) one inside the root.
-
-        Why: a path is resolved anew at every use, so a directory swapped for a
-        symlink after its parent was listed would be examined where the link
-        leads. ``O_NOFOLLOW`` refuses a swapped last component; for an earlier
-        one, ``safeio.check_place`` (as for files): the identity settles it when
-        it matches, else the kernel says where the descriptor leads, and outside
-        is ``_Moved`` saying where. ``OSError`` from the system
-        (``FileNotFoundError``: gone)."""
-        flags = _DIR_FLAGS | (0 if ident is None else os.O_NOFOLLOW)
+    def _top_level(self, start: str, prefix: str, add: Callable[[Entry], None]) -> _Level:
+        """The top, opened by its path (followed, as Python follows it) and listed:
+        files to ``add``, its subdirectories pending. ``_Moved`` when the kernel
+        says the descriptor leads outside the root (``check_place``; without
+        ``/proc`` the resolved path checked by ``walk`` stands), ``OSError`` from
+        the system."""
+        fd = os.open(start, _LIST_FLAGS)
         try:
-            fd = os.open(path, flags)
-        except NotADirectoryError:
-            if ident is None:
-                raise
-            raise _Moved("replaced since it was listed: no longer a directory (a symlink?); "
-                         "not followed") from None
-        try:
-            check_place(fd, os.fstat(fd), self.root, ident)
-        except Elsewhere as exc:
+            try:
+                check_place(fd, None, self.root, None)
+            except Elsewhere as exc:
+                raise _Moved(elsewhere(exc.where, "not listed")) from None
+            return _Level(fd, start, prefix, "", None, self._list(fd, start, prefix, add))
+        except BaseException:
             os.close(fd)
-            raise _Moved(elsewhere(exc.where, "not listed")) from None
+            raise
+
+    def _descend(self, top: _Level, add: Callable[[Entry], None]) -> None:
+        """Every directory below ``top``, depth first: a directory's subdirectories
+        are walked while its descriptor stays open (each is opened in it), so
+        the descriptors held are one per level, at most ``MAX_DEPTH`` + 1, however
+        many directories the tree has. All are closed, whatever happens."""
+        levels = [top]
+        try:
+            while levels:
+                here = levels[-1]
+                if not here.pending:
+                    os.close(levels.pop().fd)
+                    continue
+                name, ident = here.pending.pop()
+                if (child := self._enter(levels, name, ident, add)) is not None:
+                    levels.append(child)
+        finally:
+            for level in levels:
+                os.close(level.fd)
+
+    def _enter(self, levels: list[_Level], name: str, ident: tuple[int, int],
+               add: Callable[[Entry], None]) -> _Level | None:
+        """Subdirectory ``name`` of the innermost level, opened there and listed, or
+        None when it was not (an ``UNREADABLE`` entry says why; gone: nothing)."""
+        parent = levels[-1]
+        path = f"{parent.path.rstrip('/')}/{name}"
+        prefix = parent.prefix + name + "/"
+        if len(levels) > MAX_DEPTH:
+            add(_unlisted(prefix, path, f"nested deeper than {MAX_DEPTH} directories"))
+            return None
+        try:
+            fd = self._open_below(levels, name, ident, path)
+        except FileNotFoundError:  # removed since it was listed
+            return None
+        except _Moved as exc:
+            add(_unlisted(prefix, path, str(exc)))
+            return None
+        except OSError as exc:  # say no permission: nothing below it can be judged
+            add(_unlisted(prefix, path, f"cannot list this directory: {exc.strerror}"))
+            return None
+        try:
+            return _Level(fd, path, prefix, name, ident, self._list(fd, path, prefix, add))
+        except OSError as exc:
+            os.close(fd)
+            add(_unlisted(prefix, path, f"cannot list this directory: {exc.strerror}"))
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _open_below(self, levels: list[_Level], name: str, ident: tuple[int, int], path: str) -> int:
+        """A readable descriptor on directory ``name`` of the innermost level: opened
+        in its descriptor, never through a symlink, the directory listed as
+        ``ident``, with every level above still where it was listed (``_in_place``).
+
+        Why: a name resolved in the descriptor it was listed in cannot lead
+        anywhere else, but an ancestor moved away since (``mv pkg/d …; ln -s
+        /outside pkg/d``) takes the descriptors below it along: what is listed
+        there is no longer at the paths its entries name. ``_Moved`` (naming
+        where the path leads now, for the message only) or ``OSError`` from the
+        system (``FileNotFoundError``: gone; ``PermissionError``: no read
+        permission)."""
+        flags = _LIST_FLAGS | os.O_NOFOLLOW
+        try:
+            fd = os.open(name, flags, dir_fd=levels[-1].fd)
+        except OSError as exc:
+            if exc.errno in _NOT_A_DIR:
+                raise _Moved(REPLACED) from None
+            raise
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != ident or not _in_place(levels):
+                raise _Moved(self._where_now(path))
         except BaseException:
             os.close(fd)
             raise
         return fd
 
-    def _list(self, real_dir: str, prefix: str, ident: tuple[int, int] | None,
-              stack: list[tuple[str, str, tuple[int, int] | None]],
-              add: Callable[[Entry], None]) -> None:
-        """The entries of the directory at ``real_dir``, pinned by ``_open_dir``:
-        files to ``add``, directories onto ``stack`` with their identity.
+    def _where_now(self, path: str) -> str:
+        """Why a directory no longer the one listed is not listed: where its path
+        leads now when that is outside the root (resolved for the wording only:
+        nothing is opened there), else that it was replaced."""
+        where = os.path.realpath(path)
+        return elsewhere(None if is_within(where, self.root) else where, "not listed")
 
-        The names come from ``scandir`` (an ``O_PATH`` descriptor cannot be read),
-        everything about them from the pinned descriptor: were the path swapped
-        in between, a name found elsewhere is absent here (skipped) or examined
-        here, so no entry ever describes a file outside the directory listed."""
-        fd = self._open_dir(real_dir, ident)
-        try:
-            self._examine(fd, real_dir, prefix, stack, add)
-        finally:
-            os.close(fd)
+    def _list(self, fd: int, real_dir: str, prefix: str, add: Callable[[Entry], None]) -> list[
+            tuple[str, tuple[int, int]]]:
+        """The entries of the directory open as ``fd`` (its OS path ``real_dir``,
+        for the entries' ``ref``): files to ``add`` as soon as each is examined,
+        the subdirectories returned with their identity.
 
-    def _examine(self, fd: int, real_dir: str, prefix: str,
-                 stack: list[tuple[str, str, tuple[int, int] | None]],
-                 add: Callable[[Entry], None]) -> None:
-        """``_list``'s loop: each name ``scandir`` finds, examined in ``fd``."""
-        with os.scandir(real_dir) as it:
+        Names and everything about them come from that one descriptor (``scandir``
+        reads it, ``lstat`` is made in it), so no entry ever describes a file
+        outside the directory that was checked. The listing is read to its end
+        before any subdirectory is opened: its iterator holds a descriptor too."""
+        subdirs: list[tuple[str, tuple[int, int]]] = []
+        base = real_dir.rstrip("/")  # '' for '/'
+        with os.scandir(fd) as it:
             for d in it:
-                path = f"{real_dir}/{d.name}" if real_dir != "/" else f"/{d.name}"
+                name = d.name
+                path = f"{base}/{name}"
                 try:
-                    st = os.stat(d.name, dir_fd=fd, follow_symlinks=False)
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                 except FileNotFoundError:
                     continue
                 except OSError as exc:
-                    add(Entry(prefix + d.name, UNREADABLE, 0, None, path, None,
+                    add(Entry(prefix + name, UNREADABLE, 0, None, path, None,
                               f"cannot examine it: {exc.strerror}"))
                     continue
                 kind = kind_of_mode(st.st_mode)
                 if kind == DIR:
-                    stack.append((path, prefix + d.name + "/", (st.st_dev, st.st_ino)))
+                    subdirs.append((name, (st.st_dev, st.st_ino)))
                     continue
-                link = _readlink_at(d.name, fd) if kind == SYMLINK else None
-                add(Entry(prefix + d.name, kind, st.st_size, int(st.st_mtime), path, link,
+                link = _readlink_at(name, fd) if kind == SYMLINK else None
+                add(Entry(prefix + name, kind, st.st_size, int(st.st_mtime), path, link,
                           ident=(st.st_dev, st.st_ino), root=self.root))
+        return subdirs
 
     def entry(self, path: str) -> Entry | None:
         """See ``Inventory.entry``. An entry inside the root is examined in its
-        directory opened first and found inside the root: a directory on its
-        path swapped for a symlink leading out makes it ``UNREADABLE``, never
-        the outside file's entry (whose identity the hashing would then hold to)."""
+        directory, reached from the root one component at a time, each opened in
+        the one before and never through a symlink: a directory on its path
+        swapped for a symlink makes it ``UNREADABLE``, never the entry of the file
+        where the link leads (whose identity the hashing would then hold to),
+        whether or not ``/proc`` can say where a descriptor leads."""
         real = self._os(path)
         if not self.inside(path) or real == self.root:
             return self._lstat_entry(path, real)
-        parent, name = os.path.split(real)
+        *dirs, name = os.path.relpath(real, self.root).split(os.sep)
         try:
-            fd = os.open(parent, _DIR_FLAGS)
+            fd = self._open_path(dirs)
+        except _Through as exc:
+            return Entry(path, UNREADABLE, 0, None, real, None, self._through(exc.rel, real))
         except OSError:
             return None
         try:
             try:
-                check_place(fd, None, self.root, None)
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except Elsewhere as exc:
-                return Entry(path, UNREADABLE, 0, None, real, None, elsewhere(f"{exc.where}/{name}"))
             except OSError:
                 return None
             kind = kind_of_mode(st.st_mode)
@@ -285,6 +420,35 @@ class DirInventory(Inventory):
             os.close(fd)
         return Entry(path, kind, st.st_size, int(st.st_mtime), real, link,
                      ident=(st.st_dev, st.st_ino), root=self.root)
+
+    def _open_path(self, dirs: list[str]) -> int:
+        """A descriptor (``O_PATH``) on the directory ``dirs`` names below the root:
+        each component opened in the one before with ``O_NOFOLLOW``, holding
+        two descriptors at most. ``_Through`` when one is a symbolic link,
+        ``OSError`` when one is absent or no directory."""
+        fd = os.open(self.root, _PIN_FLAGS)
+        for i, part in enumerate(dirs):
+            try:
+                nxt = os.open(part, _PIN_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                link = exc.errno in _NOT_A_DIR and _is_link(part, fd)
+                os.close(fd)
+                if link:
+                    raise _Through("/".join(dirs[:i + 1])) from None
+                raise
+            os.close(fd)
+            fd = nxt
+        return fd
+
+    def _through(self, rel: str, real: str) -> str:
+        """Why an entry reached through the symlink ``rel`` is not examined: where its
+        path leads when outside the root (the escape's wording, resolved for it
+        only), else that the link is not followed."""
+        parent, name = os.path.split(real)
+        where = f"{os.path.realpath(parent)}/{name}"
+        if not is_within(where, self.root):
+            return elsewhere(where)
+        return f"reached through a symbolic link ({rel}/): not followed"
 
     def _lstat_entry(self, path: str, real: str) -> Entry | None:
         """An entry outside the root (a RECORD row ``../../bin/x`` the caller admitted) or

@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_cli
@@ -53,24 +54,63 @@ def test_an_unreadable_directory_is_one_error_and_its_files_are_not_called_missi
     assert not any("missing" in c["message"] for c in checks.values())
 
 
+@pytest.fixture
+def execute_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An installed ``pkg`` whose ``pkg/sub`` is execute-only (``--x``): a real mode
+    when the tests run as a user; as root, who reads it anyway, the walk's open
+    for reading of ``sub`` in its parent is refused as the kernel refuses a user
+    (``O_PATH``, which ``entry`` and ``lstat`` use, needs no read permission)."""
+    root = install(tmp_path / "site", {"pkg/__init__.py": "x = 1\n", "pkg/sub/a.py": "a = 1\n"})
+    sub = root / "pkg" / "sub"
+    if os.geteuid() != 0:
+        sub.chmod(0o111)
+        try:
+            yield root
+        finally:
+            sub.chmod(0o755)
+        return
+    real = os.open
+
+    def refusing(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        name = os.fspath(path)
+        named = name == "sub" if dir_fd is not None else name.endswith(os.sep + os.path.join("pkg", "sub"))
+        if named and flags & os.O_DIRECTORY and not flags & getattr(os, "O_PATH", 0):
+            raise PermissionError(13, "Permission denied")
+        return real(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "open", refusing)
+    yield root
+
+
 def test_a_directory_the_listing_cannot_read_is_reported_even_if_its_files_can_be_opened(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        execute_only: Path) -> None:
     """Execute-only (``--x``): known names open, but a file added there could not
     be seen; the rows RECORD lists are still verified one by one."""
-    root = install(tmp_path / "site", {"pkg/__init__.py": "x = 1\n", "pkg/sub/a.py": "a = 1\n"})
-    real = os.scandir
-
-    def scandir(path: str) -> object:
-        if str(path).endswith(os.sep + os.path.join("pkg", "sub")):
-            raise PermissionError(13, "Permission denied")
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
-    checks = run(root)
+    checks = run(execute_only)
     assert set(bad(checks)) == {"record:pkg/sub/", "tree"}
     assert checks["record:pkg/sub/"].message.startswith("Cannot list this directory: Permission denied")
     assert checks["tree"].message == "tree digest not computable: unreadable pkg/sub/"
     assert checks["record"].message.startswith("3 of 4 files match")  # a.py verified by name
+
+
+def test_an_execute_only_directory_with_real_modes(tmp_path: Path) -> None:
+    """The same with the kernel deciding (root's override dropped, ``setpriv``), run
+    as a user runs it: the directory is one error, ``a.py`` below it verified."""
+    root = install(tmp_path / "site", {"pkg/__init__.py": "x = 1\n", "pkg/sub/a.py": "a = 1\n"})
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("pp1audit: 1\ntarget:\n  package: pkg\n", encoding="utf-8")
+    sub = root / "pkg" / "sub"
+    sub.chmod(0o111)
+    try:
+        proc = run_cli("check", str(root), "-m", str(manifest), "--record", "--format", "json",
+                       as_user=True)
+    finally:
+        sub.chmod(0o755)
+    assert proc.returncode == 1, proc.stderr
+    checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert {cid for cid, c in checks.items() if c["status"] != "pass"} == {"record:pkg/sub/", "tree"}
+    assert checks["record:pkg/sub/"]["message"].startswith("Cannot list this directory: Permission denied")
+    assert checks["record"]["message"].startswith("3 of 4 files match")
 
 
 def test_a_row_is_blocked_only_by_a_directory_it_lies_under() -> None:
