@@ -126,6 +126,9 @@ STATUSES = {
         "config-module-sets-no-sample-method", "dspark-greedy-return-only-without-cache",
         "gumbel-kernel-passes-loaded-logits", "gumbel-draft-noise-salt",
         "verify-draft-logprob-branches", "legacy-runner-takes-no-module-rejection-sampler",
+        # added with the fidelity review (s8)
+        "verify-passes-draft-logits", "rejection-sample-uses-draft-logits",
+        "gumbel-sample-passes-draft-cache",
     },
 }
 

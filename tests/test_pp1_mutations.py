@@ -351,6 +351,48 @@ MUTATIONS = [
                  {"verify-applies-sampling-params": "fail"}, id="v12-overwritten-by-the-unbound-method"),
     pytest.param(REJECTION, VERIFIED, "        p = processed_logits\n        p[:] = logits\n" + VERIFIED,
                  {"verify-applies-sampling-params": "fail"}, id="v13-overwritten-by-item-through-an-alias"),
+    # 7. The fidelity review (s8): each passed every rule, most serious first.
+    # A: verification falls back to point-mass q (no draft logits reach rejection_sample),
+    # on each link of __call__ -> _verify_in_chunks -> _verify, or by rebinding them.
+    pytest.param(REJECTION, "            processed_logits,\n            draft_logits,\n",
+                 "            processed_logits,\n            None,\n", {"verify-passes-draft-logits": "fail"},
+                 id="a-verify-drops-draft-logits"),
+    pytest.param(REJECTION, "                logits[lo:hi],\n                draft_logits,\n",
+                 "                logits[lo:hi],\n                None,\n", {"verify-passes-draft-logits": "fail"},
+                 id="a2-chunks-drop-draft-logits"),
+    pytest.param(REJECTION, "            input_batch,\n            draft_logits,\n            draft_sampled,\n",
+                 "            input_batch,\n            None,\n            draft_sampled,\n",
+                 {"verify-passes-draft-logits": "fail"}, id="a3-call-drops-draft-logits"),
+    pytest.param(REJECTION, "        num_nans = get_num_nans(logits) if self.sampler.compute_nans else None\n",
+                 "        num_nans = get_num_nans(logits) if self.sampler.compute_nans else None\n"
+                 "        draft_logits = None\n", {"verify-passes-draft-logits": "fail"},
+                 id="a4-draft-logits-rebound"),
+    # B: the verification kernel told there are no draft logits (or any kernel, or the flag rebound).
+    pytest.param(UTILS, "        HAS_DRAFT_LOGITS=has_draft_logits,\n        SYNTHETIC_MODE=",
+                 "        HAS_DRAFT_LOGITS=False,\n        SYNTHETIC_MODE=",
+                 {"rejection-sample-uses-draft-logits": "fail"}, id="b-kernel-has-draft-logits-false"),
+    pytest.param(UTILS, "        HAS_DRAFT_LOGITS=has_draft_logits,\n        USE_FP64=use_fp64,\n",
+                 "        HAS_DRAFT_LOGITS=False,\n        USE_FP64=use_fp64,\n",
+                 {"rejection-sample-uses-draft-logits": "fail"}, id="b2-resample-has-draft-logits-false"),
+    pytest.param(UTILS, "    # Compute the per-vocab-block logits stats, such as target argmax\n",
+                 "    has_draft_logits = False\n    # Compute the per-vocab-block logits stats, such as target argmax\n",
+                 {"rejection-sample-uses-draft-logits": "fail"}, id="b3-flag-rebound"),
+    # P1: gumbel_sample never hands the draft cache to its kernel (or the kernel to the block).
+    pytest.param(GUMBEL, "        logits_cache,\n        logits_cache.stride(0) if",
+                 "        None,\n        logits_cache.stride(0) if", {"gumbel-sample-passes-draft-cache": "fail"},
+                 id="p1-cache-not-passed-to-kernel"),
+    pytest.param(GUMBEL, "    num_tokens, vocab_size = logits.shape\n    if logits_cache",
+                 "    num_tokens, vocab_size = logits.shape\n    logits_cache = None\n    if logits_cache",
+                 {"gumbel-sample-passes-draft-cache": "fail"}, id="p1b-cache-rebound"),
+    pytest.param(GUMBEL, "        pos_ptr,\n        logits_cache_ptr,\n        logits_cache_stride_0,\n"
+                 "        logits_cache_stride_1,\n        logits_cache_col_ptr,\n        vocab_size,\n"
+                 "        IS_DRAFTING=IS_DRAFTING,\n        APPLY_TEMPERATURE=APPLY_TEMPERATURE,\n"
+                 "        USE_FP64=USE_FP64,\n        PER_TOKEN_COL=PER_TOKEN_COL,\n",
+                 "        pos_ptr,\n        None,\n        logits_cache_stride_0,\n"
+                 "        logits_cache_stride_1,\n        logits_cache_col_ptr,\n        vocab_size,\n"
+                 "        IS_DRAFTING=IS_DRAFTING,\n        APPLY_TEMPERATURE=APPLY_TEMPERATURE,\n"
+                 "        USE_FP64=USE_FP64,\n        PER_TOKEN_COL=PER_TOKEN_COL,\n",
+                 {"gumbel-kernel-passes-loaded-logits": "fail"}, id="p1c-kernel-drops-cache"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
@@ -385,6 +427,15 @@ HARMLESS = [
     pytest.param(RUNNER, MASK, MASK.replace("input_batch,", "(input_batch),"),
                  id="g17-mask-argument-in-parentheses"),
     pytest.param(GUMBEL, SALT, "_DRAFT_NOISE_SALT = tl.constexpr(1 << 0x1E)", id="n8-salt-shift-in-hex"),
+    # The fidelity review (s8): a plausible refactor next to each new rule.
+    pytest.param(REJECTION, "            processed_logits,\n            draft_logits,\n",
+                 "            processed_logits, draft_logits,\n", id="a-verify-arguments-rewrapped"),
+    pytest.param(UTILS, "    if has_draft_logits := draft_logits is not None:\n",
+                 "    has_draft_logits = draft_logits is not None\n    if has_draft_logits:\n",
+                 id="b-flag-bound-before-its-test"),
+    pytest.param(GUMBEL, "        logits_cache.stride(0) if logits_cache is not None else 0,\n",
+                 "        0 if logits_cache is None else logits_cache.stride(0),\n",
+                 id="p1-cache-stride-rewritten"),
 ]
 
 
