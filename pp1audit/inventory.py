@@ -60,6 +60,10 @@ _NOT_A_DIR = (errno.ENOTDIR, errno.ELOOP)
 """What ``O_NOFOLLOW | O_DIRECTORY`` gives for a name that is no directory now:
 Linux says ``ENOTDIR`` for a symlink too, other systems ``ELOOP``."""
 
+MAX_LINKS = 40
+"""Most symbolic links ``DirInventory.entry`` follows on one path (as Linux's
+``MAXSYMLINKS``): past it the path is a loop."""
+
 MAX_DEPTH = 128
 """How many directories below the top the walk descends: it holds one descriptor
 per level (``ulimit -n`` is often 1024, and the hashing threads open files
@@ -424,31 +428,71 @@ class DirInventory(Inventory):
     def _open_path(self, dirs: list[str]) -> int:
         """A descriptor (``O_PATH``) on the directory ``dirs`` names below the root:
         each component opened in the one before with ``O_NOFOLLOW``, holding
-        two descriptors at most. ``_Through`` when one is a symbolic link,
-        ``OSError`` when one is absent or no directory."""
-        fd = os.open(self.root, _PIN_FLAGS)
-        for i, part in enumerate(dirs):
-            try:
-                nxt = os.open(part, _PIN_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
-            except OSError as exc:
-                link = exc.errno in _NOT_A_DIR and _is_link(part, fd)
+        two descriptors at most. A symbolic link on the way is followed as the
+        kernel (and so Python's import) would, but resolved here, never by the
+        kernel: its target is joined to the components already opened (real
+        directories, so ``..`` is exact lexically) and the walk starts again
+        from the root, only while it stays inside the root (the old lookup
+        followed such links too; a link out, or more than ``MAX_LINKS``, is
+        ``_Through``). ``OSError`` when a component is absent or no directory."""
+        todo, links = list(dirs), 0
+        while True:
+            fd = os.open(self.root, _PIN_FLAGS)
+            done: list[str] = []
+            for i, part in enumerate(todo):
+                try:
+                    nxt = os.open(part, _PIN_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                except OSError as exc:
+                    target = _readlink_at(part, fd) if exc.errno in _NOT_A_DIR else None
+                    os.close(fd)
+                    if target is None:
+                        raise
+                    links += 1
+                    rel = "/".join([*done, part])
+                    todo = self._link_path(done, target, todo[i + 1:], rel, links)
+                    break
                 os.close(fd)
-                if link:
-                    raise _Through("/".join(dirs[:i + 1])) from None
-                raise
-            os.close(fd)
-            fd = nxt
-        return fd
+                fd = nxt
+                done.append(part)
+            else:
+                return fd
+
+    def _link_path(self, done: list[str], target: str, rest: list[str], rel: str,
+                   links: int) -> list[str]:
+        """The components below the root that the symlink ``rel`` (in the directory
+        ``done``, pointing to ``target``) and the components ``rest`` after it
+        name; ``_Through`` when they leave the root or links loop."""
+        if links > MAX_LINKS:
+            raise _Through(rel)
+        if target.startswith("/"):
+            if not is_within(os.path.normpath(target), self.root):
+                raise _Through(rel)
+            base = os.path.relpath(os.path.normpath(target), self.root).split(os.sep)
+            parts = [p for p in base if p != "."]
+        else:
+            parts = [*done]
+            for p in target.split("/"):
+                if p in ("", "."):
+                    continue
+                if p == "..":
+                    if not parts:
+                        raise _Through(rel)
+                    parts.pop()
+                    continue
+                parts.append(p)
+        return [*parts, *rest]
 
     def _through(self, rel: str, real: str) -> str:
         """Why an entry reached through the symlink ``rel`` is not examined: where its
         path leads when outside the root (the escape's wording, resolved for it
-        only), else that the link is not followed."""
+        only), else that the link loops or is spelled through a path outside
+        (``/venv/lib64/…`` for ``/venv/lib/…``): not followed."""
         parent, name = os.path.split(real)
         where = f"{os.path.realpath(parent)}/{name}"
         if not is_within(where, self.root):
             return elsewhere(where)
-        return f"reached through a symbolic link ({rel}/): not followed"
+        return (f"reached through a symbolic link ({rel}/) that loops or names a path "
+                "outside the target root: not followed")
 
     def _lstat_entry(self, path: str, real: str) -> Entry | None:
         """An entry outside the root (a RECORD row ``../../bin/x`` the caller admitted) or

@@ -144,17 +144,21 @@ def test_a_directory_swapped_before_it_is_listed_is_not_listed_through(
     assert outside(site, reads) == []
 
 
-def test_a_directory_swapped_between_its_pinning_and_its_listing_gives_no_outside_entry(
+def test_a_directory_swapped_between_its_opening_and_its_listing_gives_no_outside_entry(
         site: Path, monkeypatch: pytest.MonkeyPatch, reads: list[str]) -> None:
-    """The names may then come from outside, but each is examined in the directory
-    pinned before: a name only outside (``x.txt``) is no entry, the others are the
-    inside files, and reading them through the swapped path is refused."""
+    """The walk lists the descriptor it opened (``os.scandir(fd)``): swapped right
+    before, the names are still the inside ones (``x.txt``, only outside, is no
+    entry), ``pkg/d/e`` is no longer at its path (not listed), and reading the
+    files through the swapped path is refused."""
     scandir = os.scandir
+    d = (site / "pkg/d").stat()
 
-    def swap_then_scandir(path: Any) -> Any:
-        if isinstance(path, str) and path.endswith("/pkg/d") and not (site / "pkg/d").is_symlink():
-            swap(site)
-        return scandir(path)
+    def swap_then_scandir(fd: Any) -> Any:
+        if isinstance(fd, int) and not (site / "pkg/d").is_symlink():
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) == (d.st_dev, d.st_ino):
+                swap(site)
+        return scandir(fd)
 
     monkeypatch.setattr(os, "scandir", swap_then_scandir)
     entries = {e.path: e for e in DirInventory(str(site)).walk("pkg")}

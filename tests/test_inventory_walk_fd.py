@@ -199,11 +199,41 @@ def test_an_entry_through_a_swapped_directory_is_unreadable_without_proc(
     assert no_proc == []
 
 
-def test_an_entry_through_a_symlink_inside_the_root_is_not_followed(site: Path) -> None:
+def test_an_entry_through_a_symlink_inside_the_root_is_followed_as_python_would(
+        site: Path, no_proc: list[int]) -> None:
+    """Python imports through such a link, so its file is the one to verify; the
+    link is resolved by the lookup itself (no ``/proc``), relative or absolute."""
     (site / "alias").symlink_to(site / "pkg", target_is_directory=True)
-    e = DirInventory(str(site)).entry("alias/d/f1.txt")
+    (site / "pkg" / "up").symlink_to("../pkg/d", target_is_directory=True)
+    (site / "pkg" / "d" / "hop").symlink_to("../../alias/d/e", target_is_directory=True)
+    want = (site / "pkg/d/e/f3.txt").stat()
+    inv = DirInventory(str(site))
+    for path in ("alias/d/e/f3.txt", "pkg/up/e/f3.txt", "pkg/d/hop/f3.txt", "alias/up/hop/f3.txt"):
+        e = inv.entry(path)
+        assert e is not None and e.kind == FILE, path
+        assert e.ident == (want.st_dev, want.st_ino) and e.size == want.st_size, path
+    assert inv.entry("alias/d/nope.txt") is None
+    assert no_proc == []
+
+
+def test_an_entry_through_a_symlink_leading_out_or_looping_is_unreadable(site: Path) -> None:
+    outside = site.parent / "elsewhere"
+    (outside / "d").mkdir(parents=True)
+    (outside / "d" / "f.txt").write_bytes(b"outside\n")
+    (site / "out").symlink_to(outside, target_is_directory=True)
+    (site / "rel").symlink_to("../elsewhere", target_is_directory=True)
+    (site / "loop").symlink_to("loop2", target_is_directory=True)
+    (site / "loop2").symlink_to("loop", target_is_directory=True)
+    inv = DirInventory(str(site))
+    for path in ("out/d/f.txt", "rel/d/f.txt"):
+        e = inv.entry(path)
+        assert e is not None and e.kind == UNREADABLE, path
+        assert e.error == (f"resolves outside the target root ({outside}/d/f.txt): "
+                           "symlink escape, not read"), path
+    e = inv.entry("loop/f.txt")
     assert e is not None and e.kind == UNREADABLE
-    assert e.error == "reached through a symbolic link (alias/): not followed"
+    assert e.error == ("reached through a symbolic link (loop/) that loops or names a path "
+                       "outside the target root: not followed")
 
 
 # --- bounded descriptors -----------------------------------------------------------
