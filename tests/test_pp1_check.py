@@ -128,7 +128,8 @@ STATUSES = {
         "verify-draft-logprob-branches", "legacy-runner-takes-no-module-rejection-sampler",
         # added with the fidelity review (s8)
         "verify-passes-draft-logits", "rejection-sample-uses-draft-logits",
-        "gumbel-sample-passes-draft-cache",
+        "gumbel-sample-passes-draft-cache", "verify-draft-lse-of-scaled-logits",
+        "gumbel-draws-at-temperature", "dspark-draws-at-temperature",
     },
 }
 

@@ -70,6 +70,19 @@ RELOADED = {"verify-reloads-scaled-draft-logits": "fail", "verify-draft-logprob-
 DRAFT_CACHE = {"gumbel-caches-pre-temperature-logits": "fail", "gumbel-draft-cache": "fail"}
 SAMPLER_CALLS = {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"}
 NOT_DRAFTING = {"gumbel-separate-draft-noise": "fail"}
+DRAFT_STATS = "                ).to(tl.float32)\n                / temp\n            )\n            draft_max, draft_sumexp"
+DRAFT_STATS_STORED = """            draft_max, draft_sumexp = _compute_max_and_sumexp(draft_logits)
+            tl.store(
+                draft_local_max_ptr + logit_idx * draft_local_max_stride + block_idx,
+                draft_max,
+            )
+            tl.store(
+                draft_local_sumexp_ptr
+                + logit_idx * draft_local_sumexp_stride
+                + block_idx,
+                draft_sumexp,
+            )
+"""
 SCATTER_BROKEN = {"dspark-scatters-reduced-vocab": "fail", "dspark-sample-logits": "drift",
                   "dspark-markov-bias": "drift"}
 
@@ -393,6 +406,27 @@ MUTATIONS = [
                  "        IS_DRAFTING=IS_DRAFTING,\n        APPLY_TEMPERATURE=APPLY_TEMPERATURE,\n"
                  "        USE_FP64=USE_FP64,\n        PER_TOKEN_COL=PER_TOKEN_COL,\n",
                  {"gumbel-kernel-passes-loaded-logits": "fail"}, id="p1c-kernel-drops-cache"),
+    # C: the draft's logsumexp taken over untempered logits (local stats not divided, or
+    # computed from other values than the scaled ones).
+    pytest.param(UTILS, DRAFT_STATS, DRAFT_STATS.replace(
+        "                / temp\n", "                # temperature: applied with the target's\n"),
+        {"verify-draft-lse-of-scaled-logits": "fail"}, id="c-draft-local-stats-untempered"),
+    pytest.param(UTILS, "_compute_max_and_sumexp(draft_logits)\n", "_compute_max_and_sumexp(draft_logits * temp)\n",
+                 {"verify-draft-lse-of-scaled-logits": "fail"}, id="c2-draft-stats-of-rescaled-logits"),
+    # P2, P3: the draft drawn from untempered logits (q is then not the tempered softmax
+    # verification scores): the launch's flag, the kernel's, or DSpark's own argument.
+    pytest.param(GUMBEL, "        APPLY_TEMPERATURE=apply_temperature,\n", "        APPLY_TEMPERATURE=False,\n",
+                 {"gumbel-draws-at-temperature": "fail"}, id="p2-launch-ignores-apply-temperature"),
+    pytest.param(GUMBEL, "        vocab_size,\n        IS_DRAFTING=IS_DRAFTING,\n        APPLY_TEMPERATURE=APPLY_TEMPERATURE,\n",
+                 "        vocab_size,\n        IS_DRAFTING=IS_DRAFTING,\n        APPLY_TEMPERATURE=False,\n",
+                 {"gumbel-draws-at-temperature": "fail"}, id="p2b-kernel-ignores-apply-temperature"),
+    pytest.param(GUMBEL, "        logits = logits / temp\n\n", "        logits = logits\n\n",
+                 {"gumbel-draws-at-temperature": "fail"}, id="p2c-noise-not-divided"),
+    pytest.param(DSPARK, "            apply_temperature=True,\n", "            apply_temperature=False,\n",
+                 {"dspark-draws-at-temperature": "fail"}, id="p3-dspark-draws-untempered"),
+    pytest.param(DSPARK, "            self.temperature,\n            self.seeds,\n",
+                 "            torch.ones_like(self.temperature),\n            self.seeds,\n",
+                 {"dspark-draws-at-temperature": "fail"}, id="p3b-dspark-draws-at-temperature-one"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
@@ -436,6 +470,15 @@ HARMLESS = [
     pytest.param(GUMBEL, "        logits_cache.stride(0) if logits_cache is not None else 0,\n",
                  "        0 if logits_cache is None else logits_cache.stride(0),\n",
                  id="p1-cache-stride-rewritten"),
+    pytest.param(
+        UTILS, DRAFT_STATS_STORED, DRAFT_STATS_STORED.replace("draft_max", "d_max").replace(
+            "draft_sumexp,\n", "d_sumexp,\n").replace("draft_sumexp =", "d_sumexp ="),
+        id="c-draft-stats-renamed"),
+    pytest.param(GUMBEL, "    if temp != 0.0 and APPLY_TEMPERATURE:\n", "    if APPLY_TEMPERATURE and temp != 0.0:\n",
+                 id="p2-temperature-test-swapped"),
+    pytest.param(DSPARK, "            apply_temperature=True,\n            is_drafting=True,\n",
+                 "            is_drafting=True,\n            apply_temperature=True,\n",
+                 id="p3-keywords-reordered"),
 ]
 
 
