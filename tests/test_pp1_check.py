@@ -130,6 +130,7 @@ STATUSES = {
         "verify-passes-draft-logits", "rejection-sample-uses-draft-logits",
         "gumbel-sample-passes-draft-cache", "verify-draft-lse-of-scaled-logits",
         "gumbel-draws-at-temperature", "dspark-draws-at-temperature",
+        "dspark-gumbel-sample-is-gumbels", "dspark-topk-markov-bias-before-sampling",
     },
 }
 

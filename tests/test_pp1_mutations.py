@@ -83,6 +83,35 @@ DRAFT_STATS_STORED = """            draft_max, draft_sumexp = _compute_max_and_s
                 draft_sumexp,
             )
 """
+MARKOV = "            logits_i = base_logits[:, i] + bias\n"
+TOPK_BIAS = """            logits_i = self.model.apply_markov_bias_gathered(
+                markov_embed,
+                base_logits[:, i],
+                base_values[:, i],
+                draft_indices[:, i],
+            )"""
+GREEDY_ACCEPT = """                target_argmax = _compute_global_target_argmax(
+                    target_local_max_ptr,
+                    target_local_max_stride,
+                    target_local_argmax_ptr,
+                    target_local_argmax_stride,
+                    logit_idx,
+                    vocab_num_blocks,
+                    PADDED_VOCAB_NUM_BLOCKS,
+                )
+                if SYNTHETIC_MODE:
+                    rate = tl.load(synthetic_conditional_rates_ptr + i)
+                    accepted = u < rate
+                else:
+                    accepted = target_argmax == draft_sampled
+                accepted &= is_valid_draft
+                verifying = accepted
+                accepted_length += accepted
+                tl.store(
+                    sampled_ptr + req_idx * sampled_stride + i,
+                    draft_sampled if accepted else target_argmax,
+                )
+"""
 SCATTER_BROKEN = {"dspark-scatters-reduced-vocab": "fail", "dspark-sample-logits": "drift",
                   "dspark-markov-bias": "drift"}
 
@@ -427,6 +456,37 @@ MUTATIONS = [
     pytest.param(DSPARK, "            self.temperature,\n            self.seeds,\n",
                  "            torch.ones_like(self.temperature),\n            self.seeds,\n",
                  {"dspark-draws-at-temperature": "fail"}, id="p3b-dspark-draws-at-temperature-one"),
+    # I: DSpark's gumbel_sample a local wrapper that drops the cache and the draft noise.
+    pytest.param(DSPARK, "from vllm.v1.worker.gpu.sample.gumbel import gumbel_sample\n",
+                 "from vllm.v1.worker.gpu.sample.gumbel import gumbel_sample as _gumbel_sample\n",
+                 {"dspark-gumbel-sample-is-gumbels": "fail"}, id="i-gumbel-sample-imported-under-another-name"),
+    pytest.param(DSPARK, "        self._sample_sequential(num_reqs, head_hidden)\n",
+                 "        self._sample_sequential(num_reqs, head_hidden)\n\n\n"
+                 "def gumbel_sample(*args, is_drafting=False, logits_cache=None, **kwargs):\n"
+                 "    return _gumbel_sample(*args, is_drafting=False, **kwargs)\n",
+                 {"dspark-gumbel-sample-is-gumbels": "fail"}, id="i2-gumbel-sample-redefined"),
+    # G2: the Markov bias taken off again (or in place, or the bias itself zeroed) before sampling.
+    pytest.param(DSPARK, MARKOV, MARKOV + "            logits_i = logits_i - bias\n",
+                 {"dspark-markov-bias-before-sampling": "fail"}, id="g2-markov-bias-undone"),
+    pytest.param(DSPARK, MARKOV, MARKOV + "            logits_i.sub_(bias)\n",
+                 {"dspark-markov-bias-before-sampling": "fail"}, id="g2b-markov-bias-undone-in-place"),
+    pytest.param(DSPARK, "            bias = self.model.markov_bias(markov_embed)\n",
+                 "            bias = self.model.markov_bias(markov_embed)\n            bias = torch.zeros_like(bias)\n",
+                 {"dspark-markov-bias-before-sampling": "fail", "dspark-markov-bias": "fail"},
+                 id="g2c-markov-bias-zeroed"),
+    # H: the top-k path samples its candidates without the Markov head.
+    pytest.param(DSPARK, TOPK_BIAS, "            logits_i = base_logits[:, i].scatter(\n                -1,\n"
+                 "                draft_indices[:, i],\n                base_values[:, i],\n            )",
+                 {"dspark-topk-markov-bias-before-sampling": "fail"}, id="h-topk-path-skips-markov-bias"),
+    pytest.param(DSPARK, TOPK_BIAS, TOPK_BIAS + "\n            logits_i = base_logits[:, i]",
+                 {"dspark-topk-markov-bias-before-sampling": "fail"}, id="h2-topk-bias-undone"),
+    # N: a greedy request accepting any valid draft; O: the point-mass residual masking nothing.
+    pytest.param(UTILS, "                accepted &= is_valid_draft\n", "                accepted |= is_valid_draft\n",
+                 {"verify-greedy-compares-target-argmax": "fail"}, id="n-greedy-accepts-any-valid"),
+    pytest.param(UTILS, "        # and does not need to be applied.\n        residual_logits = tl.where(",
+                 "        # and does not need to be applied.\n        rejected_draft_token = -1\n"
+                 "        residual_logits = tl.where(", {"resample-three-branches": "fail", "utils-resample": "fail"},
+                 id="o-one-hot-d-not-masked"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
@@ -479,6 +539,20 @@ HARMLESS = [
     pytest.param(DSPARK, "            apply_temperature=True,\n            is_drafting=True,\n",
                  "            is_drafting=True,\n            apply_temperature=True,\n",
                  id="p3-keywords-reordered"),
+    pytest.param(DSPARK, "from vllm.v1.worker.gpu.sample.gumbel import gumbel_sample\n",
+                 "from vllm.v1.worker.gpu.sample.gumbel import apply_temperature, gumbel_sample\n",
+                 id="i-gumbel-import-of-two-names"),
+    pytest.param(DSPARK, MARKOV + "            draft_sampled_i = self._sample_logits(\n"
+                 "                logits_i, idx_map[:, i], sample_pos[:, i], i\n            )\n",
+                 MARKOV + "            draft_sampled_i = self._sample_logits(logits_i, idx_map[:, i], "
+                 "sample_pos[:, i], i)\n", id="g2-sampling-call-rewrapped"),
+    pytest.param(DSPARK, TOPK_BIAS, TOPK_BIAS.replace("markov_embed,\n                base_logits[:, i],",
+                                                      "markov_embed, base_logits[:, i],"),
+                 id="h-topk-arguments-rewrapped"),
+    pytest.param(UTILS, GREEDY_ACCEPT, GREEDY_ACCEPT.replace(" target_argmax", " argmax_token"),
+                 id="n-target-argmax-renamed"),
+    pytest.param(UTILS, "        mask=not is_bonus,\n        other=0,\n",
+                 "        other=0,\n        mask=not is_bonus,\n", id="o-rejected-token-load-keywords-swapped"),
 ]
 
 
