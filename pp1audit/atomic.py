@@ -10,8 +10,9 @@ temporary file is removed, so a failed run leaves nothing behind. Only SIGKILL
 namespace; a name too long for that is ``.pp1audit-<hash of name>-<tag>-…``), and
 the next write to the same destination removes those of this host and namespace
 whose process is gone and that are older than ``STALE_TEMP``. A destination that is a
-symlink is followed (the link stays a link), and an existing file keeps its
-mode; a new one gets the usual 0666 less the umask.
+symlink is followed (the link stays a link; a loop of links is refused, as there
+is no file to replace), and an existing file keeps its mode; a new one gets the
+usual 0666 less the umask.
 
 A destination that is a stream (``/dev/stdout``, ``/dev/null``, a FIFO, a
 terminal, bash's ``>(…)``) is written to directly: renaming over it would
@@ -51,8 +52,10 @@ def _stream_kind(path: Path) -> str | None:
     for a regular file (or nothing yet) that can be replaced atomically."""
     try:
         st = os.stat(path)  # follows links, /proc/self/fd/N included
-    except OSError:
-        return None
+    except OSError as exc:
+        # A symlink loop has no file to replace: ``realpath`` gives the link back,
+        # and the rename would replace the link with a regular file.
+        return f"refuse: {exc.strerror}" if exc.errno == errno.ELOOP else None
     if stat.S_ISDIR(st.st_mode):
         return "refuse: is a directory"
     if stat.S_ISBLK(st.st_mode):

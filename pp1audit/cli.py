@@ -30,6 +30,7 @@ from pp1audit.formats import FORMATS
 
 if TYPE_CHECKING:
     from pp1audit.manifest import Manifest
+    from pp1audit.report import Names
     from pp1audit.result import Check, Result
     from pp1audit.runconfig import ProvenanceOptions
 
@@ -75,7 +76,9 @@ def _validate_config(given: Path | None) -> None:
     (exit 2) whatever the command and the manifest, or a typo in it passes
     silently until a command and a manifest that need it come along. Nothing is
     loaded when there is no file."""
-    path = given if given is not None else Path(CONFIG_NAME) if os.path.isfile(CONFIG_NAME) else None
+    # lexists, not isfile: a directory, FIFO, device link or dangling link named so
+    # is refused as --config would refuse it (read_input never opens those).
+    path = given if given is not None else Path(CONFIG_NAME) if os.path.lexists(CONFIG_NAME) else None
     if path is not None:
         from pp1audit.runconfig import load_config
 
@@ -213,6 +216,28 @@ class _GuardedStdout:
         stream.flush()  # what the stream holds was written first
         write_all(fd, blob)
 
+    def write_utf8(self, text: str) -> None:
+        """Write ``text`` as UTF-8 whatever the stream's encoding: for a document
+        (the Markdown audit), which is UTF-8 as ``-o FILE`` writes it. Under a C or
+        ASCII locale the stream would write ``\\u2014`` for an em dash, the right
+        thing for a terminal that cannot show it, but into a file redirected from
+        stdout it is other content, silently (and ``report --check`` then stale).
+        A stream without a descriptor (a test's capture) takes the text."""
+        self.wrote = self.wrote or bool(text)
+        if self._closed:
+            return
+        stream = self._open()
+        fd = _descriptor(stream)
+        try:
+            if fd is None:
+                stream.write(text)
+            else:
+                stream.flush()  # what the stream holds was written first
+                write_all(fd, text.encode("utf-8"))
+        except OSError as exc:
+            if not self._reader_gone(exc):
+                raise StdoutFailed(exc) from exc
+
     def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
@@ -261,12 +286,17 @@ def _encoder_for(stream: TextIO, encoding: str, fd: int) -> codecs.IncrementalEn
     return encoder
 
 
-def _emit(text: str, output: Path | None) -> None:
+def _emit(text: str, output: Path | None, *, utf8: bool = False) -> None:
     """Write a command's result to ``output`` atomically, or to stdout whole:
     ``sys.stdout`` is ``_GuardedStdout`` in a run, which writes every byte or
-    fails the run with one line (exit 2)."""
+    fails the run with one line (exit 2). ``utf8``: a document, written to stdout
+    as UTF-8 bytes whatever the locale, as to ``output`` (``write_utf8``)."""
     if output is None:
-        sys.stdout.write(text)
+        write_utf8 = getattr(sys.stdout, "write_utf8", None) if utf8 else None
+        if write_utf8 is not None:
+            write_utf8(text)
+        else:
+            sys.stdout.write(text)
         sys.stdout.flush()
     else:
         from pp1audit.atomic import write_atomic
@@ -556,7 +586,7 @@ def report(
         with open_target(target, m.package) as source:
             result = _judged(audit(m, source, GatePolicy(allow_drift=allow_drift,
                                                          require_all=require_all), options=options), m)
-    text = render(m.raw, result, excerpts=excerpts)
+    text = render(m.raw, result, excerpts=excerpts, names=_names(m, manifest, target))
     gate = EXIT_OPEN if result is None or result.gate_open else EXIT_CLOSED
     if result is not None:  # the verdict, open or closed: stdout is the document
         from pp1audit.formats.text_format import summary
@@ -564,8 +594,23 @@ def report(
         _say(f"{target}: {summary(result)}")
     if check_file is not None:  # the document's freshness is the question asked
         return _check_generated(check_file, text)
-    _emit(text, output)
+    _emit(text, output, utf8=True)
     return gate
+
+
+def _names(m: Manifest, manifest: Path | None, target: Path | None) -> Names:
+    """How the report names its manifest and target: by the file name of what each
+    path resolves to (``report.Names``), never as typed, so that the document is the
+    same bytes from any working directory, checkout path or symlink, on stdout as in
+    ``-o FILE``. The shipped manifest keeps its ``pp1audit:`` name."""
+    from pp1audit.report import Names
+
+    def last(path: Path) -> str:
+        real = os.path.realpath(path)
+        return os.path.basename(real) or real  # "/" has no last component
+
+    return Names(m.path if manifest is None else last(manifest),
+                 None if target is None else last(target))
 
 
 def _check_generated(path: Path, text: str) -> int:
@@ -576,8 +621,11 @@ def _check_generated(path: Path, text: str) -> int:
     if data == text.encode("utf-8"):  # byte for byte: line endings count too
         return EXIT_OPEN
     current = _report_text(path, data)  # only a stale one needs decoding
-    _emit("".join(_diff_lines(path, current, text)), None)
-    click.echo(f"pp1audit: {path} is stale: regenerate it with pp1audit report", err=True)
+    lines, escaped = _diff_lines(path, current, text, getattr(sys.stdout, "encoding", None))
+    _emit("".join(lines), None)
+    how = (f"; the diff writes what {escaped} cannot show as \\uNNNN, and a backslash of "
+           "the text as \\\\" if escaped else "")
+    click.echo(f"pp1audit: {path} is stale: regenerate it with pp1audit report{how}", err=True)
     return EXIT_CLOSED
 
 
@@ -595,7 +643,8 @@ def _report_text(path: Path, data: bytes) -> str:
     return current
 
 
-def _diff_lines(path: Path, current: str, text: str) -> Iterator[str]:
+def _diff_lines(path: Path, current: str, text: str,
+                encoding: str | None) -> tuple[list[str], str | None]:
     """The unified diff of ``current`` against ``text``, one escaped line each: the
     file checked may come from anyone (a pull request), and its lines must not
     write on the terminal; a line ending that differs shows (``\\r``).
@@ -603,18 +652,55 @@ def _diff_lines(path: Path, current: str, text: str) -> Iterator[str]:
     The ``---``/``+++`` headers name files (``printable``); the lines after them
     are the document's own text, quoted, so its backslashes stay as written
     (``printable_code``, as ``treediff`` shows a span diff): ``C:\\temp`` or
-    ``"\\n".join`` must not read doubled when both files hold them alike."""
+    ``"\\n".join`` must not read doubled when both files hold them alike.
+    Unless stdout's ``encoding`` (a C or ASCII locale) cannot show a character
+    of the diff: the stream then writes it ``\\u2014``, which a file holding
+    that very text (a report once written under such a locale) also shows, and
+    the two lines would read the same. Then every line doubles its backslashes
+    (``printable``) and writes what the encoding lacks as ``\\uNNNN`` itself
+    (the stream would write ``é`` as ``\\xe9``, which ``printable`` reserves for
+    a byte that is not UTF-8); the second value names the encoding to say so."""
     import difflib
 
     from pp1audit.safetext import printable, printable_code
 
-    diff = difflib.unified_diff(
+    diff = list(difflib.unified_diff(
         current.splitlines(keepends=True), text.splitlines(keepends=True),
         fromfile=str(path), tofile="generated",
-    )
-    for n, line in enumerate(diff):
-        shown = printable if n < 2 else printable_code
-        yield shown(line.removesuffix("\n")) + "\n"
+    ))
+    body = [printable_code(line.removesuffix("\n")) for line in diff[2:]]
+    escaped = None if _can_show("".join(body), encoding) else str(encoding)
+    head = [printable(line.removesuffix("\n")) for line in diff[:2]]
+    if escaped is not None:
+        body = [printable(line.removesuffix("\n")) for line in diff[2:]]
+        head, body = ([_as_code_points(line, escaped) for line in part] for part in (head, body))
+    return [line + "\n" for line in head + body], escaped
+
+
+def _as_code_points(text: str, encoding: str) -> str:
+    """``text`` with each character ``encoding`` cannot write as ``\\uNNNN``
+    (``\\UNNNNNNNN`` past U+FFFF), the notation ``printable`` uses for characters."""
+    def one(ch: str) -> str:
+        if _can_show(ch, encoding):
+            return ch
+        code = ord(ch)
+        return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+    return "".join(one(ch) for ch in text)
+
+
+def _can_show(text: str, encoding: str | None) -> bool:
+    """Whether a stream in ``encoding`` writes ``text`` as it is (None, or one
+    Python does not know: assume it can, as the stream was made with it)."""
+    if encoding is None:
+        return True
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    except LookupError:
+        return True
+    return True
 
 
 @cli.command()

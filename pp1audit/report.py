@@ -5,7 +5,7 @@ the manifest pins (line spans, digests, commits, the version) is written as a
 ``[[…]]`` reference and rendered from the pinned data, so the document cannot
 disagree with the manifest. With a result, each block that names evidence is
 followed by what was measured for it, and a closing section lists every check.
-Output is deterministic: manifest order, no clock.
+Output is deterministic: manifest order, no clock, and no path as typed (``Names``).
 
 References: ``[[=a.b.c]]`` a manifest value by key path; ``[[cite:ID]]`` a
 citation as ``path:a–b``; ``[[cite:ID|shown/path.py]]`` the same with a shorter
@@ -641,8 +641,25 @@ def _table(block: Block, raw: dict[str, Any], result: Result | None,
     return lines
 
 
-def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = False) -> str:
-    """The Markdown audit: as pinned (no result) or with what was measured."""
+@dataclass(frozen=True)
+class Names:
+    """How the ``## Measured`` section names the manifest and the target.
+
+    A committed audit is checked (``report --check``) from any working directory
+    and any checkout path, so it must not hold the paths as typed (``m.yaml``,
+    ``../m.yaml``, ``/home/runner/work/…``, a symlink's name): the CLI passes the
+    file names of what they resolve to (``cli._names``). The manifest's SHA-256 and
+    the target's kind, package and version, printed beside them, identify both.
+    """
+
+    manifest: str
+    target: str | None = None
+
+
+def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = False,
+           names: Names | None = None) -> str:
+    """The Markdown audit: as pinned (no result) or with what was measured;
+    ``names``: how to name the manifest and target (default: as the result has them)."""
     report = raw.get("report") or {}
     out: list[str] = []
     title = _prose(report.get("title", str((raw.get("audit") or {}).get("title", "Audit"))), raw,
@@ -686,19 +703,21 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
                 out.append("")
             previous = block.kind
     if result is not None:
-        out += _measured(result, shown)
+        out += _measured(result, shown, names)
     text = "\n".join(out)
     text = re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
     return "\n".join(line.rstrip() for line in text.split("\n"))
 
 
-def _measured(result: Result, shown: set[str]) -> list[str]:
+def _measured(result: Result, shown: set[str], names: Names | None) -> list[str]:
     t = result.target
     out = ["", "## Measured", ""]
     if t is not None:
-        out.append(f"Target: {md(t.kind, 'text')} {md(t.location, 'code')} — {md(t.package, 'text')} "
+        where = t.location if names is None or names.target is None else names.target
+        out.append(f"Target: {md(t.kind, 'text')} {md(where, 'code')} — {md(t.package, 'text')} "
                    f"{md(str(t.version), 'code')}.")
-    out.append(f"Manifest: {md(str(result.manifest_path), 'code')} (SHA-256 `{result.manifest_sha256}`).")
+    manifest = str(result.manifest_path) if names is None else names.manifest
+    out.append(f"Manifest: {md(manifest, 'code')} (SHA-256 `{result.manifest_sha256}`).")
     counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())
     out += [f"Verdict: **{result.verdict}** ({counts}).", ""]
     rest = [c for c in result.checks if c.id not in shown]

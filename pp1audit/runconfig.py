@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pp1audit.cache import CACHE_ENV
+from pp1audit.cache import CACHE_ENV, default_cache_dir
 from pp1audit.errors import Pp1Error
 from pp1audit.fetchpolicy import FetchPolicy
 
@@ -177,7 +177,9 @@ def check_cache_dir(path: Path, origin: str) -> None:
 
 def _cache_dir(option: Path | None, config: Path | None) -> Path | None:
     """The cache directory: ``--cache-dir``, else the config file's, else
-    ``$PP1AUDIT_CACHE_DIR`` (None: the user cache directory), checked alike."""
+    ``$PP1AUDIT_CACHE_DIR``, else the user cache directory (None), checked alike:
+    the last too, as ``$XDG_CACHE_HOME`` names a file as easily as the others do,
+    and each pin's check would then be an ``error`` of its own (exit 1)."""
     if option is not None:
         check_cache_dir(option, "--cache-dir")
         return option
@@ -185,10 +187,17 @@ def _cache_dir(option: Path | None, config: Path | None) -> Path | None:
         return config
     env = os.environ.get(CACHE_ENV)
     if not env:
+        check_cache_dir(default_cache_dir(), _user_cache_origin())
         return None
     path = Path(env)
     check_cache_dir(path, CACHE_ENV)
     return path
+
+
+def _user_cache_origin() -> str:
+    """Who named the user cache directory, as the head of an error about it."""
+    given = os.environ.get("XDG_CACHE_HOME", "").strip()  # blank is unset, as platformdirs reads it
+    return "XDG_CACHE_HOME" if given else "the user cache directory"
 
 
 def _merge_repos(base: dict[str, Path], values: tuple[str, ...]) -> tuple[dict[str, Path], set[str]]:
@@ -223,7 +232,7 @@ def resolve_options(
     """Merge the config file (explicit, else ``./pp1audit.toml``) with command-line values."""
     if fetch and offline:
         raise Pp1Error("--fetch and --offline contradict each other")
-    if config is None and Path(CONFIG_NAME).is_file():
+    if config is None and os.path.lexists(CONFIG_NAME):  # whatever it is: load_config judges
         config = Path(CONFIG_NAME)
     base = load_config(config) if config is not None else ProvenanceOptions()
     merged, named = _merge_repos(base.repos, repos)
