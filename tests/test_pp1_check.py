@@ -131,6 +131,8 @@ STATUSES = {
         "gumbel-sample-passes-draft-cache", "verify-draft-lse-of-scaled-logits",
         "gumbel-draws-at-temperature", "dspark-draws-at-temperature",
         "dspark-gumbel-sample-is-gumbels", "dspark-topk-markov-bias-before-sampling",
+        "legacy-runner-caches-draft-probs", "legacy-missing-request-warns-none",
+        "speculator-cache-dtype-from-spec",
     },
 }
 

@@ -112,6 +112,14 @@ GREEDY_ACCEPT = """                target_argmax = _compute_global_target_argmax
                     draft_sampled if accepted else target_argmax,
                 )
 """
+SPECULATOR = GPU + "spec_decode/speculator.py"
+CACHED_IDS = "                    self._draft_prob_req_ids = self.input_batch.req_ids.copy()\n"
+CACHED = ("                draft_probs = self.drafter.take_last_draft_probs()\n"
+          "                if draft_probs is not None:\n"
+          "                    self._draft_probs = draft_probs\n")
+ROW_MAP = ("        row_by_req_id = {\n            req_id: idx for idx, req_id in "
+           "enumerate(self._draft_prob_req_ids)\n        }\n")
+CACHE_ALLOC_END = "                device=device,\n            )\n\n        self.draft_watermarker"
 SCATTER_BROKEN = {"dspark-scatters-reduced-vocab": "fail", "dspark-sample-logits": "drift",
                   "dspark-markov-bias": "drift"}
 
@@ -487,6 +495,22 @@ MUTATIONS = [
                  "        # and does not need to be applied.\n        rejected_draft_token = -1\n"
                  "        residual_logits = tl.where(", {"resample-three-branches": "fail", "utils-resample": "fail"},
                  id="o-one-hot-d-not-masked"),
+    # K1, K2b: the older runner drops what it cached; refuses before the missing-request path.
+    pytest.param(LEGACY, CACHED_IDS, CACHED_IDS + "                    self._draft_probs = None\n",
+                 {"legacy-runner-caches-draft-probs": "fail", "legacy-caches-draft-probs": "fail"},
+                 id="k1-legacy-probs-dropped-after-caching"),
+    pytest.param(LEGACY, CACHED_IDS, CACHED_IDS + "                    self._draft_prob_req_ids = None\n",
+                 {"legacy-runner-caches-draft-probs": "fail", "legacy-caches-draft-probs": "fail"},
+                 id="k1b-legacy-ids-dropped-after-caching"),
+    pytest.param(LEGACY, ROW_MAP, "        row_by_req_id = {req_id: idx for idx, req_id in "
+                 "enumerate(self._draft_prob_req_ids)}\n        if set(self.input_batch.req_ids) - "
+                 "set(row_by_req_id): raise RuntimeError(\"missing q\")\n\n",
+                 {"legacy-missing-request-warns-none": "fail"}, id="k2b-legacy-missing-request-raises-first"),
+    # E: the cache converted after its allocation (no longer model head_dtype), in place of
+    # the blank line after it (so no later line moves).
+    pytest.param(SPECULATOR, CACHE_ALLOC_END, CACHE_ALLOC_END.replace(
+        "\n\n", "\n            self.draft_logits = self.draft_logits.float()\n"),
+        {"speculator-cache-dtype-from-spec": "fail"}, id="e-cache-upcast-not-head-dtype"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
@@ -553,6 +577,12 @@ HARMLESS = [
                  id="n-target-argmax-renamed"),
     pytest.param(UTILS, "        mask=not is_bonus,\n        other=0,\n",
                  "        other=0,\n        mask=not is_bonus,\n", id="o-rejected-token-load-keywords-swapped"),
+    pytest.param(LEGACY, CACHED, "                last_probs = self.drafter.take_last_draft_probs()\n"
+                 "                if last_probs is not None:\n"
+                 "                    self._draft_probs = last_probs\n", id="k1-cached-probs-renamed"),
+    pytest.param(LEGACY, "            self.input_batch.req_ids, spec_decode_metadata.num_draft_tokens\n        ):\n",
+                 "            self.input_batch.req_ids, spec_decode_metadata.num_draft_tokens, strict=False\n"
+                 "        ):\n", id="k2-request-loop-zip-not-strict"),
 ]
 
 
