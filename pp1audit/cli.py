@@ -289,8 +289,10 @@ def _encoder_for(stream: TextIO, encoding: str, fd: int) -> codecs.IncrementalEn
 def _emit(text: str, output: Path | None, *, utf8: bool = False) -> None:
     """Write a command's result to ``output`` atomically, or to stdout whole:
     ``sys.stdout`` is ``_GuardedStdout`` in a run, which writes every byte or
-    fails the run with one line (exit 2). ``utf8``: a document, written to stdout
-    as UTF-8 bytes whatever the locale, as to ``output`` (``write_utf8``)."""
+    fails the run with one line (exit 2). ``utf8``: a document (the Markdown
+    audit; JSON, which RFC 8259 says is UTF-8 between systems), written to stdout
+    as UTF-8 bytes whatever the locale, as to ``output`` (``write_utf8``): under an
+    ASCII locale the stream would write ``é`` as ``\\xe9``, an invalid JSON escape."""
     if output is None:
         write_utf8 = getattr(sys.stdout, "write_utf8", None) if utf8 else None
         if write_utf8 is not None:
@@ -540,7 +542,7 @@ def check(
     _judged(result, m, "; pin some, or give --record")
     to_people = output is None and fmt == "text"
     _emit(get_formatter(fmt)(result, verbose=verbose, color=to_people and _use_color(color),
-                             terminal=to_people and sys.stdout.isatty()), output)
+                             terminal=to_people and sys.stdout.isatty()), output, utf8=fmt == "json")
     return EXIT_OPEN if result.gate_open else EXIT_CLOSED
 
 
@@ -709,7 +711,7 @@ def schema() -> int:
     from pp1audit.formats.json_format import dumps
     from pp1audit.schema import SCHEMA
 
-    _emit(dumps(SCHEMA), None)
+    _emit(dumps(SCHEMA), None, utf8=True)
     return EXIT_OPEN
 
 
@@ -937,7 +939,7 @@ def main(argv: list[str] | None = None) -> None:
             if code == EXIT_USAGE and message is not None and not guard.wrote \
                     and _json_on_stdout(sys.argv[1:] if argv is None else list(argv)):
                 with contextlib.suppress(StdoutFailed):
-                    guard.write(_error_object(message))
+                    guard.write_utf8(_error_object(message))
                     guard.flush()
     except Terminated as exc:
         terminated = exc.signum

@@ -57,8 +57,14 @@ def _color(choice: str) -> bool:
     return sys.stdout.isatty()
 
 
-def _out(text: str) -> None:
-    sys.stdout.write(text)
+def _out(text: str, *, utf8: bool = False) -> None:
+    """``text`` to stdout; ``utf8`` (JSON) as UTF-8 bytes whatever the locale
+    (``cli._emit``, which says why)."""
+    write_utf8 = getattr(sys.stdout, "write_utf8", None) if utf8 else None
+    if write_utf8 is not None:
+        write_utf8(text)
+    else:
+        sys.stdout.write(text)
     sys.stdout.flush()
 
 
@@ -188,7 +194,7 @@ def pin(
         write_atomic(dest, bom + plan.new_text)
         marked = f", {len(unresolved)} marked unresolved" if unresolved else ""
         said = f"wrote {dest}{marked}"
-    _out(shown)
+    _out(shown, utf8=fmt == "json")
     if fmt != "json":
         for note in plan.notes:
             _note(note)
@@ -275,7 +281,7 @@ def diff_cmd(old: Path, new: Path, manifest: Path | None, fmt: str, verbose: boo
                        "version, files or citations of the target; sources, remote pins and "
                        "donors are read by check), so nothing was judged")
     if fmt == "json":
-        _out(dumps(treediff.as_dict(td)))
+        _out(dumps(treediff.as_dict(td)), utf8=True)
     else:
         _out(treediff.render_text(td, verbose=verbose))
     return EXIT_OPEN if td.same else EXIT_CLOSED
