@@ -150,7 +150,7 @@ def _schema_check(loaded: Loaded, file: str, text: str = "") -> None:
     invalid manifest pays for jsonschema, whose errors carry exact key paths
     (fastjsonschema's dotted names break on keys such as ``a/b.py``).
     """
-    from pp1audit.schema import SCHEMA, is_valid
+    from pp1audit.schema import SCHEMA, is_valid, unknown_key
 
     if is_valid(loaded.data):
         return
@@ -164,10 +164,10 @@ def _schema_check(loaded: Loaded, file: str, text: str = "") -> None:
     sub = best.schema if isinstance(best.schema, dict) else {}
     node = _get(loaded.data, path)
     if best.validator == "additionalProperties" and isinstance(node, dict):
-        known = set(sub.get("properties", {}))
+        known = list(sub.get("properties", {}))
         extra = next((k for k in node if k not in known), None)
         if extra is not None:
-            raise _fail(loaded, file, (*path, extra), f"unknown key '{extra}'", key=True)
+            raise _fail(loaded, file, (*path, extra), unknown_key(str(extra), known), key=True)
     if isinstance(node, dict) and isinstance(best.instance, str) and best.instance in node:
         # A propertyNames failure: the offending thing is a key, not a value.
         key = best.instance

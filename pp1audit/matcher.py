@@ -98,7 +98,16 @@ from typing import TYPE_CHECKING
 from pp1audit.errors import SourceError
 from pp1audit.facts import Facts, class_hook_use
 from pp1audit.identnorm import IdentifierError, nfkc_identifiers
-from pp1audit.patterns import Hit, assign_parts, at, find, guard_forms, is_, parse_pattern
+from pp1audit.patterns import (
+    Hit,
+    assign_parts,
+    at,
+    find,
+    guard_forms,
+    is_,
+    keyword_hits,
+    parse_pattern,
+)
 from pp1audit.rules import Constraint, Invariant, Rule, decorator_key, regex_matches
 from pp1audit.store import FileStore
 from pp1audit.syntaxtree import Key, binding_statement, conjuncts, key, line, short, within
@@ -213,13 +222,17 @@ class _Eval:
         return ok
 
     def contains(self, node: SgNode, text: str, b: dict[str, SgNode]) -> bool:
-        return is_(node, text, b) or any(self.dead(h.node) is None
-                                         for h in find(node, parse_pattern(text), b))
+        """``node`` is or holds (live) ``text``; ``name=value`` also as a keyword argument."""
+        return is_(node, text, b) or any(
+            self.dead(h.node) is None
+            for h in [*find(node, parse_pattern(text), b), *keyword_hits(node, text, b)])
 
     def find(self, region: SgNode, rule: Rule, outer: dict[str, SgNode],
-             every_form: bool = False) -> list[Hit]:
-        """Live nodes of ``region`` that satisfy ``rule`` completely (region itself included)."""
-        return [h for h in self.facts.search(region, rule.pattern.text, outer, every_form)
+             every_form: bool = False, keywords: bool = False) -> list[Hit]:
+        """Live nodes of ``region`` that satisfy ``rule`` completely (region itself included);
+        ``keywords``: ``name=value`` matches a keyword argument too (``has``, as ``where``)."""
+        return [h for h in self.facts.search(region, rule.pattern.text, outer, every_form,
+                                             keywords)
                 if self.dead(h.node) is None and self.check(h, rule, outer) is None]
 
     def check(self, hit: Hit, rule: Rule, outer: dict[str, SgNode]) -> str | None:
@@ -253,7 +266,7 @@ class _Eval:
                     break
             if not ok:
                 return f"it is not inside `{rule.inside.pattern.short}`"
-        if rule.has is not None and not self.find(node, rule.has, b):
+        if rule.has is not None and not self.find(node, rule.has, b, keywords=True):
             return f"it has no `{rule.has.pattern.short}` within it"
         if rule.guarded_by is not None and not self.guarded(node, rule.guarded_by.text, b):
             return f"it is not inside an `if {rule.guarded_by.short}:` block"
@@ -738,6 +751,7 @@ def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
     run counts (``dead(certain=True)``), and its relations must certainly hold."""
     regions, family, attached = _every_regions(facts, scope, rule)
     seen = 0
+    unselected: list[tuple[Hit, str]] = []  # matches its `where` leaves out, and why
     done: set[Key] = set()
     for region, any_self in [*((r, False) for r in regions), *((r, True) for r in attached)]:
         for hit in facts.search(region, rule.pattern.text, {}, every_form=True):
@@ -747,7 +761,9 @@ def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
             if _foreign(nearest, family, any_self):
                 continue  # another class's `self`
             done.add(key(hit.node))
-            if _Eval(facts, region, forbid=True).check_where(hit, rule, {}) is not None:
+            left_out = _Eval(facts, region, forbid=True).check_where(hit, rule, {})
+            if left_out is not None:
+                unselected.append((hit, left_out))
                 continue  # not one of the nodes the rule speaks about
             seen += 1
             why = _Eval(facts, region).check_relations(hit, rule, {})
@@ -764,9 +780,23 @@ def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
                     f"`{short(made, 50)}`{home} ({why}): it cannot be shown to satisfy "
                     "its relations")
     if seen == 0:
+        return _none_selected(rule, where, unselected)
+    return None
+
+
+def _none_selected(rule: Rule, where: str, unselected: list[tuple[Hit, str]]) -> str:
+    """Why an ``every`` rule has no match to judge: its pattern is not found, or each match
+    is one its ``where`` leaves out (said, with the first, so that a call that is there
+    but lacks what the ``where`` asks is not reported as missing)."""
+    if not unselected:
         return (f"every: `{rule.pattern.short}` not found {where} "
                 "(an 'every' rule needs at least one match)")
-    return None
+    hit, why = unselected[0]
+    count = (f"its {len(unselected)} matches are" if len(unselected) > 1
+             else "its one match is")
+    return (f"every: `{rule.pattern.short}` {where}: {count} left out by its 'where' (the one "
+            f"at {_span_text(_lines(hit.node))}: {why}), and an 'every' rule needs at least "
+            "one match it selects")
 
 
 def _nearest_class(node: SgNode) -> SgNode | None:

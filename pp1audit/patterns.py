@@ -210,9 +210,59 @@ def _items(nodes: list[SgNode]) -> list[SgNode]:
 
 
 def find(region: SgNode, pat: Pat, bound: dict[str, SgNode]) -> list[Hit]:
-    """Matches of ``pat`` in ``region`` (itself included), in source order."""
-    hits = (_capture(m, pat, bound) for m in region.find_all(pat.config()))
+    """Matches of ``pat`` in ``region`` (itself included), in source order; an identifier
+    that does not name a variable (``_attribute_or_keyword_name``) is no match."""
+    hits = (_capture(m, pat, bound) for m in region.find_all(pat.config())
+            if not _attribute_or_keyword_name(m))
     return [h for h in hits if h is not None]
+
+
+def _attribute_or_keyword_name(node: SgNode) -> bool:
+    """``node`` is the ``verify`` of ``self.verify`` or of ``f(verify=x)``: tree-sitter
+    makes it an identifier, which a pattern ``verify`` matches, but in Python it is an
+    attribute's or a parameter's name, not the variable ``verify`` (a ``where``
+    constraint, reading whole captured nodes, never sees it either)."""
+    if node.kind() != "identifier":
+        return False
+    parent = node.parent()
+    if parent is None:
+        return False
+    field = {"attribute": "attribute", "keyword_argument": "name"}.get(parent.kind())
+    named = parent.field(field) if field is not None else None
+    return named is not None and key(named) == key(node)
+
+
+def keyword_hits(region: SgNode, text: str, bound: dict[str, SgNode]) -> list[Hit]:
+    """For a pattern ``name=value``: the keyword arguments of ``region`` (itself included)
+    that are it, as a ``where`` constraint reads them (``is_``): the name as written, the
+    value matching ``value`` (redundant parentheses aside). A ``has`` relation asks for
+    them; ast-grep reads the pattern as an assignment only. Empty for any other pattern."""
+    kw = _keyword_pattern(text)
+    if kw is None:
+        return []
+    name, value = kw
+    pat = parse_pattern(value)
+    out: list[Hit] = []
+    for node in region.find_all(kind="keyword_argument"):
+        label, given = node.field("name"), node.field("value")
+        if label is None or given is None or label.text() != name:
+            continue
+        hit = _value_hit(given, pat, bound)
+        if hit is not None:
+            out.append(Hit(node, hit.caps, hit.multi))
+    return out
+
+
+def _value_hit(node: SgNode, pat: Pat, bound: dict[str, SgNode]) -> Hit | None:
+    """``node`` (an argument's value) as a match of ``pat``, as ``is_`` reads it:
+    parentheses around it, or around its calls' arguments, aside."""
+    bare = unparen(node)
+    for candidate in (node, bare):
+        hit = at(candidate, pat, bound)
+        if hit is not None:
+            return hit
+    plain = _without_argument_parens(bare)
+    return at(plain, pat, bound) if plain is not None else None
 
 
 def at(node: SgNode, pat: Pat, bound: dict[str, SgNode]) -> Hit | None:

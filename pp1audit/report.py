@@ -714,8 +714,10 @@ def _measured(result: Result, shown: set[str], names: Names | None) -> list[str]
     out = ["", "## Measured", ""]
     if t is not None:
         where = t.location if names is None or names.target is None else names.target
+        # No version found in the tree: said in words, as `check` says it (not "None").
+        version = md(t.version, "code") if t.version is not None else "(version unknown)"
         out.append(f"Target: {md(t.kind, 'text')} {md(where, 'code')} — {md(t.package, 'text')} "
-                   f"{md(str(t.version), 'code')}.")
+                   f"{version}.")
     manifest = str(result.manifest_path) if names is None else names.manifest
     out.append(f"Manifest: {md(manifest, 'code')} (SHA-256 `{result.manifest_sha256}`).")
     counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())

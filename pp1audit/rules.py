@@ -26,24 +26,33 @@ Record shape (one invariant)::
     guarded_by: <condition pattern>             # match is in the body of `if <cond>:`
     not: <rule>                                 # nothing in the same function matches
     every: <rule>                               # every match of its pattern in scope
-                                                #   satisfies its relations (and >= 1 exists)
+                                                #   satisfies its relations (and >= 1 exists);
+                                                #   its where selects the matches judged, so
+                                                #   it needs a relation (refused without one)
     decorators: ["@torch.inference_mode()"]     # decorators allowed on the `in:` definitions
                                                 #   (absent: imported ones only; [] : none)
     claim: "..."                                # prose for the report
 
 where ``<rule>`` is a pattern string or a mapping with ``pattern`` and any of
 ``where`` / ``inside`` / ``has`` / ``guarded_by`` / ``follows`` / ``precedes``.
+
+Metavariables are named as ast-grep names them (``METAVAR_NAME_RE``: ``$ARGS``, not
+``$args``, which ast-grep reads as code that never matches); a pattern or ``where`` key
+breaking that rule is refused, not left to pass vacuously.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import io
 import re
+import tokenize
 from dataclasses import dataclass, field
 from typing import Any
 
 from pp1audit.paths import path_problem
+from pp1audit.schema import WHERE_KEY_MESSAGE, unknown_key
 from pp1audit.syntaxtree import parse_expression
 
 SCOPE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -52,8 +61,24 @@ SCOPE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 METAVAR_RE = re.compile(r"(\$\$\$|\$)([A-Z_][A-Z0-9_]*)?")
 """ast-grep metavariables: ``$NAME`` (one node), ``$$$NAME`` (zero or more), ``$_``."""
 
+METAVAR_NAME_RE = re.compile(r"[A-Z_][A-Z0-9_]*")
+"""ast-grep's rule for a metavariable's name (``is_valid_first_char`` /
+``is_valid_meta_var_char`` in ast-grep-core): an uppercase ASCII letter or ``_``, then
+uppercase letters, digits and ``_``. A name starting with ``_`` matches without
+capturing (``$_``, ``$$$_REST``)."""
+
+_DOLLAR_WORD = re.compile(r"(\$+)(\w*)")
+"""A run of ``$`` and the word that follows it: a metavariable, or a slip that ast-grep
+would read as plain code (``$code``, ``$1``, ``$``)."""
+
 RELATIONS = ("inside", "has", "guarded_by", "follows", "precedes", "not")
 """Relations of a (sub)rule, in the order they are evaluated and reported."""
+
+_EVERY_WITHOUT_RELATION = (
+    "'every' needs a relation (" + ", ".join(RELATIONS) + ") saying what each match must "
+    "satisfy")
+"""An ``every`` with none would only check that one match exists, whatever the matches are:
+under ``every``, ``where`` selects the matches judged, it requires nothing of them."""
 
 RULE_KEYS = ("pattern", "where", *RELATIONS)
 """Keys of a nested rule mapping (the invariant itself adds file/in/every/claim/title)."""
@@ -139,6 +164,13 @@ class Rule:
     precedes: Rule | None = None
     not_: Rule | None = None
 
+    @property
+    def has_relation(self) -> bool:
+        """Whether the rule asks anything of a match beyond its pattern and ``where``: what an
+        ``every`` requires of each match it selects."""
+        return any(r is not None for r in (self.inside, self.has, self.guarded_by, self.follows,
+                                           self.precedes, self.not_))
+
 
 @dataclass(frozen=True)
 class Invariant:
@@ -176,6 +208,56 @@ def metavariables(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(single), frozenset(multi)
 
 
+def _text_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) offsets of the string literals and comments of a pattern (Python
+    syntax once each ``$`` is read as ``_``: same length, same offsets), where a ``$`` is
+    text and not a metavariable. Any tokenizer trouble: none."""
+    probe = text.replace("$", "_")
+    starts = [0]
+    for ln in io.StringIO(probe).readlines():
+        starts.append(starts[-1] + len(ln))
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(probe).readline))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return []
+    return [(starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1])
+            for t in tokens if t.type in (tokenize.STRING, tokenize.COMMENT)]
+
+
+def metavariable_problem(text: str) -> str | None:
+    """Why a ``$`` in a pattern's code is not an ast-grep metavariable, or None.
+
+    ast-grep reads ``$code`` (lowercase), ``$1X`` or a lone ``$`` as plain code, a name
+    no Python file contains: such a pattern silently never matches, so a ``not:`` built on
+    it always holds. Each is refused here, with the spelling ast-grep reads
+    (``METAVAR_NAME_RE``); ``$`` inside a string literal or a comment is text."""
+    text_spans = _text_spans(text)
+    for m in _DOLLAR_WORD.finditer(text):
+        if any(a <= m.start() < b for a, b in text_spans):
+            continue
+        dollars, name = m.group(1), m.group(2)
+        if len(dollars) <= 3 and (METAVAR_NAME_RE.fullmatch(name) or
+                                  (name == "" and len(dollars) == 3)):
+            continue
+        return f"`{m.group(0)}` is not a metavariable: {_metavariable_hint(dollars, name)}"
+    return None
+
+
+def _metavariable_hint(dollars: str, name: str) -> str:
+    """What to write instead of a ``$`` slip, for ``metavariable_problem``."""
+    rule = "metavariables are $ or $$$ and an UPPERCASE name (A-Z, digits, _)"
+    if len(dollars) > 3:
+        return f"{rule}; `{dollars}` has {len(dollars)} dollar signs"
+    if not name:
+        return f"{rule}, or $$$ alone for any number of nodes"
+    upper = name.upper()
+    if METAVAR_NAME_RE.fullmatch(upper):
+        return f"{rule} (write `{dollars}{upper}`)"
+    if name[0].isdigit():
+        return f"{rule}, not starting with a digit"
+    return f"{rule}: ASCII letters only"
+
+
 def _agrep_problem(text: str) -> str | None:
     """ast-grep's own verdict on a pattern (e.g. several statements), or None."""
     from ast_grep_py import SgRoot
@@ -208,7 +290,7 @@ def parse_pattern(value: object, keypath: tuple[str | int, ...]) -> Pattern:
     except (MemoryError, RecursionError):  # pathological nesting exhausts the parser
         raise RuleError(keypath, f"invalid pattern `{' '.join(text.split())[:80]}`: "
                         "too deeply nested to parse") from None
-    problem = _agrep_problem(text)
+    problem = metavariable_problem(text) or _agrep_problem(text)
     if problem:
         raise RuleError(keypath, f"invalid pattern `{' '.join(text.split())}`: {problem}")
     single, multi = metavariables(text)
@@ -344,8 +426,8 @@ def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool) -> Constr
                         "any / not)")
     for key in raw:  # the schema checks the outer mapping; nested ones (not / any) here
         if key not in CONSTRAINT_KEYS:
-            raise RuleError((*keypath, key), f"unknown key '{key}' (a constraint has "
-                            f"{', '.join(CONSTRAINT_KEYS)})", key=True)
+            raise RuleError((*keypath, key), unknown_key(str(key), list(CONSTRAINT_KEYS),
+                                                         "a constraint has"), key=True)
     if not raw:
         raise RuleError(keypath, "an empty constraint: give one of "
                         f"{', '.join(CONSTRAINT_KEYS)}")
@@ -374,6 +456,8 @@ def _where(raw: Any, pattern: Pattern, keypath: tuple[str | int, ...]) -> dict[s
     out: dict[str, Constraint] = {}
     for key, value in (raw or {}).items():
         name = key.lstrip("$")
+        if not METAVAR_NAME_RE.fullmatch(name) or name.startswith("_"):
+            raise RuleError((*keypath, key), f"'{key}': {WHERE_KEY_MESSAGE}", key=True)
         if name not in pattern.single and name not in pattern.multi:
             captured = sorted([f"${n}" for n in pattern.single] + [f"$$${n}" for n in pattern.multi])
             said = ", ".join(captured) if captured else "nothing"
@@ -392,8 +476,8 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
     if keypath:  # a nested rule: the schema leaves its keys to us
         for key in raw:
             if key not in RULE_KEYS:
-                raise RuleError((*keypath, key), f"unknown key '{key}' (a rule has "
-                                f"{', '.join(RULE_KEYS)})", key=True)
+                raise RuleError((*keypath, key), unknown_key(str(key), list(RULE_KEYS),
+                                                             "a rule has"), key=True)
     pattern = parse_pattern(raw["pattern"], (*keypath, "pattern"))
 
     def sub(key: str) -> Rule | None:
@@ -449,6 +533,9 @@ def parse_invariant(iid: str, raw: dict[str, Any]) -> Invariant:
                         "definition: this invariant has no 'in'", key=True)
     rule = parse_rule(raw, ())
     every = parse_rule(raw["every"], ("every",)) if "every" in raw else None
+    if every is not None and not every.has_relation:
+        raise RuleError(("every",), _EVERY_WITHOUT_RELATION + (
+            ": its 'where' only selects which matches count" if every.where else ""), key=True)
     return Invariant(
         id=iid, file=raw["file"], scope=scope, rule=rule, every=every,
         claim=raw.get("claim"), title=raw.get("title"),

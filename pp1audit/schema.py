@@ -107,12 +107,18 @@ _RELATION_VALUE: dict[str, Any] = {
 """A nested rule's own keys are checked by ``rules.parse_rule`` (with line:column):
 spelling the recursion out here would make the generated validator huge."""
 
+WHERE_KEY_MESSAGE = ("not a metavariable name: metavariables are UPPERCASE (A-Z, digits, _); "
+                     "a 'where' key names one the pattern captures, as ARGS for $$$ARGS "
+                     "($_-names capture nothing)")
+"""Why a ``where`` key is refused: here and in ``rules`` (nested rules) alike."""
+
 _RULE_PROPERTIES: dict[str, Any] = {
     "pattern": PATTERN,
     "where": {
         "type": "object",
         "description": "Metavariable name (ARGS or $$$ARGS) -> constraint.",
-        "propertyNames": {"pattern": "^(\\$|\\$\\$\\$)?[A-Z][A-Z0-9_]*$"},
+        "propertyNames": {"pattern": "^(\\$|\\$\\$\\$)?[A-Z][A-Z0-9_]*$",
+                          "x-message": WHERE_KEY_MESSAGE},
         "additionalProperties": CONSTRAINT,
     },
     "guarded_by": {**PATTERN, "description": "The match is in the body of an if/elif "
@@ -456,6 +462,16 @@ SCHEMA: dict[str, Any] = {
         },
     },
 }
+
+
+def unknown_key(key: str, valid: list[str], what: str = "valid keys here:") -> str:
+    """The message for a key the schema (or ``rules``, for nested rules) does not know: the
+    valid keys, and the closest one when the key looks like a typo of it (``wher``)."""
+    import difflib
+
+    close = difflib.get_close_matches(key, valid, n=1)
+    guess = f"; did you mean '{close[0]}'?" if close else ""
+    return f"unknown key '{key}' ({what} {', '.join(valid)}{guess})"
 
 
 def schema_sha256() -> str:

@@ -275,7 +275,8 @@ def compare(manifest: Manifest, old: Source, new: Source) -> TreeDiff:
     if manifest.version is not None:
         status = UNCHANGED if ov == nv else CHANGED
         items.append(DiffItem("version", "version", status, vpath, old=ov, new=nv,
-                              message="" if ov == nv else f"{ov} → {nv}"))
+                              message="" if ov == nv else
+                              f"{ov or 'version unknown'} → {nv or 'version unknown'}"))
     items.extend(c.file(path) for path in manifest.files)
     items.extend(c.citation(cid) for cid, cit in manifest.citations.items() if cit.source is None)
     return TreeDiff(manifest.path, f"{old.kind} {old.location}", f"{new.kind} {new.location}",
@@ -298,8 +299,8 @@ def render_text(td: TreeDiff, verbose: bool = False) -> str:
     diffed code keeps its backslashes (``printable_code``); its two header lines
     name paths, shown as any path is.
     """
-    out = [printable(f"diff {td.old} ({td.old_version}) → {td.new} ({td.new_version}); "
-                     f"manifest {td.manifest_path}")]
+    out = [printable(f"diff {td.old} ({td.old_version or 'version unknown'}) → {td.new} "
+                     f"({td.new_version or 'version unknown'}); manifest {td.manifest_path}")]
     rows = [i for i in td.items if verbose or i.status != UNCHANGED]
     ids = [printable(i.id) for i in rows]
     widths = [max((len(x) for x in col), default=0) for col in (

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pp1audit.facts.runners import CodeRunners
 from pp1audit.facts.shapes import _SPLATS
 from pp1audit.facts.writes import Write, Writes
-from pp1audit.patterns import Hit, Pat, assign_parts, at, find, parse_pattern
+from pp1audit.patterns import Hit, Pat, assign_parts, at, find, keyword_hits, parse_pattern
 from pp1audit.syntaxtree import (
     ASSIGNING,
     Key,
@@ -124,24 +124,28 @@ class Matches(Writes, CodeRunners):
         return None
 
     def search(self, region: SgNode, text: str, bound: dict[str, SgNode],
-               every_form: bool) -> list[Hit]:
+               every_form: bool, keywords: bool = False) -> list[Hit]:
         """Matches of a pattern in ``region``, assignment forms included (see the ``matcher``
         module docstring, **Assignments**); ``every_form`` adds the forms only ``every``/``not``
-        must see.
+        must see; ``keywords`` reads ``name=value`` as a keyword argument too (``has``).
 
         Memoised: a relation searched once per match of the rule (``every`` × ``not``)
         would otherwise rescan its region for each."""
         pat = parse_pattern(text)
         used = sorted(n for n in pat.single if n in bound)
-        memo = (key(region), text, every_form, tuple((n, key(bound[n])) for n in used))
+        memo = (key(region), text, every_form, keywords,
+                tuple((n, key(bound[n])) for n in used))
         hit = self._search.get(memo)
         if hit is None:
-            hit = self._search[memo] = self._search_all(region, pat, text, bound, every_form)
+            hit = self._search[memo] = self._search_all(region, pat, text, bound, every_form,
+                                                        keywords)
         return hit
 
     def _search_all(self, region: SgNode, pat: Pat, text: str, bound: dict[str, SgNode],
-                    every_form: bool) -> list[Hit]:
+                    every_form: bool, keywords: bool) -> list[Hit]:
         hits = find(region, pat, bound)
+        if keywords:
+            hits += keyword_hits(region, text, bound)
         parts = assign_parts(text)
         if parts is not None:
             target, value = parts
