@@ -14,7 +14,18 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO, run_cli
-from lanerepo import SPECULATOR, WIRE, WIRE_SAMPLED, WORKER, Lane, _commit, build_lane
+from lanerepo import (
+    SPECULATOR,
+    SPECULATOR_BASE,
+    WIRE,
+    WIRE_BASE,
+    WIRE_SAMPLED,
+    WORKER,
+    WORKER_BASE,
+    Lane,
+    _commit,
+    build_lane,
+)
 
 PP1 = REPO / "manifests" / "pp1.yaml"
 LANE_BASE = "cc9515fdd4e26197ef13b797c06bcf9cc39a085c"
@@ -155,6 +166,20 @@ SEED_BREAKS = {
     "confidence-a-constant": (WORKER, SEED_WORKER.replace(
         "import torch\n", "import torch\n\nMIN_CONFIDENCE = 0.0\n").replace(
         "self.confidence_head(head_logits)", "MIN_CONFIDENCE"), "lane-worker-confidence-separate"),
+    # The fidelity review (s8): each passed every lane rule.
+    "refusal-never-called": (SPECULATOR, SEED_SPECULATOR.replace(
+        "    def __init__(self, config):\n        if config.", "    def __init__(self, config):\n"
+        "        self.config = config\n\n    def check_mode(self):\n        config = self.config\n"
+        "        if config.", 1), "lane-refuses-non-greedy"),
+    "hello-probabilistic-with-greedy-fallback": (WIRE, SEED_WIRE.replace(
+        'HELLO = {"version": 1, "sample": SAMPLE_GREEDY}', 'SAMPLE_PROBABILISTIC = 2\n'
+        'HELLO = {"version": 1, "sample": SAMPLE_PROBABILISTIC, "fallback": SAMPLE_GREEDY}'),
+        "lane-hello-declares-greedy"),
+    "fixed-point-distribution": (WIRE, SEED_WIRE + "    probs_q16: list[list[int]] | None\n",
+                                 "lane-wire-carries-no-distribution"),
+    "argmax-of-unbiased-row-used": (WORKER, SEED_WORKER.replace(
+        "            prev = torch.argmax(biased, dim=-1)\n", "            prev = torch.argmax(biased, dim=-1)\n"
+        "            prev = torch.argmax(head_logits[row], dim=-1)\n"), "lane-worker-bias-then-argmax"),
 }
 
 
@@ -181,6 +206,18 @@ SEED_SPELLINGS = {
     "distance-field": (WIRE, SEED_WIRE + "    distance_to_anchor: int\n"),
     "max-with-indices": (WORKER, SEED_WORKER.replace(
         "prev = torch.argmax(biased, dim=-1)", "_, prev = biased.max(dim=-1)")),
+    # The fidelity review (s8): the tightened rules' allowances.
+    "refusal-in-a-called-method": (SPECULATOR, SEED_SPECULATOR.replace(
+        "    def __init__(self, config):\n        if config.", "    def __init__(self, config):\n"
+        "        self.config = config\n        self.check_mode()\n\n    def check_mode(self):\n"
+        "        config = self.config\n        if config.", 1)),
+    "hello-as-a-dict-call": (WIRE, SEED_WIRE.replace('{"version": 1, "sample": SAMPLE_GREEDY}',
+                                                      "dict(version=1, sample=SAMPLE_GREEDY)")),
+    "ids-as-a-tuple": (WIRE, SEED_WIRE.replace("token_ids: list[int]", "token_ids: tuple[int, ...]")),
+    "argmax-into-a-new-name": (WORKER, SEED_WORKER.replace(
+        "            prev = torch.argmax(biased, dim=-1)\n            tokens.append(prev)\n",
+        "            token = torch.argmax(biased, dim=-1)\n            tokens.append(token)\n"
+        "            prev = token\n")),
 }
 
 
@@ -219,3 +256,68 @@ def test_pp1_lane_rule_fails_when_the_audits_words_are_broken(
     failed = {rid for rid in lane_rules() if checks[rid]["status"] != "pass"}
     assert failed == {SEED_BREAKS[name][2]}
     assert checks[SEED_BREAKS[name][2]]["status"] == "fail"
+
+
+# --- the lane-shaped repository's own files, broken as the fidelity review (s8) broke them ---
+
+LANE_BREAKS = {
+    "LA-refusal-never-called": (SPECULATOR, SPECULATOR_BASE.replace("        self.check_mode()\n", ""),
+                                "lane-refuses-non-greedy"),
+    "LB-hello-probabilistic-with-greedy-fallback": (WIRE, WIRE_BASE.replace(
+        'HELLO = {"version": 3, "sample": SAMPLE_GREEDY}',
+        'HELLO = {"version": 4, "sample": SAMPLE_PROBABILISTIC, "fallback": SAMPLE_GREEDY}'),
+        "lane-hello-declares-greedy"),
+    "LC1-fixed-point-distribution": (WIRE, WIRE_BASE.replace(
+        "    margins: list[float] | None = None\n",
+        "    margins: list[float] | None = None\n    probs_q16: list[list[int]] | None = None\n"),
+        "lane-wire-carries-no-distribution"),
+    "LE-argmax-of-unbiased-row-used": (WORKER, WORKER_BASE.replace(
+        "        token = argmax(biased)\n", "        token = argmax(biased)\n        token = argmax(row)\n"),
+        "lane-worker-bias-then-argmax"),
+}
+LANE_FILES = {SPECULATOR: SPECULATOR_BASE, WIRE: WIRE_BASE, WORKER: WORKER_BASE}
+
+
+@pytest.fixture(scope="module")
+def broken_lane(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A git repository: the lane-shaped base files, then each s8 break on top of it."""
+    import git
+
+    root = tmp_path_factory.mktemp("brokenlane") / "lane"
+    repo = git.Repo.init(root, initial_branch="main")
+    t = 1_790_000_000
+    commits = {"base": _commit(repo, root, LANE_FILES, "lane base files", t)}
+    for i, (name, (path, text, _)) in enumerate(LANE_BREAKS.items(), 1):
+        assert text != LANE_FILES[path], name
+        commits[name] = _commit(repo, root, {**LANE_FILES, path: text}, name, t + 60 * i)
+    repo.close()
+    return root, commits
+
+
+@pytest.mark.parametrize("name", list(LANE_BREAKS))
+def test_pp1_lane_rule_fails_on_the_review_edit_of_the_lane_files(
+    name: str, broken_lane: tuple[Path, dict[str, str]], vllm_tree: Path, tmp_path: Path
+) -> None:
+    root, commits = broken_lane
+    checks = run_pp1_at(commits[name], root, vllm_tree, tmp_path)
+    failed = {rid for rid in lane_rules() if checks[rid]["status"] != "pass"}
+    assert failed == {LANE_BREAKS[name][2]}
+    assert checks[LANE_BREAKS[name][2]]["status"] == "fail"
+
+
+def test_pp1_lane_citations_are_anchored_on_the_lane_rules(
+    broken_lane: tuple[Path, dict[str, str]], vllm_tree: Path, tmp_path: Path
+) -> None:
+    """Each lane citation is judged by the rule that states its claim: found where the rule
+    matches on the lane files (drift: the synthetic lines are not the audit's), failed with it."""
+    root, commits = broken_lane
+    text = PP1.read_text(encoding="utf-8").replace(LANE_BASE, commits["LA-refusal-never-called"])
+    manifest = tmp_path / "pp1-la.yaml"
+    manifest.write_text(text, encoding="utf-8")
+    proc = run_cli("check", str(vllm_tree), "-m", str(manifest), "--repo", f"lane={root}",
+                   "--format", "json", "--offline")
+    cites = {c["id"]: c for c in json.loads(proc.stdout)["checks"] if c["kind"] == "citation"}
+    assert cites["lane-speculator-refuses-non-greedy"]["status"] == "fail"
+    assert "lane-refuses-non-greedy" in cites["lane-speculator-refuses-non-greedy"]["message"]
+    for cid in ("lane-capacity-draft-logits-none", "lane-wire-no-distribution", "lane-worker-markov-argmax"):
+        assert cites[cid]["status"] == "drift", (cid, cites[cid]["message"])
