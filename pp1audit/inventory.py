@@ -162,6 +162,24 @@ class Entry:
     """The resolved root it was listed in: where a swapped path leads is judged against it."""
 
 
+def _not_examined(path: str, real: str, exc: OSError) -> Entry | None:
+    """``entry``'s answer when the system refused: None for a path that is not
+    there (absent, or a file where a directory should be), else an ``UNREADABLE``
+    entry saying why (no permission is not "missing from the target")."""
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return None
+    return Entry(path, UNREADABLE, 0, None, real, None, f"cannot examine it: {exc.strerror}")
+
+
+def _out_of_descriptors(exc: OSError, path: str) -> None:
+    """A ``TargetError`` (the run's ``record`` error, saying so) when the process has
+    no descriptor left: a limit of the run, not a directory of the tree that
+    cannot be listed, so it must not read as one."""
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        raise TargetError(f"{path}: {exc.strerror} while listing the package: the process "
+                          "may open too few files (raise `ulimit -n`) and run again") from None
+
+
 def _unlisted(prefix: str, path: str, why: str) -> Entry:
     """The ``UNREADABLE`` entry of a directory the walk did not list (``prefix``: its
     logical path, ``/``-terminated; ``path``: its OS path): what it holds is unknown."""
@@ -254,6 +272,7 @@ class DirInventory(Inventory):
         except _Moved as exc:
             raise TargetError(f"{top.rstrip('/')}/ {exc}") from None
         except OSError as exc:  # say no permission: nothing below it can be judged
+            _out_of_descriptors(exc, start)
             if not prefix:
                 raise TargetError(f"{start}: cannot list the target root: {exc.strerror}") from None
             add(_unlisted(prefix, start, f"cannot list this directory: {exc.strerror}"))
@@ -316,12 +335,14 @@ class DirInventory(Inventory):
             add(_unlisted(prefix, path, str(exc)))
             return None
         except OSError as exc:  # say no permission: nothing below it can be judged
+            _out_of_descriptors(exc, path)
             add(_unlisted(prefix, path, f"cannot list this directory: {exc.strerror}"))
             return None
         try:
             return _Level(fd, path, prefix, name, ident, self._list(fd, path, prefix, add))
         except OSError as exc:
             os.close(fd)
+            _out_of_descriptors(exc, path)
             add(_unlisted(prefix, path, f"cannot list this directory: {exc.strerror}"))
             return None
         except BaseException:
@@ -411,13 +432,13 @@ class DirInventory(Inventory):
             fd = self._open_path(dirs)
         except _Through as exc:
             return Entry(path, UNREADABLE, 0, None, real, None, self._through(exc.rel, real))
-        except OSError:
-            return None
+        except OSError as exc:
+            return _not_examined(path, real, exc)
         try:
             try:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except OSError:
-                return None
+            except OSError as exc:
+                return _not_examined(path, real, exc)
             kind = kind_of_mode(st.st_mode)
             link = _readlink_at(name, fd) if kind == SYMLINK else None
         finally:
@@ -426,73 +447,66 @@ class DirInventory(Inventory):
                      ident=(st.st_dev, st.st_ino), root=self.root)
 
     def _open_path(self, dirs: list[str]) -> int:
-        """A descriptor (``O_PATH``) on the directory ``dirs`` names below the root:
-        each component opened in the one before with ``O_NOFOLLOW``, holding
-        two descriptors at most. A symbolic link on the way is followed as the
-        kernel (and so Python's import) would, but resolved here, never by the
-        kernel: its target is joined to the components already opened (real
-        directories, so ``..`` is exact lexically) and the walk starts again
-        from the root, only while it stays inside the root (the old lookup
-        followed such links too; a link out, or more than ``MAX_LINKS``, is
-        ``_Through``). ``OSError`` when a component is absent or no directory."""
-        todo, links = list(dirs), 0
-        while True:
-            fd = os.open(self.root, _PIN_FLAGS)
-            done: list[str] = []
-            for i, part in enumerate(todo):
+        """A descriptor (``O_PATH``) on the directory ``dirs`` names below the root,
+        resolved as the kernel (and so Python's import) resolves a path, but by
+        pp1audit, one component at a time: each opened in the directory before
+        with ``O_NOFOLLOW``, so every directory passed is a real one and the
+        components passed are the real path of the one reached. A symbolic link
+        on the way is read and its target put in front of the components left
+        (an absolute one from ``/``); ``..`` is the directory's own parent. The
+        directory reached must be inside the root (else ``_Through``, naming the
+        first link followed; also past ``MAX_LINKS`` links); ``OSError`` when a
+        component is absent or no directory. Two descriptors at most are held."""
+        at = [p for p in self.root.split("/") if p]  # the real path of fd
+        depth = len(at)
+        todo = list(reversed(dirs))  # a stack: the next component last
+        first: str | None = None  # the first link followed, as a path below the root
+        links = 0
+        fd = os.open(self.root, _PIN_FLAGS)
+        try:
+            while todo:
+                part = todo.pop()
+                if part in ("", "."):
+                    continue
+                flags = _PIN_FLAGS if part == ".." else _PIN_FLAGS | os.O_NOFOLLOW
                 try:
-                    nxt = os.open(part, _PIN_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                    nxt = os.open(part, flags, dir_fd=fd)
                 except OSError as exc:
                     target = _readlink_at(part, fd) if exc.errno in _NOT_A_DIR else None
-                    os.close(fd)
                     if target is None:
                         raise
                     links += 1
-                    rel = "/".join([*done, part])
-                    todo = self._link_path(done, target, todo[i + 1:], rel, links)
-                    break
+                    first = first or "/".join([*at[depth:], part])
+                    if links > MAX_LINKS:
+                        raise _Through(first) from None
+                    todo.extend(reversed(target.split("/")))
+                    if not target.startswith("/"):
+                        continue  # resolved on from this directory
+                    nxt, at = os.open("/", _PIN_FLAGS), []
+                else:
+                    if part != "..":
+                        at.append(part)
+                    elif at:
+                        at.pop()
                 os.close(fd)
                 fd = nxt
-                done.append(part)
-            else:
-                return fd
-
-    def _link_path(self, done: list[str], target: str, rest: list[str], rel: str,
-                   links: int) -> list[str]:
-        """The components below the root that the symlink ``rel`` (in the directory
-        ``done``, pointing to ``target``) and the components ``rest`` after it
-        name; ``_Through`` when they leave the root or links loop."""
-        if links > MAX_LINKS:
-            raise _Through(rel)
-        if target.startswith("/"):
-            if not is_within(os.path.normpath(target), self.root):
-                raise _Through(rel)
-            base = os.path.relpath(os.path.normpath(target), self.root).split(os.sep)
-            parts = [p for p in base if p != "."]
-        else:
-            parts = [*done]
-            for p in target.split("/"):
-                if p in ("", "."):
-                    continue
-                if p == "..":
-                    if not parts:
-                        raise _Through(rel)
-                    parts.pop()
-                    continue
-                parts.append(p)
-        return [*parts, *rest]
+            if not is_within("/" + "/".join(at), self.root):
+                raise _Through(first or "")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def _through(self, rel: str, real: str) -> str:
         """Why an entry reached through the symlink ``rel`` is not examined: where its
         path leads when outside the root (the escape's wording, resolved for it
-        only), else that the link loops or is spelled through a path outside
-        (``/venv/lib64/…`` for ``/venv/lib/…``): not followed."""
+        only), else that the links loop (or changed while resolved): not followed."""
         parent, name = os.path.split(real)
         where = f"{os.path.realpath(parent)}/{name}"
         if not is_within(where, self.root):
             return elsewhere(where)
-        return (f"reached through a symbolic link ({rel}/) that loops or names a path "
-                "outside the target root: not followed")
+        return (f"reached through a symbolic link ({rel}/) that loops, or led outside the "
+                "target root while it was resolved: not followed")
 
     def _lstat_entry(self, path: str, real: str) -> Entry | None:
         """An entry outside the root (a RECORD row ``../../bin/x`` the caller admitted) or

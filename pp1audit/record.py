@@ -389,7 +389,10 @@ def verify(
         if found is None and (row.path.startswith(("../", "/")) or row.path == ".."):
             outside += 1
             continue
-        if found is None and blocked and (under := _blocked_by(row.path, blocked)) is not None:
+        # Below a directory the walk could not list, that directory says why: a
+        # lookup by name there may answer "no permission" too, but not which.
+        if (found is None or found.kind == UNREADABLE) and blocked \
+                and (under := _blocked_by(row.path, blocked)) is not None:
             problems.append(Problem(row.path, "unreadable",
                                     f"cannot be verified: {under.path}: {under.error}", expected=_fmt(row)))
             continue

@@ -876,10 +876,27 @@ def _imports_below(path: str, version: tuple[int, int] | None) -> bool:
     import could reach through it: a module file of an identifier in it or in a
     subdirectory named as one (``pkg/__pycache__/mod.cpython-311.pyc`` is a cache,
     no module; ``pkg/__pycache__/sitecustomize.pyc`` is one)."""
-    for _dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = [d for d in dirnames if d.isidentifier()]
-        if any(_module_name_of(f, version) for f in filenames):
-            return True
+    # A stack, not os.walk: Python 3.11's os.walk recurses, so a directory nested
+    # 1,000 deep (anyone can drop one into site-packages) ended the run with a
+    # RecursionError. As os.walk: symlinked subdirectories are not descended
+    # into, a directory that cannot be listed is passed over.
+    stack = [path]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                continue
+            if not is_dir:
+                if _module_name_of(e.name, version):
+                    return True
+            elif e.name.isidentifier() and not e.is_symlink():
+                stack.append(e.path)
     return False
 
 
