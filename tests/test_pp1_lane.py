@@ -178,7 +178,8 @@ SEED_BREAKS = {
     "fixed-point-distribution": (WIRE, SEED_WIRE + "    probs_q16: list[list[int]] | None\n",
                                  "lane-wire-carries-no-distribution"),
     "argmax-of-unbiased-row-used": (WORKER, SEED_WORKER.replace(
-        "            prev = torch.argmax(biased, dim=-1)\n", "            prev = torch.argmax(biased, dim=-1)\n"
+        "            prev = torch.argmax(biased, dim=-1)\n",
+        "            prev = torch.argmax(biased, dim=-1)\n"
         "            prev = torch.argmax(head_logits[row], dim=-1)\n"), "lane-worker-bias-then-argmax"),
 }
 

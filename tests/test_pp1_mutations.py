@@ -70,7 +70,8 @@ RELOADED = {"verify-reloads-scaled-draft-logits": "fail", "verify-draft-logprob-
 DRAFT_CACHE = {"gumbel-caches-pre-temperature-logits": "fail", "gumbel-draft-cache": "fail"}
 SAMPLER_CALLS = {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"}
 NOT_DRAFTING = {"gumbel-separate-draft-noise": "fail"}
-DRAFT_STATS = "                ).to(tl.float32)\n                / temp\n            )\n            draft_max, draft_sumexp"
+DRAFT_STATS = ("                ).to(tl.float32)\n                / temp\n            )\n"
+               "            draft_max, draft_sumexp")
 DRAFT_STATS_STORED = """            draft_max, draft_sumexp = _compute_max_and_sumexp(draft_logits)
             tl.store(
                 draft_local_max_ptr + logit_idx * draft_local_max_stride + block_idx,
@@ -302,7 +303,8 @@ MUTATIONS = [
     pytest.param(GUMBEL, "    return sampled\n", "    return sampled\n\n\n@triton.jit\n"
                  "def gumbel_block_argmax(logits, block, mask, *args, **kwargs):\n"
                  "    return tl.max(logits, axis=0, return_indices=True)\n",
-                 {**NOT_DRAFTING, **DRAFT_CACHE}, id="gd5-block-defined-again-without-noise"),
+                 {**NOT_DRAFTING, **DRAFT_CACHE, "gumbel-draws-at-temperature": "fail"},
+                 id="gd5-block-defined-again-without-noise"),
     pytest.param(GUMBEL, "    # Enforce contiguity on non-strided input tensors\n",
                  "    is_drafting = False\n", NOT_DRAFTING, id="gd6-flag-rebound"),
     # The cache store's mask: no lane is `block < 0`, and no request slot is `< -1`.
@@ -408,12 +410,15 @@ MUTATIONS = [
                  "            processed_logits,\n            None,\n", {"verify-passes-draft-logits": "fail"},
                  id="a-verify-drops-draft-logits"),
     pytest.param(REJECTION, "                logits[lo:hi],\n                draft_logits,\n",
-                 "                logits[lo:hi],\n                None,\n", {"verify-passes-draft-logits": "fail"},
+                 "                logits[lo:hi],\n                None,\n",
+                 {"verify-passes-draft-logits": "fail"},
                  id="a2-chunks-drop-draft-logits"),
-    pytest.param(REJECTION, "            input_batch,\n            draft_logits,\n            draft_sampled,\n",
+    pytest.param(REJECTION, "            input_batch,\n            draft_logits,\n"
+                 "            draft_sampled,\n",
                  "            input_batch,\n            None,\n            draft_sampled,\n",
                  {"verify-passes-draft-logits": "fail"}, id="a3-call-drops-draft-logits"),
-    pytest.param(REJECTION, "        num_nans = get_num_nans(logits) if self.sampler.compute_nans else None\n",
+    pytest.param(REJECTION,
+                 "        num_nans = get_num_nans(logits) if self.sampler.compute_nans else None\n",
                  "        num_nans = get_num_nans(logits) if self.sampler.compute_nans else None\n"
                  "        draft_logits = None\n", {"verify-passes-draft-logits": "fail"},
                  id="a4-draft-logits-rebound"),
@@ -425,11 +430,13 @@ MUTATIONS = [
                  "        HAS_DRAFT_LOGITS=False,\n        USE_FP64=use_fp64,\n",
                  {"rejection-sample-uses-draft-logits": "fail"}, id="b2-resample-has-draft-logits-false"),
     pytest.param(UTILS, "    # Compute the per-vocab-block logits stats, such as target argmax\n",
-                 "    has_draft_logits = False\n    # Compute the per-vocab-block logits stats, such as target argmax\n",
+                 "    has_draft_logits = False\n"
+                 "    # Compute the per-vocab-block logits stats, such as target argmax\n",
                  {"rejection-sample-uses-draft-logits": "fail"}, id="b3-flag-rebound"),
     # P1: gumbel_sample never hands the draft cache to its kernel (or the kernel to the block).
     pytest.param(GUMBEL, "        logits_cache,\n        logits_cache.stride(0) if",
-                 "        None,\n        logits_cache.stride(0) if", {"gumbel-sample-passes-draft-cache": "fail"},
+                 "        None,\n        logits_cache.stride(0) if",
+                 {"gumbel-sample-passes-draft-cache": "fail"},
                  id="p1-cache-not-passed-to-kernel"),
     pytest.param(GUMBEL, "    num_tokens, vocab_size = logits.shape\n    if logits_cache",
                  "    num_tokens, vocab_size = logits.shape\n    logits_cache = None\n    if logits_cache",
@@ -448,17 +455,24 @@ MUTATIONS = [
     pytest.param(UTILS, DRAFT_STATS, DRAFT_STATS.replace(
         "                / temp\n", "                # temperature: applied with the target's\n"),
         {"verify-draft-lse-of-scaled-logits": "fail"}, id="c-draft-local-stats-untempered"),
-    pytest.param(UTILS, "_compute_max_and_sumexp(draft_logits)\n", "_compute_max_and_sumexp(draft_logits * temp)\n",
+    pytest.param(UTILS, "_compute_max_and_sumexp(draft_logits)\n",
+                 "_compute_max_and_sumexp(draft_logits * temp)\n",
                  {"verify-draft-lse-of-scaled-logits": "fail"}, id="c2-draft-stats-of-rescaled-logits"),
     # P2, P3: the draft drawn from untempered logits (q is then not the tempered softmax
     # verification scores): the launch's flag, the kernel's, or DSpark's own argument.
-    pytest.param(GUMBEL, "        APPLY_TEMPERATURE=apply_temperature,\n", "        APPLY_TEMPERATURE=False,\n",
+    pytest.param(GUMBEL, "        APPLY_TEMPERATURE=apply_temperature,\n",
+                 "        APPLY_TEMPERATURE=False,\n",
                  {"gumbel-draws-at-temperature": "fail"}, id="p2-launch-ignores-apply-temperature"),
-    pytest.param(GUMBEL, "        vocab_size,\n        IS_DRAFTING=IS_DRAFTING,\n        APPLY_TEMPERATURE=APPLY_TEMPERATURE,\n",
+    pytest.param(GUMBEL, "        vocab_size,\n        IS_DRAFTING=IS_DRAFTING,\n"
+                 "        APPLY_TEMPERATURE=APPLY_TEMPERATURE,\n",
                  "        vocab_size,\n        IS_DRAFTING=IS_DRAFTING,\n        APPLY_TEMPERATURE=False,\n",
                  {"gumbel-draws-at-temperature": "fail"}, id="p2b-kernel-ignores-apply-temperature"),
     pytest.param(GUMBEL, "        logits = logits / temp\n\n", "        logits = logits\n\n",
                  {"gumbel-draws-at-temperature": "fail"}, id="p2c-noise-not-divided"),
+    pytest.param(GUMBEL, "        logits = logits / temp\n\n",
+                 "        def _scale():\n            logits = logits / temp\n",
+                 {"gumbel-draws-at-temperature": "fail", **NOT_DRAFTING},
+                 id="p2d-division-in-a-nested-function"),
     pytest.param(DSPARK, "            apply_temperature=True,\n", "            apply_temperature=False,\n",
                  {"dspark-draws-at-temperature": "fail"}, id="p3-dspark-draws-untempered"),
     pytest.param(DSPARK, "            self.temperature,\n            self.seeds,\n",
@@ -467,7 +481,8 @@ MUTATIONS = [
     # I: DSpark's gumbel_sample a local wrapper that drops the cache and the draft noise.
     pytest.param(DSPARK, "from vllm.v1.worker.gpu.sample.gumbel import gumbel_sample\n",
                  "from vllm.v1.worker.gpu.sample.gumbel import gumbel_sample as _gumbel_sample\n",
-                 {"dspark-gumbel-sample-is-gumbels": "fail"}, id="i-gumbel-sample-imported-under-another-name"),
+                 {"dspark-gumbel-sample-is-gumbels": "fail"},
+                 id="i-gumbel-sample-imported-under-another-name"),
     pytest.param(DSPARK, "        self._sample_sequential(num_reqs, head_hidden)\n",
                  "        self._sample_sequential(num_reqs, head_hidden)\n\n\n"
                  "def gumbel_sample(*args, is_drafting=False, logits_cache=None, **kwargs):\n"
@@ -479,7 +494,8 @@ MUTATIONS = [
     pytest.param(DSPARK, MARKOV, MARKOV + "            logits_i.sub_(bias)\n",
                  {"dspark-markov-bias-before-sampling": "fail"}, id="g2b-markov-bias-undone-in-place"),
     pytest.param(DSPARK, "            bias = self.model.markov_bias(markov_embed)\n",
-                 "            bias = self.model.markov_bias(markov_embed)\n            bias = torch.zeros_like(bias)\n",
+                 "            bias = self.model.markov_bias(markov_embed)\n"
+                 "            bias = torch.zeros_like(bias)\n",
                  {"dspark-markov-bias-before-sampling": "fail", "dspark-markov-bias": "fail"},
                  id="g2c-markov-bias-zeroed"),
     # H: the top-k path samples its candidates without the Markov head.
@@ -489,11 +505,13 @@ MUTATIONS = [
     pytest.param(DSPARK, TOPK_BIAS, TOPK_BIAS + "\n            logits_i = base_logits[:, i]",
                  {"dspark-topk-markov-bias-before-sampling": "fail"}, id="h2-topk-bias-undone"),
     # N: a greedy request accepting any valid draft; O: the point-mass residual masking nothing.
-    pytest.param(UTILS, "                accepted &= is_valid_draft\n", "                accepted |= is_valid_draft\n",
+    pytest.param(UTILS, "                accepted &= is_valid_draft\n",
+                 "                accepted |= is_valid_draft\n",
                  {"verify-greedy-compares-target-argmax": "fail"}, id="n-greedy-accepts-any-valid"),
     pytest.param(UTILS, "        # and does not need to be applied.\n        residual_logits = tl.where(",
                  "        # and does not need to be applied.\n        rejected_draft_token = -1\n"
-                 "        residual_logits = tl.where(", {"resample-three-branches": "fail", "utils-resample": "fail"},
+                 "        residual_logits = tl.where(", {"resample-three-branches": "fail",
+                 "utils-resample": "fail"},
                  id="o-one-hot-d-not-masked"),
     # K1, K2b: the older runner drops what it cached; refuses before the missing-request path.
     pytest.param(LEGACY, CACHED_IDS, CACHED_IDS + "                    self._draft_probs = None\n",
@@ -558,7 +576,8 @@ HARMLESS = [
         UTILS, DRAFT_STATS_STORED, DRAFT_STATS_STORED.replace("draft_max", "d_max").replace(
             "draft_sumexp,\n", "d_sumexp,\n").replace("draft_sumexp =", "d_sumexp ="),
         id="c-draft-stats-renamed"),
-    pytest.param(GUMBEL, "    if temp != 0.0 and APPLY_TEMPERATURE:\n", "    if APPLY_TEMPERATURE and temp != 0.0:\n",
+    pytest.param(GUMBEL, "    if temp != 0.0 and APPLY_TEMPERATURE:\n",
+                 "    if APPLY_TEMPERATURE and temp != 0.0:\n",
                  id="p2-temperature-test-swapped"),
     pytest.param(DSPARK, "            apply_temperature=True,\n            is_drafting=True,\n",
                  "            is_drafting=True,\n            apply_temperature=True,\n",
@@ -576,11 +595,13 @@ HARMLESS = [
     pytest.param(UTILS, GREEDY_ACCEPT, GREEDY_ACCEPT.replace(" target_argmax", " argmax_token"),
                  id="n-target-argmax-renamed"),
     pytest.param(UTILS, "        mask=not is_bonus,\n        other=0,\n",
-                 "        other=0,\n        mask=not is_bonus,\n", id="o-rejected-token-load-keywords-swapped"),
+                 "        other=0,\n        mask=not is_bonus,\n",
+                 id="o-rejected-token-load-keywords-swapped"),
     pytest.param(LEGACY, CACHED, "                last_probs = self.drafter.take_last_draft_probs()\n"
                  "                if last_probs is not None:\n"
                  "                    self._draft_probs = last_probs\n", id="k1-cached-probs-renamed"),
-    pytest.param(LEGACY, "            self.input_batch.req_ids, spec_decode_metadata.num_draft_tokens\n        ):\n",
+    pytest.param(LEGACY, "            self.input_batch.req_ids, spec_decode_metadata.num_draft_tokens\n"
+                 "        ):\n",
                  "            self.input_batch.req_ids, spec_decode_metadata.num_draft_tokens, strict=False\n"
                  "        ):\n", id="k2-request-loop-zip-not-strict"),
 ]
