@@ -67,7 +67,8 @@ def make_provenance_options(m: Manifest, repos: tuple[str, ...], config: Path | 
     from pp1audit.runconfig import resolve_options
 
     return resolve_options(config, repos, cache_dir, fetch=fetch, offline=offline,
-                           max_bytes=max_bytes)
+                           max_bytes=max_bytes,
+                           uses_cache=fetch or bool(m.prov is not None and m.prov.remotes))
 
 
 def _validate_config(given: Path | None) -> None:
@@ -608,7 +609,9 @@ def _names(m: Manifest, manifest: Path | None, target: Path | None) -> Names:
     from pp1audit.report import Names
 
     def last(path: Path) -> str:
-        real = os.path.realpath(path)
+        # The name's bytes as UTF-8 (undecodable ones kept as surrogates): under a C
+        # locale the file-system encoding would give `é` as two surrogates.
+        real = os.fsencode(os.path.realpath(path)).decode("utf-8", "surrogateescape")
         return os.path.basename(real) or real  # "/" has no last component
 
     return Names(m.path if manifest is None else last(manifest),

@@ -116,7 +116,7 @@ def init(
     for note in result.notes:
         _note(note)
     if output is None:
-        _out(result.text)
+        _out(result.text, utf8=True)  # a manifest is a UTF-8 document, whatever the locale
     else:
         from pp1audit.atomic import write_atomic
         from pp1audit.safetext import count

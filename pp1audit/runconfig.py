@@ -175,11 +175,13 @@ def check_cache_dir(path: Path, origin: str) -> None:
                        "the remote-pin cache must be a directory")
 
 
-def _cache_dir(option: Path | None, config: Path | None) -> Path | None:
+def _cache_dir(option: Path | None, config: Path | None, uses_cache: bool) -> Path | None:
     """The cache directory: ``--cache-dir``, else the config file's, else
     ``$PP1AUDIT_CACHE_DIR``, else the user cache directory (None), checked alike:
     the last too, as ``$XDG_CACHE_HOME`` names a file as easily as the others do,
-    and each pin's check would then be an ``error`` of its own (exit 1)."""
+    and each pin's check would then be an ``error`` of its own (exit 1) — but only
+    when the run ``uses_cache``: a default nobody chose (``HOME=/dev/null`` in a
+    sandboxed CI) must not end a run that reads no remote pin."""
     if option is not None:
         check_cache_dir(option, "--cache-dir")
         return option
@@ -187,7 +189,8 @@ def _cache_dir(option: Path | None, config: Path | None) -> Path | None:
         return config
     env = os.environ.get(CACHE_ENV)
     if not env:
-        check_cache_dir(default_cache_dir(), _user_cache_origin())
+        if uses_cache:
+            check_cache_dir(default_cache_dir(), _user_cache_origin())
         return None
     path = Path(env)
     check_cache_dir(path, CACHE_ENV)
@@ -227,9 +230,10 @@ def resolve_options(
     config: Path | None, repos: tuple[str, ...], cache_dir: Path | None, *,
     fetch: bool = False, offline: bool = False, timeout: float | None = None,
     max_bytes: int | None = None, attempts: int | None = None,
-    total_timeout: float | None = None,
+    total_timeout: float | None = None, uses_cache: bool = True,
 ) -> ProvenanceOptions:
-    """Merge the config file (explicit, else ``./pp1audit.toml``) with command-line values."""
+    """Merge the config file (explicit, else ``./pp1audit.toml``) with command-line values.
+    ``uses_cache``: the run reads remote pins (see ``_cache_dir``)."""
     if fetch and offline:
         raise Pp1Error("--fetch and --offline contradict each other")
     if config is None and os.path.lexists(CONFIG_NAME):  # whatever it is: load_config judges
@@ -248,5 +252,5 @@ def resolve_options(
     return ProvenanceOptions(
         repos=merged, named_on_command_line=frozenset(named),
         from_config={n: f for n, f in base.from_config.items() if n not in named},
-        cache_dir=_cache_dir(cache_dir, base.cache_dir), fetch=fetch, policy=policy,
+        cache_dir=_cache_dir(cache_dir, base.cache_dir, uses_cache), fetch=fetch, policy=policy,
     )

@@ -114,3 +114,28 @@ def test_a_usable_xdg_cache_home_is_used(passing: tuple[Path, Path], tmp_path: P
                    env={"XDG_CACHE_HOME": str(cache), "PP1AUDIT_CACHE_DIR": ""})
     assert proc.returncode == 0, proc.stderr
     assert f"no copy in the cache {cache}/pp1audit; run pp1audit fetch" in proc.stdout
+
+
+GIT_ONLY = f"""pp1audit: 1
+target: {{package: pkg}}
+files:
+  pkg/a.py: {PINNED}
+sources:
+  lane: {{kind: git, title: lane, commit: 8fd15310c43c1da47ed2411a39af68c3ca48e166}}
+"""
+
+
+@pytest.mark.parametrize("env", [{"HOME": "/dev/null", "XDG_CACHE_HOME": ""},
+                                 {"XDG_CACHE_HOME": "afile"}])
+def test_an_unusable_user_cache_does_not_end_a_run_that_reads_no_remote_pin(
+        env: dict[str, str], passing: tuple[Path, Path], tmp_path: Path) -> None:
+    """A git source alone needs no cache: ``HOME=/dev/null`` (a sandboxed CI) used to
+    make such a run exit 2 "nothing judged" once the user cache was checked eagerly."""
+    tree, _ = passing
+    manifest = tmp_path / "git.yaml"
+    manifest.write_text(GIT_ONLY)
+    (tmp_path / "afile").write_text("")
+    env = {k: str(tmp_path / v) if v == "afile" else v for k, v in env.items()}
+    proc = run_cli("check", str(tree), "-m", str(manifest), env={**env, "PP1AUDIT_CACHE_DIR": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert "skip" in proc.stdout and "lane" in proc.stdout

@@ -12,6 +12,7 @@ the generated one holding ``—`` must not print alike.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -122,3 +123,39 @@ def test_a_stale_reports_diff_in_utf8_is_as_before(
     assert "+# Audit — é" in run.stdout.splitlines()
     assert run.stderr.splitlines()[-1] == (f"pp1audit: {saved} is stale: regenerate it with "
                                            "pp1audit report")
+
+
+def test_init_to_stdout_writes_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    """A manifest is a UTF-8 document: under an ASCII stdout ``init`` wrote the
+    anchor's ``é`` as the text ``\\xe9``, so the anchor no longer matched its file."""
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg" / "a.py").write_text("x = 'é — eₖ'\n", encoding="utf-8")
+    args = ("init", str(site), "-p", "pkg", "--cite", "c=pkg/a.py:1", "--audit-id", "a")
+    plain = subprocess.run([sys.executable, "-m", "pp1audit", *args, "-o", str(tmp_path / "m.yaml")],
+                           capture_output=True, timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    ascii_out = subprocess.run([sys.executable, "-m", "pp1audit", *args], capture_output=True,
+                               timeout=120, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert ascii_out.returncode == 0, ascii_out.stderr
+    assert ascii_out.stdout == (tmp_path / "m.yaml").read_bytes()
+    assert "x = 'é — eₖ'".encode() in ascii_out.stdout
+
+
+def test_the_names_in_the_document_do_not_depend_on_the_locale(tmp_path: Path) -> None:
+    """Under a C locale the file-system encoding gave ``é.yaml`` as ``\\xc3\\xa9.yaml``."""
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg" / "a.py").write_bytes(b"x = 1\n")
+    manifest = tmp_path / "é.yaml"
+    manifest.write_text("pp1audit: 1\ntarget: {package: pkg}\nfiles:\n  pkg/a.py: "
+                        f"{hashlib.sha256(b'x = 1' + bytes([10])).hexdigest()}\n", encoding="utf-8")
+    made = subprocess.run([sys.executable, "-m", "pp1audit", "report", "site", "-m", "é.yaml",
+                           "-o", "doc.md"], capture_output=True, timeout=120, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "`é.yaml`" in (tmp_path / "doc.md").read_text(encoding="utf-8")
+    again = subprocess.run(
+        [sys.executable, "-m", "pp1audit", "report", "site", "-m", "é.yaml", "--check", "doc.md"],
+        capture_output=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"})
+    assert again.returncode == 0, again.stdout + again.stderr
