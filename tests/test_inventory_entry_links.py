@@ -150,4 +150,10 @@ def test_a_directory_nested_a_thousand_deep_is_searched_without_recursion(tmp_pa
         os.close(os.open("mod.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
     finally:
         os.close(fd)
-    assert shadowing._imports_below(str(top), (3, 11)) is True
+    try:
+        assert shadowing._imports_below(str(top), (3, 11)) is True
+    finally:  # removed here, bottom up: pytest's clean-up (shutil.rmtree) recurses too
+        levels = [top.joinpath(*["d"] * n) for n in range(1, 1001)]
+        (levels[-1] / "mod.py").unlink(missing_ok=True)
+        for level in reversed(levels):
+            os.rmdir(level)
