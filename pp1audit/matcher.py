@@ -54,6 +54,12 @@ cannot hold on code that never runs or is not where the rule says:
   node do not matter, and a ``guarded_by`` equality may be written either way
   round. A metavariable bound by the main pattern must capture the same code in
   the relations (compared as syntax trees, never substituted as text).
+* **Keywords by direction.** ``name=value`` is an assignment to ast-grep; it also reads
+  as a keyword argument (``_Eval.keywords``). What a rule requires (``has``,
+  ``contains``, ``where``, ``every``'s relations) is never widened by that: only the
+  matched call's own keyword argument counts, not one of a call nested in it, and an
+  assignment must be one. What a rule forbids (``not``) reads both, anywhere in its
+  region: widening it can only close the gate.
 * **Assignments.** A pattern ``T = V`` also matches ``T: A = V``; under
   ``every`` and ``not`` (which must see every assignment) it also matches tuple
   targets, augmented assignments, ``for`` / ``with … as`` targets, ``:=`` and
@@ -105,6 +111,7 @@ from pp1audit.patterns import (
     find,
     guard_forms,
     is_,
+    is_keyword_pattern,
     keyword_hits,
     parse_pattern,
 )
@@ -221,18 +228,37 @@ class _Eval:
             ok = ok and not self.flipped().constraint(nodes, c.not_, b)
         return ok
 
+    def keywords(self, region: SgNode, text: str, b: dict[str, SgNode]) -> list[Hit]:
+        """The keyword arguments of ``region`` a pattern ``name=value`` also reads as
+        itself (besides the assignments ast-grep matches), by the direction of the rule.
+
+        What a rule requires (``has``, ``contains``, ``where``, ``every``'s relations) is
+        never widened by this reading: only a keyword argument of the node itself counts,
+        a call's own argument list (``patterns.own_keywords``), as a ``where`` on
+        ``$$$ARGS`` reads one, and never a keyword of a call nested in it nor an
+        assignment's text (``x = f(x=y)`` is not ``x = y``). What a rule forbids (``not``,
+        and a ``has`` / ``contains`` under it) reads both anywhere in its region: widening
+        a forbidden pattern can only close the gate."""
+        return keyword_hits(region, text, b, anywhere=self.forbid)
+
     def contains(self, node: SgNode, text: str, b: dict[str, SgNode]) -> bool:
-        """``node`` is or holds (live) ``text``; ``name=value`` also as a keyword argument."""
+        """``node`` is or holds (live) ``text``; ``name=value`` also as a keyword argument
+        (``keywords``: the node's own, or anywhere in it where the rule forbids)."""
         return is_(node, text, b) or any(
             self.dead(h.node) is None
-            for h in [*find(node, parse_pattern(text), b), *keyword_hits(node, text, b)])
+            for h in [*find(node, parse_pattern(text), b), *self.keywords(node, text, b)])
 
     def find(self, region: SgNode, rule: Rule, outer: dict[str, SgNode],
-             every_form: bool = False, keywords: bool = False) -> list[Hit]:
-        """Live nodes of ``region`` that satisfy ``rule`` completely (region itself included);
-        ``keywords``: ``name=value`` matches a keyword argument too (``has``, as ``where``)."""
-        return [h for h in self.facts.search(region, rule.pattern.text, outer, every_form,
-                                             keywords)
+             every_form: bool = False) -> list[Hit]:
+        """Live nodes of ``region`` that satisfy ``rule`` completely (region itself included),
+        in source order; ``name=value`` also as a keyword argument (``keywords``)."""
+        text = rule.pattern.text
+        hits = self.facts.search(region, text, outer, every_form)
+        seen = {key(h.node) for h in hits}
+        extra = [h for h in self.keywords(region, text, outer) if key(h.node) not in seen]
+        if extra:
+            hits = sorted([*hits, *extra], key=lambda h: h.node.range().start.index)
+        return [h for h in hits
                 if self.dead(h.node) is None and self.check(h, rule, outer) is None]
 
     def check(self, hit: Hit, rule: Rule, outer: dict[str, SgNode]) -> str | None:
@@ -266,8 +292,10 @@ class _Eval:
                     break
             if not ok:
                 return f"it is not inside `{rule.inside.pattern.short}`"
-        if rule.has is not None and not self.find(node, rule.has, b, keywords=True):
-            return f"it has no `{rule.has.pattern.short}` within it"
+        if rule.has is not None and not self.find(node, rule.has, b):
+            own = " (a keyword argument counts in its own argument list)" if \
+                is_keyword_pattern(rule.has.pattern.text) else ""
+            return f"it has no `{rule.has.pattern.short}` within it{own}"
         if rule.guarded_by is not None and not self.guarded(node, rule.guarded_by.text, b):
             return f"it is not inside an `if {rule.guarded_by.short}:` block"
         for relation, earlier in ((rule.follows, True), (rule.precedes, False)):

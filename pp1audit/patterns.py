@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 import bisect
 import io
-import re
 import tokenize
+import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -211,39 +211,76 @@ def _items(nodes: list[SgNode]) -> list[SgNode]:
 
 def find(region: SgNode, pat: Pat, bound: dict[str, SgNode]) -> list[Hit]:
     """Matches of ``pat`` in ``region`` (itself included), in source order; an identifier
-    that does not name a variable (``_attribute_or_keyword_name``) is no match."""
+    that does not name a variable (``_not_a_variable``) is no match."""
     hits = (_capture(m, pat, bound) for m in region.find_all(pat.config())
-            if not _attribute_or_keyword_name(m))
+            if not _not_a_variable(m))
     return [h for h in hits if h is not None]
 
 
-def _attribute_or_keyword_name(node: SgNode) -> bool:
-    """``node`` is the ``verify`` of ``self.verify`` or of ``f(verify=x)``: tree-sitter
-    makes it an identifier, which a pattern ``verify`` matches, but in Python it is an
-    attribute's or a parameter's name, not the variable ``verify`` (a ``where``
-    constraint, reading whole captured nodes, never sees it either)."""
+_NAME_FIELDS = {"attribute": "attribute", "keyword_argument": "name"}
+"""Parents whose identifier in that field names an attribute or a parameter, not a variable."""
+
+
+def _not_a_variable(node: SgNode) -> bool:
+    """``node`` is an identifier that, in Python, is not the variable it spells: the
+    ``verify`` of ``self.verify``, of ``f(verify=x)``, of ``case P(verify=1)`` (a keyword
+    pattern), of ``from verify import x`` / ``import verify as v`` / ``import a.verify``
+    (a module's path: what is bound is ``a`` or ``v``). tree-sitter makes each an
+    identifier, which a pattern ``verify`` matches; a ``where`` constraint, reading whole
+    captured nodes, never sees them either. ``import verify`` and ``from x import
+    verify`` bind the name: they count."""
     if node.kind() != "identifier":
         return False
     parent = node.parent()
     if parent is None:
         return False
-    field = {"attribute": "attribute", "keyword_argument": "name"}.get(parent.kind())
-    named = parent.field(field) if field is not None else None
-    return named is not None and key(named) == key(node)
+    kind = parent.kind()
+    if kind in _NAME_FIELDS:
+        named = parent.field(_NAME_FIELDS[kind])
+        return named is not None and key(named) == key(node)
+    if kind == "keyword_pattern":
+        return key(named_items(parent.children())[0]) == key(node)
+    if kind == "dotted_name":
+        return _module_path_part(parent, node)
+    return False
 
 
-def keyword_hits(region: SgNode, text: str, bound: dict[str, SgNode]) -> list[Hit]:
-    """For a pattern ``name=value``: the keyword arguments of ``region`` (itself included)
-    that are it, as a ``where`` constraint reads them (``is_``): the name as written, the
-    value matching ``value`` (redundant parentheses aside). A ``has`` relation asks for
-    them; ast-grep reads the pattern as an assignment only. Empty for any other pattern."""
+def _module_path_part(dotted: SgNode, node: SgNode) -> bool:
+    """``node``, a part of the dotted name ``dotted``, is a module path's and binds no
+    variable of its name: any part but the first; the first of ``from M import …``'s
+    module, of a relative import, of ``import M as v``. The first of ``import a.b`` (it
+    binds ``a``), of a name ``from m import`` binds, or of ``case a.B()`` (it reads the
+    variable ``a``) is a variable."""
+    parts = named_items(dotted.children())
+    if key(parts[0]) != key(node):
+        return True
+    holder = dotted.parent()
+    if holder is None:
+        return False
+    if holder.kind() == "import_from_statement":
+        module = holder.field("module_name")
+        return module is not None and key(module) == key(dotted)
+    return holder.kind() in ("relative_import", "aliased_import")
+
+
+def keyword_hits(region: SgNode, text: str, bound: dict[str, SgNode], *,
+                 anywhere: bool) -> list[Hit]:
+    """For a pattern ``name=value``: the keyword arguments that are it, as a ``where``
+    constraint reads them (``is_``): the name as Python reads it (NFKC), the value
+    matching ``value`` (redundant parentheses aside). Empty for any other pattern.
+
+    Which keyword arguments: with ``anywhere``, every one in ``region`` (a forbidding
+    reading, ``not``: widening it can only close the gate); without it, only
+    ``region``'s own (``own_keywords``): a required ``has: verify=False`` must not be
+    satisfied by ``self.send(cb=g(verify=False))``, whose ``send`` never receives it,
+    nor ``contains: x = y`` by ``x = f(x=y)``, an assignment that is not ``x = y``."""
     kw = _keyword_pattern(text)
     if kw is None:
         return []
     name, value = kw
     pat = parse_pattern(value)
     out: list[Hit] = []
-    for node in region.find_all(kind="keyword_argument"):
+    for node in region.find_all(kind="keyword_argument") if anywhere else own_keywords(region):
         label, given = node.field("name"), node.field("value")
         if label is None or given is None or label.text() != name:
             continue
@@ -251,6 +288,17 @@ def keyword_hits(region: SgNode, text: str, bound: dict[str, SgNode]) -> list[Hi
         if hit is not None:
             out.append(Hit(node, hit.caps, hit.multi))
     return out
+
+
+def own_keywords(node: SgNode) -> list[SgNode]:
+    """The keyword arguments ``node`` itself holds: itself, when it is one; a call's own
+    argument list (not those of the calls nested in it); nothing else."""
+    if node.kind() == "keyword_argument":
+        return [node]
+    args = node.field("arguments") if node.kind() == "call" else None
+    if args is None or args.kind() != "argument_list":
+        return []
+    return [a for a in args.children() if a.kind() == "keyword_argument"]
 
 
 def _value_hit(node: SgNode, pat: Pat, bound: dict[str, SgNode]) -> Hit | None:
@@ -276,11 +324,18 @@ def at(node: SgNode, pat: Pat, bound: dict[str, SgNode]) -> Hit | None:
 
 
 def _keyword_pattern(text: str) -> tuple[str, str] | None:
-    """``name=value`` read as a keyword argument (an assignment as Python parses it)."""
+    """``name=value`` read as a keyword argument (an assignment as Python parses it): the
+    name NFKC-normalised, as Python reads it and as the matcher reads files (any Python
+    identifier: ``größe=1``); a metavariable (``$K=1``) names no keyword."""
     parts = assign_parts(text)
-    if parts is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", parts[0]):
+    if parts is None or not parts[0].isidentifier():
         return None
-    return parts
+    return unicodedata.normalize("NFKC", parts[0]), parts[1]
+
+
+def is_keyword_pattern(text: str) -> bool:
+    """The pattern is ``name=value``, which also reads as a keyword argument (messages)."""
+    return _keyword_pattern(text) is not None
 
 
 def is_(node: SgNode, text: str, bound: dict[str, SgNode]) -> bool:

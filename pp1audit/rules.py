@@ -45,9 +45,7 @@ from __future__ import annotations
 
 import ast
 import functools
-import io
 import re
-import tokenize
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,37 +206,78 @@ def metavariables(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(single), frozenset(multi)
 
 
-def _text_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) offsets of the string literals and comments of a pattern (Python
-    syntax once each ``$`` is read as ``_``: same length, same offsets), where a ``$`` is
-    text and not a metavariable. Any tokenizer trouble: none."""
-    probe = text.replace("$", "_")
-    starts = [0]
-    for ln in io.StringIO(probe).readlines():
-        starts.append(starts[-1] + len(ln))
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(probe).readline))
-    except (tokenize.TokenError, SyntaxError, ValueError):
-        return []
-    return [(starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1])
-            for t in tokens if t.type in (tokenize.STRING, tokenize.COMMENT)]
+EXPANDO = "\u00b5"
+"""The character ast-grep puts in place of a metavariable's ``$`` for Python (``µ``, its
+``expando_char``): an identifier character, so that ``$ARGS`` parses as a name."""
+
+_TEXT_KINDS = frozenset({"string_content", "comment", "format_specifier"})
+"""tree-sitter nodes whose characters are text, not code: a ``$`` there is a dollar sign.
+An f-string's interpolations are code (``{$N}`` is a metavariable; ``{$n}`` a slip): they
+are ``interpolation`` / ``format_expression`` nodes, whose names are identifiers."""
+
+
+@dataclass(frozen=True)
+class _DollarPlaces:
+    """Where a pattern's ``$`` signs fall, read as ast-grep reads the pattern."""
+
+    names: dict[int, tuple[int, int]]
+    """(start, end) of each identifier that holds a ``$``, by each of its offsets."""
+    text: list[tuple[int, int]]
+    """(start, end) of the text (string contents, comments, format specs)."""
+
+
+def _dollar_places(text: str) -> _DollarPlaces:
+    """The identifiers and text of ``text`` parsed as ast-grep parses a pattern: each ``$``
+    made ``EXPANDO`` and the result read by the same tree-sitter grammar (``SgRoot``), not
+    by ``tokenize``, whose f-string tokens differ between Python versions (3.12 splits an
+    f-string into parts; 3.11 gives one STRING token, hiding its interpolations).
+    Offsets are characters, as ``SgNode.range`` gives them; ``$`` → ``µ`` keeps them."""
+    from ast_grep_py import SgRoot
+
+    names: dict[int, tuple[int, int]] = {}
+    spans: list[tuple[int, int]] = []
+    todo = [SgRoot(text.replace("$", EXPANDO), "python").root()]
+    while todo:  # iterative: a deeply nested pattern must not exhaust the stack
+        node = todo.pop()
+        r = node.range()
+        start, end = r.start.index, r.end.index
+        if node.kind() == "identifier" and "$" in text[start:end]:
+            names.update(dict.fromkeys(range(start, end), (start, end)))
+        elif node.kind() in _TEXT_KINDS:
+            spans.append((start, end))
+        todo.extend(node.children())
+    return _DollarPlaces(names, spans)
+
+
+_METAVAR_WORD = re.compile(r"(\$|\$\$\$)[A-Z_][A-Z0-9_]*|\$\$\$|\$\$[A-Z_][A-Z0-9_]*")
+"""A whole identifier that ast-grep reads as a metavariable (``METAVAR_NAME_RE``
+after one, two or three ``$``; ``$$$`` alone)."""
 
 
 def metavariable_problem(text: str) -> str | None:
     """Why a ``$`` in a pattern's code is not an ast-grep metavariable, or None.
 
-    ast-grep reads ``$code`` (lowercase), ``$1X`` or a lone ``$`` as plain code, a name
-    no Python file contains: such a pattern silently never matches, so a ``not:`` built on
-    it always holds. Each is refused here, with the spelling ast-grep reads
-    (``METAVAR_NAME_RE``); ``$`` inside a string literal or a comment is text."""
-    text_spans = _text_spans(text)
+    ast-grep reads ``$code`` (lowercase), ``$1X``, a lone ``$`` or ``a$B`` as plain code,
+    a name no Python file contains: such a pattern silently never matches, so a ``not:``
+    built on it always holds. Each is refused here, with the spelling ast-grep reads
+    (``METAVAR_NAME_RE``). Where a ``$`` is code is decided by ast-grep's own grammar
+    (``_dollar_places``), the same on every Python version: a ``$`` in a string's text
+    or a comment is text; one in an f-string's ``{…}`` is code. A ``$`` the grammar
+    puts in neither an identifier nor text is refused too (fail closed)."""
+    if "$" not in text:
+        return None
+    places = _dollar_places(text)
     for m in _DOLLAR_WORD.finditer(text):
-        if any(a <= m.start() < b for a, b in text_spans):
-            continue
+        name_span = places.names.get(m.start())
+        if name_span is None and any(a <= m.start() < b for a, b in places.text):
+            continue  # a dollar sign in a string or a comment
         dollars, name = m.group(1), m.group(2)
-        if len(dollars) <= 3 and (METAVAR_NAME_RE.fullmatch(name) or
-                                  (name == "" and len(dollars) == 3)):
+        whole = text[name_span[0]:name_span[1]] if name_span is not None else m.group(0)
+        if name_span is not None and _METAVAR_WORD.fullmatch(whole):
             continue
+        if whole != m.group(0) and _METAVAR_WORD.fullmatch(m.group(0)):
+            return (f"`{whole}` is not a metavariable: a metavariable is a whole name "
+                    "($ or $$$ and an UPPERCASE name), not part of one")
         return f"`{m.group(0)}` is not a metavariable: {_metavariable_hint(dollars, name)}"
     return None
 

@@ -205,7 +205,7 @@ def test_a_has_keyword_rule_binds_and_constrains_its_value(make_files: MakeFiles
     assert one(make_files, where.format(value="False")).status is Status.FAIL
 
 
-def test_contains_finds_a_nested_keyword_argument(make_files: MakeFiles) -> None:
+def test_contains_finds_the_captured_calls_keyword_argument(make_files: MakeFiles) -> None:
     rule = """\
         file: pkg/mod.py
         in: Session.request

@@ -8,14 +8,13 @@ code runners) for one match of one rule, while the parts below answer for the fi
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from pp1audit.facts.runners import CodeRunners
 from pp1audit.facts.shapes import _SPLATS
 from pp1audit.facts.writes import Write, Writes
-from pp1audit.patterns import Hit, Pat, assign_parts, at, find, keyword_hits, parse_pattern
+from pp1audit.patterns import Hit, Pat, assign_parts, at, find, parse_pattern
 from pp1audit.syntaxtree import (
     ASSIGNING,
     Key,
@@ -124,28 +123,25 @@ class Matches(Writes, CodeRunners):
         return None
 
     def search(self, region: SgNode, text: str, bound: dict[str, SgNode],
-               every_form: bool, keywords: bool = False) -> list[Hit]:
+               every_form: bool) -> list[Hit]:
         """Matches of a pattern in ``region``, assignment forms included (see the ``matcher``
         module docstring, **Assignments**); ``every_form`` adds the forms only ``every``/``not``
-        must see; ``keywords`` reads ``name=value`` as a keyword argument too (``has``).
+        must see. A keyword argument ``name=value`` is not one of them: whether it counts
+        depends on the rule's direction (``matcher._Eval.keywords``).
 
         Memoised: a relation searched once per match of the rule (``every`` × ``not``)
         would otherwise rescan its region for each."""
         pat = parse_pattern(text)
         used = sorted(n for n in pat.single if n in bound)
-        memo = (key(region), text, every_form, keywords,
-                tuple((n, key(bound[n])) for n in used))
+        memo = (key(region), text, every_form, tuple((n, key(bound[n])) for n in used))
         hit = self._search.get(memo)
         if hit is None:
-            hit = self._search[memo] = self._search_all(region, pat, text, bound, every_form,
-                                                        keywords)
+            hit = self._search[memo] = self._search_all(region, pat, text, bound, every_form)
         return hit
 
     def _search_all(self, region: SgNode, pat: Pat, text: str, bound: dict[str, SgNode],
-                    every_form: bool, keywords: bool) -> list[Hit]:
+                    every_form: bool) -> list[Hit]:
         hits = find(region, pat, bound)
-        if keywords:
-            hits += keyword_hits(region, text, bound)
         parts = assign_parts(text)
         if parts is not None:
             target, value = parts
@@ -173,7 +169,7 @@ class Matches(Writes, CodeRunners):
                 if vh is not None:
                     out.append(Hit(where, {**th.caps, **vh.caps}, {**th.multi, **vh.multi}))
         obj, dot, attr = target.rpartition(".")
-        if dot and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", attr):
+        if dot and attr.isidentifier():  # any Python name (`größe`), not only ASCII
             for call in (f'setattr({obj}, "{attr}", {value})',
                          f'object.__setattr__({obj}, "{attr}", {value})',
                          f'builtins.setattr({obj}, "{attr}", {value})',
@@ -215,7 +211,7 @@ class Matches(Writes, CodeRunners):
         The caller decides what may run (``dead``)."""
         parts = assign_parts(text)
         obj, dot, attr = parts[0].rpartition(".") if parts is not None else ("", "", "")
-        if not dot or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", attr):
+        if not dot or not attr.isidentifier():
             return []
         objpat = parse_pattern(obj)
         out = [(where, "its object and attribute are not known" if holder.kind() in _SPLATS
