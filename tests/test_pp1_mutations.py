@@ -121,6 +121,51 @@ CACHED = ("                draft_probs = self.drafter.take_last_draft_probs()\n"
 ROW_MAP = ("        row_by_req_id = {\n            req_id: idx for idx, req_id in "
            "enumerate(self._draft_prob_req_ids)\n        }\n")
 CACHE_ALLOC_END = "                device=device,\n            )\n\n        self.draft_watermarker"
+CALL_PARAMS = ("        logits: torch.Tensor,\n        input_batch: InputBatch,\n"
+               "        draft_logits: torch.Tensor | None = None,\n")
+VERIFY_PARAMS = ("    def _verify(\n        self,\n        logits: torch.Tensor,\n"
+                 "        draft_logits: torch.Tensor | None,\n        draft_sampled: torch.Tensor,\n")
+SAMPLE_ARGS = """            processed_logits,
+            draft_logits,
+            draft_sampled,
+            cu_num_logits,
+            pos,
+            idx_mapping,
+            expanded_idx_mapping,
+            expanded_local_pos,
+            self.sampler.sampling_states.temperature.gpu,
+            self.sampler.sampling_states.seeds.gpu,
+            self.num_speculative_steps,
+            self.synthetic_conditional_rates,
+            use_fp64="""
+SAMPLE_NAMES = (None, "draft_logits", "draft_sampled", "cu_num_logits", "pos", "idx_mapping",
+                "expanded_idx_mapping", "expanded_local_pos", "temperature", "seed",
+                "num_speculative_steps", "synthetic_conditional_rates")
+CHUNK_ARGS = """                logits[lo:hi],
+                draft_logits,
+                draft_sampled[lo:hi],
+                pos[lo:hi],
+                chunk_cu_num_logits,
+                input_batch.idx_mapping[start:end],
+                input_batch.idx_mapping_np[start:end],
+                input_batch.expanded_idx_mapping[lo:hi],
+                input_batch.expanded_local_pos[lo:hi],
+                input_batch.seq_lens_cpu_upper_bound.numpy()[start:end],
+"""
+CHUNK_NAMES = ("logits", "draft_logits", "draft_sampled", "pos", "cu_num_logits", "idx_mapping",
+               "idx_mapping_np", "expanded_idx_mapping", "expanded_local_pos", "seq_lens_upper_bound_np")
+
+
+def keywords(lines: str, names: tuple[str | None, ...]) -> str:
+    """The arguments (one a line) passed by keyword, each under its parameter's name (None:
+    left positional); a line past ``names`` is kept as it is."""
+    out = []
+    for ln, name in zip(lines.splitlines(True), (*names, *[None] * len(lines)), strict=False):
+        arg = ln.strip().rstrip(",")
+        out.append(ln if name is None else ln.replace(arg, f"{name}={arg}", 1))
+    return "".join(out)
+
+
 SCATTER_BROKEN = {"dspark-scatters-reduced-vocab": "fail", "dspark-sample-logits": "drift",
                   "dspark-markov-bias": "drift"}
 
@@ -422,6 +467,17 @@ MUTATIONS = [
                  "        num_nans = get_num_nans(logits) if self.sampler.compute_nans else None\n"
                  "        draft_logits = None\n", {"verify-passes-draft-logits": "fail"},
                  id="a4-draft-logits-rebound"),
+    # X1 (second review): verification without the draft logits on one path only (each method
+    # still has a call that passes them).
+    pytest.param(REJECTION, VERIFIED, "        if not self.use_block_verification:\n"
+                 "            sampled, num_sampled = rejection_sample(\n"
+                 "                processed_logits, None, draft_sampled, cu_num_logits, pos,\n"
+                 "                idx_mapping, expanded_idx_mapping, expanded_local_pos,\n"
+                 "                self.sampler.sampling_states.temperature.gpu,\n"
+                 "                self.sampler.sampling_states.seeds.gpu, self.num_speculative_steps,\n"
+                 "                self.synthetic_conditional_rates)\n"
+                 "            return processed_logits, sampled, num_sampled\n" + VERIFIED,
+                 {"verify-passes-draft-logits": "fail"}, id="x1-one-path-drops-draft-logits"),
     # B: the verification kernel told there are no draft logits (or any kernel, or the flag rebound).
     pytest.param(UTILS, "        HAS_DRAFT_LOGITS=has_draft_logits,\n        SYNTHETIC_MODE=",
                  "        HAS_DRAFT_LOGITS=False,\n        SYNTHETIC_MODE=",
@@ -604,15 +660,44 @@ HARMLESS = [
                  "        ):\n",
                  "            self.input_batch.req_ids, spec_decode_metadata.num_draft_tokens, strict=False\n"
                  "        ):\n", id="k2-request-loop-zip-not-strict"),
+    # The second review (claims2): claim-preserving edits that closed the gate. The draft
+    # logits are found by name: another parameter after them (R1, R7), no default (R2),
+    # passed by keyword (R3, R4b), a parameter and its argument moved together (R5), no
+    # annotation (R8).
+    pytest.param(REJECTION, CALL_PARAMS, CALL_PARAMS + "        grammar_output: Any = None,\n",
+                 id="r1-call-parameter-after-draft-logits"),
+    pytest.param(REJECTION, CALL_PARAMS, CALL_PARAMS + "        *,\n        num_nans_enabled: bool = True,\n",
+                 id="r7-call-keyword-only-parameter-after-draft-logits"),
+    pytest.param(REJECTION, CALL_PARAMS, CALL_PARAMS.replace(" = None,", ","),
+                 id="r2-call-draft-logits-without-default"),
+    pytest.param(REJECTION, SAMPLE_ARGS, keywords(SAMPLE_ARGS, SAMPLE_NAMES),
+                 id="r3-verify-passes-by-keyword"),
+    pytest.param(REJECTION, CHUNK_ARGS, keywords(CHUNK_ARGS, CHUNK_NAMES),
+                 id="r4b-chunks-pass-all-by-keyword"),
+    pytest.param(REJECTION, (VERIFY_PARAMS, CHUNK_ARGS),
+                 (VERIFY_PARAMS.replace("        draft_logits: torch.Tensor | None,\n", "")
+                  .replace("        draft_sampled: torch.Tensor,\n", "        draft_sampled: torch.Tensor,\n"
+                           "        draft_logits: torch.Tensor | None,\n"),
+                  CHUNK_ARGS.replace("                draft_logits,\n", "")
+                  .replace("                draft_sampled[lo:hi],\n",
+                           "                draft_sampled[lo:hi],\n                draft_logits,\n")),
+                 id="r5-verify-parameter-and-argument-moved-together"),
+    pytest.param(REJECTION, VERIFY_PARAMS, VERIFY_PARAMS.replace(
+        "draft_logits: torch.Tensor | None,", "draft_logits,"), id="r8-verify-parameter-unannotated"),
 ]
 
 
-def replace_once(old: str, new: str) -> Callable[[str], str]:
-    """The edit: ``old`` must occur exactly once (a mutation cannot silently miss)."""
+def replace_once(old: str | tuple[str, ...], new: str | tuple[str, ...]) -> Callable[[str], str]:
+    """The edit: each ``old`` must occur exactly once (a mutation cannot silently miss); a
+    tuple is several edits of the file made together (a parameter and its argument moved)."""
+    pairs = list(zip((old,) if isinstance(old, str) else old, (new,) if isinstance(new, str) else new,
+                     strict=True))
 
     def once(text: str) -> str:
-        assert text.count(old) == 1, f"{old[:60]!r} occurs {text.count(old)} times"
-        return text.replace(old, new)
+        for before, after in pairs:
+            assert text.count(before) == 1, f"{before[:60]!r} occurs {text.count(before)} times"
+            text = text.replace(before, after)
+        return text
 
     return once
 
@@ -650,7 +735,8 @@ def test_an_edit_that_breaks_a_claim_turns_exactly_its_checks(
 @pytest.mark.parametrize(("path", "old", "new"), HARMLESS)
 def test_an_edit_that_keeps_every_claim_changes_no_status(
     pp1: Manifest, unmodified: dict[str, str], tree_copy: Path,
-    edit: Callable[[Path, Callable[[str], str]], None], path: str, old: str, new: str,
+    edit: Callable[[Path, Callable[[str], str]], None], path: str,
+    old: str | tuple[str, ...], new: str | tuple[str, ...],
 ) -> None:
     edit(tree_copy / path, replace_once(old, new))
     after = statuses(pp1, tree_copy)
