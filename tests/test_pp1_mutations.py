@@ -166,6 +166,12 @@ def keywords(lines: str, names: tuple[str | None, ...]) -> str:
     return "".join(out)
 
 
+REJECTED_LOAD = """    rejected_draft_token = tl.load(
+        draft_sampled_ptr + resample_token_idx + 1,
+        mask=not is_bonus,
+        other=0,
+    )
+"""
 SCATTER_BROKEN = {"dspark-scatters-reduced-vocab": "fail", "dspark-sample-logits": "drift",
                   "dspark-markov-bias": "drift"}
 
@@ -684,6 +690,12 @@ HARMLESS = [
                  id="r5-verify-parameter-and-argument-moved-together"),
     pytest.param(REJECTION, VERIFY_PARAMS, VERIFY_PARAMS.replace(
         "draft_logits: torch.Tensor | None,", "draft_logits,"), id="r8-verify-parameter-unannotated"),
+    # The rejected draft token as loaded, however the load is spelled (U8, U9).
+    pytest.param(UTILS, REJECTED_LOAD, REJECTED_LOAD.replace("    )\n", "    ).to(tl.int64)\n"),
+                 id="u8-rejected-token-load-cast"),
+    pytest.param(UTILS, REJECTED_LOAD, "    rejected_token_idx = resample_token_idx + 1\n"
+                 + REJECTED_LOAD.replace("resample_token_idx + 1", "rejected_token_idx"),
+                 id="u9-rejected-token-index-computed-first"),
 ]
 
 
