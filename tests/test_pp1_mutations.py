@@ -172,6 +172,11 @@ REJECTED_LOAD = """    rejected_draft_token = tl.load(
         other=0,
     )
 """
+FLAG_LAUNCHES = ("BLOCK_SIZE=VOCAB_BLOCK_SIZE,\n        HAS_DRAFT_LOGITS=has_draft_logits,\n",
+                 "            HAS_DRAFT_LOGITS=has_draft_logits,\n            num_warps=1",
+                 "        HAS_DRAFT_LOGITS=has_draft_logits,\n        SYNTHETIC_MODE=",
+                 "        HAS_DRAFT_LOGITS=has_draft_logits,\n        USE_FP64=use_fp64,\n")
+FLAG_USES = (*FLAG_LAUNCHES, "    if has_draft_logits := ", "        if has_draft_logits:\n")
 SCATTER_BROKEN = {"dspark-scatters-reduced-vocab": "fail", "dspark-sample-logits": "drift",
                   "dspark-markov-bias": "drift"}
 
@@ -696,6 +701,15 @@ HARMLESS = [
     pytest.param(UTILS, REJECTED_LOAD, "    rejected_token_idx = resample_token_idx + 1\n"
                  + REJECTED_LOAD.replace("resample_token_idx + 1", "rejected_token_idx"),
                  id="u9-rejected-token-index-computed-first"),
+    # The kernels' flag written inline at every launch (U1), its local renamed (U2), and
+    # rejection_sample's draft_logits unannotated (U3).
+    pytest.param(UTILS, FLAG_LAUNCHES,
+                 tuple(t.replace("=has_draft_logits", "=draft_logits is not None") for t in FLAG_LAUNCHES),
+                 id="u1-flag-inline-at-every-launch"),
+    pytest.param(UTILS, FLAG_USES, tuple(t.replace("has_draft_logits", "use_draft_logits") for t in FLAG_USES),
+                 id="u2-flag-local-renamed"),
+    pytest.param(UTILS, "    draft_logits: torch.Tensor | None,\n    # [num_logits]\n",
+                 "    draft_logits,\n    # [num_logits]\n", id="u3-rejection-sample-draft-logits-unannotated"),
 ]
 
 
