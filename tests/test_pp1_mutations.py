@@ -706,10 +706,12 @@ HARMLESS = [
     pytest.param(UTILS, FLAG_LAUNCHES,
                  tuple(t.replace("=has_draft_logits", "=draft_logits is not None") for t in FLAG_LAUNCHES),
                  id="u1-flag-inline-at-every-launch"),
-    pytest.param(UTILS, FLAG_USES, tuple(t.replace("has_draft_logits", "use_draft_logits") for t in FLAG_USES),
+    pytest.param(UTILS, FLAG_USES,
+                 tuple(t.replace("has_draft_logits", "use_draft_logits") for t in FLAG_USES),
                  id="u2-flag-local-renamed"),
     pytest.param(UTILS, "    draft_logits: torch.Tensor | None,\n    # [num_logits]\n",
-                 "    draft_logits,\n    # [num_logits]\n", id="u3-rejection-sample-draft-logits-unannotated"),
+                 "    draft_logits,\n    # [num_logits]\n",
+                 id="u3-rejection-sample-draft-logits-unannotated"),
 ]
 
 
