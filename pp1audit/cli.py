@@ -185,18 +185,31 @@ class _GuardedStdout:
     def write(self, text: str) -> int:
         if not isinstance(text, str):  # as a text stream refuses it (click probes with b"")
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._put(text, utf8=False)
+        return len(text)
+
+    def write_utf8(self, text: str) -> None:
+        """Write ``text`` as UTF-8 whatever the stream's encoding: for a document
+        (the Markdown audit, JSON), which is UTF-8 as ``-o FILE`` writes it. Under a
+        C or ASCII locale the stream would write ``\\u2014`` for an em dash, the
+        right thing for a terminal that cannot show it, but into a file redirected
+        from stdout it is other content, silently (and ``report --check`` then stale)."""
+        self._put(text, utf8=True)
+
+    def _put(self, text: str, *, utf8: bool) -> None:
+        """``write`` and ``write_utf8``: nothing once stdout is closed, a reader gone
+        is not a failure, any other ``OSError`` is ``StdoutFailed`` (one line, exit 2)."""
         self.wrote = self.wrote or bool(text)
         if self._closed:
-            return len(text)
+            return
         stream = self._open()
         try:
-            self._write_through(stream, text)
+            self._write_through(stream, text, utf8)
         except OSError as exc:
             if not self._reader_gone(exc):
                 raise StdoutFailed(exc) from exc
-        return len(text)
 
-    def _write_through(self, stream: TextIO, text: str) -> None:
+    def _write_through(self, stream: TextIO, text: str, utf8: bool) -> None:
         """Write ``text`` to the file under ``stream`` whole, or raise ``OSError``.
 
         A short write (a file reaching the size limit or filling its disk) is not
@@ -205,39 +218,21 @@ class _GuardedStdout:
         descriptor through ``fdio.write_all``, encoded as the stream would
         encode them (its encoding and errors, a BOM once), after whatever the
         stream still holds. A stream without a descriptor (a test's capture)
-        cannot cut anything short: it is written as it is."""
+        cannot cut anything short: it is written as it is. ``utf8``: as UTF-8
+        whatever the stream's encoding."""
         fd = _descriptor(stream)
         encoding = getattr(stream, "encoding", None)
         if fd is None or not isinstance(encoding, str):
             stream.write(text)
             return
-        if self._encoder is None:
-            self._encoder = _encoder_for(stream, encoding, fd)
-        blob = self._encoder.encode(text)
+        if utf8:
+            blob = text.encode("utf-8")
+        else:
+            if self._encoder is None:
+                self._encoder = _encoder_for(stream, encoding, fd)
+            blob = self._encoder.encode(text)
         stream.flush()  # what the stream holds was written first
         write_all(fd, blob)
-
-    def write_utf8(self, text: str) -> None:
-        """Write ``text`` as UTF-8 whatever the stream's encoding: for a document
-        (the Markdown audit), which is UTF-8 as ``-o FILE`` writes it. Under a C or
-        ASCII locale the stream would write ``\\u2014`` for an em dash, the right
-        thing for a terminal that cannot show it, but into a file redirected from
-        stdout it is other content, silently (and ``report --check`` then stale).
-        A stream without a descriptor (a test's capture) takes the text."""
-        self.wrote = self.wrote or bool(text)
-        if self._closed:
-            return
-        stream = self._open()
-        fd = _descriptor(stream)
-        try:
-            if fd is None:
-                stream.write(text)
-            else:
-                stream.flush()  # what the stream holds was written first
-                write_all(fd, text.encode("utf-8"))
-        except OSError as exc:
-            if not self._reader_gone(exc):
-                raise StdoutFailed(exc) from exc
 
     def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pp1audit.cli import ConfiguredCommand, provenance_options
+from pp1audit.cli import ConfiguredCommand, _emit, provenance_options
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, Pp1Error
 
 if TYPE_CHECKING:
@@ -58,14 +58,8 @@ def _color(choice: str) -> bool:
 
 
 def _out(text: str, *, utf8: bool = False) -> None:
-    """``text`` to stdout; ``utf8`` (JSON) as UTF-8 bytes whatever the locale
-    (``cli._emit``, which says why)."""
-    write_utf8 = getattr(sys.stdout, "write_utf8", None) if utf8 else None
-    if write_utf8 is not None:
-        write_utf8(text)
-    else:
-        sys.stdout.write(text)
-    sys.stdout.flush()
+    """``text`` to stdout; ``utf8`` (a manifest, JSON) as UTF-8 whatever the locale."""
+    _emit(text, None, utf8=utf8)
 
 
 def _note(text: str) -> None:

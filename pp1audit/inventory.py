@@ -120,14 +120,6 @@ def _readlink_at(name: str, dir_fd: int) -> str | None:
         return None
 
 
-def _is_link(name: str, dir_fd: int) -> bool:
-    """True when ``name`` in the directory open as ``dir_fd`` is a symbolic link now."""
-    try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
-
-
 def _in_place(levels: list[_Level]) -> bool:
     """True when each level below the top is still at its name in the level above,
     as that one listed it: asked in the descriptors held, no path resolved."""
@@ -327,27 +319,23 @@ class DirInventory(Inventory):
         if len(levels) > MAX_DEPTH:
             add(_unlisted(prefix, path, f"nested deeper than {MAX_DEPTH} directories"))
             return None
+        fd = None
         try:
             fd = self._open_below(levels, name, ident, path)
-        except FileNotFoundError:  # removed since it was listed
-            return None
-        except _Moved as exc:
-            add(_unlisted(prefix, path, str(exc)))
-            return None
-        except OSError as exc:  # say no permission: nothing below it can be judged
-            _out_of_descriptors(exc, path)
-            add(_unlisted(prefix, path, f"cannot list this directory: {exc.strerror}"))
-            return None
-        try:
             return _Level(fd, path, prefix, name, ident, self._list(fd, path, prefix, add))
-        except OSError as exc:
-            os.close(fd)
-            _out_of_descriptors(exc, path)
+        except BaseException as exc:
+            if fd is not None:
+                os.close(fd)
+            if isinstance(exc, FileNotFoundError):  # removed since it was listed
+                return None
+            if isinstance(exc, _Moved):
+                add(_unlisted(prefix, path, str(exc)))
+                return None
+            if not isinstance(exc, OSError):
+                raise
+            _out_of_descriptors(exc, path)  # else no permission: nothing below it can be judged
             add(_unlisted(prefix, path, f"cannot list this directory: {exc.strerror}"))
             return None
-        except BaseException:
-            os.close(fd)
-            raise
 
     def _open_below(self, levels: list[_Level], name: str, ident: tuple[int, int], path: str) -> int:
         """A readable descriptor on directory ``name`` of the innermost level: opened
@@ -402,11 +390,9 @@ class DirInventory(Inventory):
                 path = f"{base}/{name}"
                 try:
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
                 except OSError as exc:
-                    add(Entry(prefix + name, UNREADABLE, 0, None, path, None,
-                              f"cannot examine it: {exc.strerror}"))
+                    if (unread := _not_examined(prefix + name, path, exc)) is not None:
+                        add(unread)
                     continue
                 kind = kind_of_mode(st.st_mode)
                 if kind == DIR:

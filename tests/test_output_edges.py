@@ -158,17 +158,29 @@ def test_stdout_is_the_bytes_o_file_gets(
 def test_stdout_is_encoded_as_the_stream_would(
         encoding: str, expected: Callable[[str], bytes], audited: tuple[Path, Path],
         tmp_path: Path) -> None:
-    """``PYTHONIOENCODING``: its encoding, the ``backslashreplace`` ``main`` sets, and a
-    byte-order mark once (click probes the stream with ``b""``: a bytes write is
-    refused, as a text stream refuses it, before it could use up the mark)."""
+    """``PYTHONIOENCODING``: output for people (``show``) in its encoding, the
+    ``backslashreplace`` ``main`` sets, and a byte-order mark once (click probes the
+    stream with ``b""``: a bytes write is refused, as a text stream refuses it,
+    before it could use up the mark). A document (``init``'s manifest) is UTF-8
+    whatever the stream says: pp1audit reads manifests as UTF-8 only, and under
+    ASCII its anchors would read ``\\xe9`` where the file has ``é``."""
     tree, manifest = audited
+    show = commands(tree, manifest)["show"]
+    plain = run_to_file(tmp_path / "plain", show, environment(True, PYTHONIOENCODING="utf-8"))
+    assert plain.returncode == 0, plain.stderr
+    text = (tmp_path / "plain").read_text(encoding="utf-8")
+    assert "é — →" in text
     saved = tmp_path / "init.yaml"
-    args = commands(tree, manifest)["init"]
-    assert run_cli(*args, "-o", str(saved)).returncode == 0
+    init = commands(tree, manifest)["init"]
+    assert run_cli(*init, "-o", str(saved)).returncode == 0
     for unbuffered in (True, False):
-        run = run_to_file(tmp_path / "out", args, environment(unbuffered, PYTHONIOENCODING=encoding))
+        env = environment(unbuffered, PYTHONIOENCODING=encoding)
+        run = run_to_file(tmp_path / "out", show, env)
         assert run.returncode == 0, run.stderr
-        assert (tmp_path / "out").read_bytes() == expected(saved.read_text(encoding="utf-8"))
+        assert (tmp_path / "out").read_bytes() == expected(text)
+        run = run_to_file(tmp_path / "out", init, env)
+        assert run.returncode == 0, run.stderr
+        assert (tmp_path / "out").read_bytes() == saved.read_bytes()
     version = run_to_file(tmp_path / "v", ["--version"], environment(True, PYTHONIOENCODING=encoding))
     assert version.returncode == 0
     assert (tmp_path / "v").read_bytes().startswith(expected("pp1audit"))
