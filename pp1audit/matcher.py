@@ -57,9 +57,15 @@ cannot hold on code that never runs or is not where the rule says:
 * **Keywords by direction.** ``name=value`` is an assignment to ast-grep; it also reads
   as a keyword argument (``_Eval.keywords``). What a rule requires (``has``,
   ``contains``, ``where``, ``every``'s relations) is never widened by that: only the
-  matched call's own keyword argument counts, not one of a call nested in it, and an
-  assignment must be one. What a rule forbids (``not``) reads both, anywhere in its
-  region: widening it can only close the gate.
+  matched call's own keyword argument counts, not one of a call nested in it (nor, for a
+  captured argument of the call, one of a call passed positionally), and an assignment
+  must be one. What a rule forbids (``not``) reads both, anywhere in its region, and
+  a ``"name": value`` of a ``**{…}`` with constant string keys as the keyword ``name``:
+  widening it can only close the gate.
+* **Nested code in a match.** What a rule requires of a match (``has``, a ``where``'s
+  ``contains``) is not satisfied by code in a function, lambda or class nested in the
+  match (``_Eval.runs_with``): it runs only if called, as ``in:`` and ``follows`` read
+  it. ``not`` sees it (it may be called).
 * **Assignments.** A pattern ``T = V`` also matches ``T: A = V``; under
   ``every`` and ``not`` (which must see every assignment) it also matches tuple
   targets, augmented assignments, ``for`` / ``with … as`` targets, ``:=`` and
@@ -117,7 +123,16 @@ from pp1audit.patterns import (
 )
 from pp1audit.rules import Constraint, Invariant, Rule, decorator_key, regex_matches
 from pp1audit.store import FileStore
-from pp1audit.syntaxtree import Key, binding_statement, conjuncts, key, line, short, within
+from pp1audit.syntaxtree import (
+    Key,
+    binding_statement,
+    conjuncts,
+    key,
+    line,
+    short,
+    unparen,
+    within,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ast_grep_py import SgNode
@@ -212,20 +227,36 @@ class _Eval:
         """Why ``node`` does not count in this direction (``Facts.dead``)."""
         return self.facts.dead(node, certain=self.forbid)
 
-    def constraint(self, nodes: list[SgNode], c: Constraint, b: dict[str, SgNode]) -> bool:
+    def runs_with(self, node: SgNode, anchor: SgNode) -> bool:
+        """``node`` counts for what a rule requires of ``anchor`` (the node it matched):
+        it is not in a function, lambda or class nested in ``anchor``, code that runs only
+        if called (a class body binds class attributes, not the names of ``anchor``'s
+        code), as ``follows`` / ``precedes`` read it. What a rule forbids counts there
+        too (``forbid``): widening a ``not`` can only close the gate."""
+        if self.forbid:
+            return True
+        owner = self.facts.owner(node)
+        if owner is None or not within(owner, anchor) or key(owner) == key(anchor):
+            return True
+        inner = anchor.field("definition") if anchor.kind() == "decorated_definition" else None
+        return inner is not None and key(owner) == key(inner)
+
+    def constraint(self, nodes: list[SgNode], c: Constraint, b: dict[str, SgNode],
+                   anchor: SgNode) -> bool:
+        """``nodes`` (what a metavariable of the match ``anchor`` captured) satisfy ``c``."""
         ok = True
         if c.has is not None:
             ok = ok and any(is_(n, c.has.text, b) for n in nodes)
         if c.contains is not None:
-            ok = ok and any(self.contains(n, c.contains.text, b) for n in nodes)
+            ok = ok and any(self.contains(n, c.contains.text, b, anchor) for n in nodes)
         if c.is_ is not None:
             ok = ok and len(nodes) == 1 and is_(nodes[0], c.is_.text, b)
         if c.regex is not None:
             ok = ok and regex_matches(c.regex, " ".join(n.text() for n in nodes))
         if c.any_:
-            ok = ok and any(self.constraint(nodes, alt, b) for alt in c.any_)
+            ok = ok and any(self.constraint(nodes, alt, b, anchor) for alt in c.any_)
         if c.not_ is not None:
-            ok = ok and not self.flipped().constraint(nodes, c.not_, b)
+            ok = ok and not self.flipped().constraint(nodes, c.not_, b, anchor)
         return ok
 
     def keywords(self, region: SgNode, text: str, b: dict[str, SgNode]) -> list[Hit]:
@@ -241,12 +272,18 @@ class _Eval:
         a forbidden pattern can only close the gate."""
         return keyword_hits(region, text, b, anywhere=self.forbid)
 
-    def contains(self, node: SgNode, text: str, b: dict[str, SgNode]) -> bool:
-        """``node`` is or holds (live) ``text``; ``name=value`` also as a keyword argument
-        (``keywords``: the node's own, or anywhere in it where the rule forbids)."""
-        return is_(node, text, b) or any(
-            self.dead(h.node) is None
-            for h in [*find(node, parse_pattern(text), b), *self.keywords(node, text, b)])
+    def contains(self, node: SgNode, text: str, b: dict[str, SgNode], anchor: SgNode) -> bool:
+        """``node``, captured by the match ``anchor``, is or holds (live) ``text``, not in
+        code nested in ``anchor`` that runs only if called (``runs_with``); ``name=value``
+        also as a keyword argument (``keywords``: the node's own, or anywhere in it where
+        the rule forbids). A captured argument of a call (``self.send($$$A)``) is read as
+        that call's argument: only when it is itself a keyword argument, never through the
+        keywords of a call passed positionally (``dict(verify=False)``)."""
+        if is_(node, text, b):
+            return True
+        kws = [] if not self.forbid and _positional(node) else self.keywords(node, text, b)
+        return any(self.dead(h.node) is None and self.runs_with(h.node, anchor)
+                   for h in [*find(node, parse_pattern(text), b), *kws])
 
     def find(self, region: SgNode, rule: Rule, outer: dict[str, SgNode],
              every_form: bool = False) -> list[Hit]:
@@ -259,7 +296,8 @@ class _Eval:
         if extra:
             hits = sorted([*hits, *extra], key=lambda h: h.node.range().start.index)
         return [h for h in hits
-                if self.dead(h.node) is None and self.check(h, rule, outer) is None]
+                if self.dead(h.node) is None and self.runs_with(h.node, region)
+                and self.check(h, rule, outer) is None]
 
     def check(self, hit: Hit, rule: Rule, outer: dict[str, SgNode]) -> str | None:
         """Why ``hit`` (already matching the pattern) does not satisfy ``rule``; None if it does."""
@@ -272,9 +310,10 @@ class _Eval:
             multi = name in rule.pattern.multi
             nodes = hit.multi.get(name, []) if multi else (
                 [hit.caps[name]] if name in hit.caps else [])
-            if not self.constraint(nodes, c, b):
+            if not self.constraint(nodes, c, b, hit.node):
                 shown = ", ".join(short(n, 40) for n in nodes) or "nothing"
-                return f"{'$$$' if multi else '$'}{name} ({shown}) does not satisfy: {c.describe()}"
+                return (f"{'$$$' if multi else '$'}{name} ({shown}) does not satisfy: "
+                        f"{c.describe()}{_contains_hint(c)}")
         return None
 
     def check_relations(self, hit: Hit, rule: Rule, outer: dict[str, SgNode]) -> str | None:
@@ -293,9 +332,7 @@ class _Eval:
             if not ok:
                 return f"it is not inside `{rule.inside.pattern.short}`"
         if rule.has is not None and not self.find(node, rule.has, b):
-            own = " (a keyword argument counts in its own argument list)" if \
-                is_keyword_pattern(rule.has.pattern.text) else ""
-            return f"it has no `{rule.has.pattern.short}` within it{own}"
+            return f"it has no `{rule.has.pattern.short}` within it{_has_hint(node, rule.has)}"
         if rule.guarded_by is not None and not self.guarded(node, rule.guarded_by.text, b):
             return f"it is not inside an `if {rule.guarded_by.short}:` block"
         for relation, earlier in ((rule.follows, True), (rule.precedes, False)):
@@ -312,8 +349,8 @@ class _Eval:
             region = self.facts.function_of(node, self.scope)
             bad = self.flipped().find(region, rule.not_, b, every_form=True)
             if bad:
-                return (f"`{_said(rule.not_, b)}` is present at "
-                        f"{_span_text(_lines(bad[0].node))} (must be absent)")
+                return (f"`{_said(rule.not_, b)}` is present {_present_as(bad[0].node)}"
+                        " (must be absent)")
             maybe = self.unreadable(region, rule.not_, b)
             if maybe is not None:
                 return maybe
@@ -374,6 +411,58 @@ class _Eval:
             if any(is_(term, form, b) for term in conjuncts(cond) for form in forms):
                 return True
         return False
+
+
+def _positional(node: SgNode) -> bool:
+    """``node`` is a call's argument other than a keyword argument (parentheses aside)."""
+    if node.kind() == "keyword_argument":
+        return False
+    holder = node.parent()
+    while holder is not None and holder.kind() == "parenthesized_expression":
+        holder = holder.parent()
+    return holder is not None and holder.kind() == "argument_list"
+
+
+def _present_as(node: SgNode) -> str:
+    """Where a forbidden ``name = value`` is, for a message: a keyword argument of a call
+    or class statement (or a ``"name": value`` of a ``**{…}`` passed to one) is said to
+    be one, not an assignment."""
+    at = f"at {_span_text(_lines(node))}"
+    if node.kind() not in ("keyword_argument", "pair"):
+        return at
+    args = next((a for a in node.ancestors() if a.kind() == "argument_list"), None)
+    holder = args.parent() if args is not None else None
+    if holder is None:
+        return at
+    if holder.kind() == "class_definition":
+        title = holder.field("name")
+        to = f"class {title.text() if title is not None else '?'}(…)"
+    else:
+        fn = holder.field("function")
+        to = f"{short(fn, 40) if fn is not None else '?'}(…)"
+    if node.kind() == "pair":
+        return f"as the keyword `{short(node, 40)}` passed by `**{{…}}` to `{to}` {at}"
+    label = node.field("name")
+    return f"as the keyword argument `{label.text() if label else '?'}=…` of `{to}` {at}"
+
+
+def _has_hint(node: SgNode, has: Rule) -> str:
+    """How ``has: name=value`` was read, when it failed: as the matched call's own keyword
+    argument, or (the match not being a call) only as an assignment."""
+    if not is_keyword_pattern(has.pattern.text):
+        return ""
+    if unparen(node).kind() == "call":
+        return " (a keyword argument counts only in the call's own argument list)"
+    return " (read as an assignment: a keyword argument counts only in a matched call's own " \
+        "argument list, and this match is not a call)"
+
+
+def _contains_hint(c: Constraint) -> str:
+    """How ``contains: name=value`` was read, when a ``where`` failed on it."""
+    if c.contains is None or not is_keyword_pattern(c.contains.text):
+        return ""
+    return (" (a keyword argument counts only as a captured argument itself or in a captured "
+            "call's own argument list; not in code nested in a def, lambda or class)")
 
 
 def _other_encoding(data: bytes, text: str) -> str | None:

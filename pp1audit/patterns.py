@@ -269,30 +269,81 @@ def keyword_hits(region: SgNode, text: str, bound: dict[str, SgNode], *,
     constraint reads them (``is_``): the name as Python reads it (NFKC), the value
     matching ``value`` (redundant parentheses aside). Empty for any other pattern.
 
-    Which keyword arguments: with ``anywhere``, every one in ``region`` (a forbidding
-    reading, ``not``: widening it can only close the gate); without it, only
-    ``region``'s own (``own_keywords``): a required ``has: verify=False`` must not be
-    satisfied by ``self.send(cb=g(verify=False))``, whose ``send`` never receives it,
-    nor ``contains: x = y`` by ``x = f(x=y)``, an assignment that is not ``x = y``."""
+    Which keyword arguments: with ``anywhere``, every one in ``region``, and each
+    ``"name": value`` of a ``**{…}`` passed to a call with constant string keys, which
+    Python passes as the keyword ``name`` (a forbidding reading, ``not``: widening it
+    can only close the gate);
+    without it, only ``region``'s own (``own_keywords``): a required ``has:
+    verify=False`` must not be satisfied by ``self.send(cb=g(verify=False))``, whose
+    ``send`` never receives it, nor ``contains: x = y`` by ``x = f(x=y)``, an
+    assignment that is not ``x = y``."""
     kw = _keyword_pattern(text)
     if kw is None:
         return []
     name, value = kw
     pat = parse_pattern(value)
+    pairs = [(n, n.field("name"), n.field("value"))
+             for n in (region.find_all(kind="keyword_argument") if anywhere
+                       else own_keywords(region))]
+    if anywhere:
+        pairs += _splat_pairs(region)
     out: list[Hit] = []
-    for node in region.find_all(kind="keyword_argument") if anywhere else own_keywords(region):
-        label, given = node.field("name"), node.field("value")
-        if label is None or given is None or label.text() != name:
+    for node, label, given in pairs:
+        if label is None or given is None or _keyword_name(label) != name:
             continue
         hit = _value_hit(given, pat, bound)
         if hit is not None:
             out.append(Hit(node, hit.caps, hit.multi))
+    out.sort(key=lambda h: h.node.range().start.index)
+    return out
+
+
+def _keyword_name(label: SgNode) -> str | None:
+    """The keyword a keyword argument's name or a ``**{…}`` key passes (None: not known)."""
+    return label.text() if label.kind() == "identifier" else _string(label)
+
+
+def _argument_splats(region: SgNode) -> list[SgNode]:
+    """The ``**expr`` arguments of the calls in ``region`` (not the ``**`` of a dict)."""
+    return [s for s in region.find_all(kind="dictionary_splat")
+            if (p := s.parent()) is not None and p.kind() == "argument_list"]
+
+
+def _splat_dict(splat: SgNode) -> SgNode | None:
+    """The ``{…}`` a ``**`` argument passes when Python reads its keywords from the text
+    (every item a ``"name": value`` with a constant string key), else None."""
+    items = named_items(splat.children())
+    inner = unparen(items[0]) if items else None
+    if inner is None or inner.kind() != "dictionary":
+        return None
+    pairs = named_items(inner.children())
+    ok = all(p.kind() == "pair" and (k := p.field("key")) is not None and
+             _string(unparen(k)) is not None for p in pairs)
+    return inner if ok else None
+
+
+def _string(node: SgNode) -> str | None:
+    """The value of a constant string node (not an f-string), else None."""
+    got = literal(node)
+    return got[1] if got is not None and isinstance(got[1], str) else None
+
+
+def _splat_pairs(region: SgNode) -> list[tuple[SgNode, SgNode | None, SgNode | None]]:
+    """(pair, key, value) of each ``"name": value`` a ``**{…}`` argument in ``region`` passes."""
+    out: list[tuple[SgNode, SgNode | None, SgNode | None]] = []
+    for splat in _argument_splats(region):
+        d = _splat_dict(splat)
+        for pair in named_items(d.children()) if d is not None else []:
+            k = pair.field("key")
+            out.append((pair, unparen(k) if k is not None else None, pair.field("value")))
     return out
 
 
 def own_keywords(node: SgNode) -> list[SgNode]:
-    """The keyword arguments ``node`` itself holds: itself, when it is one; a call's own
-    argument list (not those of the calls nested in it); nothing else."""
+    """The keyword arguments ``node`` itself holds (redundant parentheses around it aside):
+    itself, when it is one; a call's own argument list (not those of the calls nested in
+    it); nothing else."""
+    node = unparen(node)
     if node.kind() == "keyword_argument":
         return [node]
     args = node.field("arguments") if node.kind() == "call" else None

@@ -47,11 +47,15 @@ import ast
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pp1audit.identnorm import IdentifierError, nfkc_identifiers
 from pp1audit.paths import path_problem
 from pp1audit.schema import WHERE_KEY_MESSAGE, unknown_key
 from pp1audit.syntaxtree import parse_expression
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ast_grep_py import SgNode
 
 SCOPE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 """``in:``: dotted names of classes/functions, from the module down."""
@@ -304,7 +308,9 @@ def _agrep_problem(text: str) -> str | None:
     try:
         SgRoot("", "python").root().find(pattern=text)
     except (RuntimeError, ValueError) as exc:
-        text = str(exc).split("Stack backtrace")[0]
+        said = str(exc).split("Stack backtrace")[0]
+        # ast-grep quotes the pattern with each `$` made its EXPANDO: show it as written
+        text = said if EXPANDO in text else said.replace(EXPANDO, "$")
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         # ast-grep's error is "cannot get matcher / Caused by: 0: … 2: <reason> /
         # Stack backtrace: …": keep the innermost cause, drop the backtrace.
@@ -312,6 +318,50 @@ def _agrep_problem(text: str) -> str | None:
         causes = [c for c in causes if c]
         return causes[-1] if causes else (lines[0] if lines else "not a valid pattern")
     return None
+
+
+def _python_names(text: str, keypath: tuple[str | int, ...]) -> str:
+    """``text`` with each identifier in its NFKC form (``nfkc_identifiers``), as Python
+    reads it and as the matcher reads files: ``ſcale`` is ``scale``; ``µ`` (U+00B5,
+    ast-grep's stand-in for ``$``) is ``μ`` (U+03BC), a plain name. A spelling that
+    cannot be rewritten so is refused."""
+    try:
+        return nfkc_identifiers(text)
+    except IdentifierError as exc:
+        raise RuleError(keypath, f"invalid pattern `{' '.join(text.split())}`: {exc}") from None
+
+
+def _expando_problem(text: str) -> str | None:
+    """Why a ``µ`` (U+00B5) left in a pattern (identifiers are NFKC: ``μ`` there) may be
+    read by ast-grep as a metavariable's ``$``, or None: one in a plain string is a
+    value (``patterns`` compares literals by value); in an f-string's text or a comment
+    ast-grep would see it."""
+    if EXPANDO not in text:
+        return None
+    from ast_grep_py import SgRoot
+
+    todo = [SgRoot(text, "python").root()]
+    while todo:  # iterative: a deeply nested pattern must not exhaust the stack
+        node = todo.pop()
+        children = node.children()
+        if not children and EXPANDO in node.text():
+            string = node.parent()
+            if not (node.kind() == "string_content" and string is not None
+                    and _plain_string(string)):
+                return ("`µ` (U+00B5) in an f-string or a comment is read by ast-grep as `$` "
+                        "(its stand-in for it): write it `\\u00b5`")
+        todo.extend(children)
+    return None
+
+
+def _plain_string(string: SgNode) -> bool:
+    """``string`` is a literal compared by value: not an f-string, nor part of an implicit
+    concatenation with one (the whole is then computed, and read as code)."""
+    group = string.parent()
+    parts = group.children() if group is not None and group.kind() == "concatenated_string" \
+        else [string]
+    return not any((first := p.child(0)) is not None and "f" in first.text().lower()
+                   for p in parts if p.kind() == "string")
 
 
 def parse_pattern(value: object, keypath: tuple[str | int, ...]) -> Pattern:
@@ -329,7 +379,8 @@ def parse_pattern(value: object, keypath: tuple[str | int, ...]) -> Pattern:
     except (MemoryError, RecursionError):  # pathological nesting exhausts the parser
         raise RuleError(keypath, f"invalid pattern `{' '.join(text.split())[:80]}`: "
                         "too deeply nested to parse") from None
-    problem = metavariable_problem(text) or _agrep_problem(text)
+    text = _python_names(text, keypath)
+    problem = metavariable_problem(text) or _expando_problem(text) or _agrep_problem(text)
     if problem:
         raise RuleError(keypath, f"invalid pattern `{' '.join(text.split())}`: {problem}")
     single, multi = metavariables(text)

@@ -113,8 +113,8 @@ def test_every_has_keyword_reads_the_calls_own_arguments_not_a_nested_call(
     nested = SEND.replace("verify=verify)", "cb=g(verify=False))")
     c = one(make_files, EVERY_HAS, nested)
     assert c.status is Status.FAIL, c.message
-    assert ("it has no `verify=$V` within it (a keyword argument counts in its own argument "
-            "list)") in c.message, c.message
+    assert ("it has no `verify=$V` within it (a keyword argument counts only in the call's own "
+            "argument list)") in c.message, c.message
     # the where form on the call's arguments agrees
     where = """\
         file: pkg/mod.py
@@ -155,7 +155,8 @@ def test_not_keyword_is_read_as_a_keyword_anywhere(make_files: MakeFiles, forbid
     assert one(make_files, rule, SEND).status is Status.PASS
     for bad in ("verify=False)", "cb=g(verify=False))"):
         c = one(make_files, rule, SEND.replace("verify=verify)", bad))
-        assert c.status is Status.FAIL and "is present at line 3" in c.message, (bad, c.message)
+        assert c.status is Status.FAIL and "at line 3 (must be absent)" in c.message, \
+            (bad, c.message)
 
 
 def test_not_keyword_still_forbids_the_assignment(make_files: MakeFiles) -> None:
