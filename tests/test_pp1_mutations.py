@@ -177,6 +177,11 @@ FLAG_LAUNCHES = ("BLOCK_SIZE=VOCAB_BLOCK_SIZE,\n        HAS_DRAFT_LOGITS=has_dra
                  "        HAS_DRAFT_LOGITS=has_draft_logits,\n        SYNTHETIC_MODE=",
                  "        HAS_DRAFT_LOGITS=has_draft_logits,\n        USE_FP64=use_fp64,\n")
 FLAG_USES = (*FLAG_LAUNCHES, "    if has_draft_logits := ", "        if has_draft_logits:\n")
+SCALED = """    if temp != 0.0 and APPLY_TEMPERATURE:
+        # Match the behavior of _temperature_kernel: if that kernel uses
+        # tl.div_rn, this must too.
+        logits = logits / temp
+"""
 SCATTER_BROKEN = {"dspark-scatters-reduced-vocab": "fail", "dspark-sample-logits": "drift",
                   "dspark-markov-bias": "drift"}
 
@@ -712,6 +717,17 @@ HARMLESS = [
     pytest.param(UTILS, "    draft_logits: torch.Tensor | None,\n    # [num_logits]\n",
                  "    draft_logits,\n    # [num_logits]\n",
                  id="u3-rejection-sample-draft-logits-unannotated"),
+    # The division at the temperature however spelled (G4 tl.div_rn, which the comment there
+    # anticipates; G5 temp > 0.0; G6 two nested ifs, same lines), the flag as bool() (G12).
+    pytest.param(GUMBEL, "        logits = logits / temp\n\n", "        logits = tl.div_rn(logits, temp)\n\n",
+                 id="g4-temperature-division-div-rn"),
+    pytest.param(GUMBEL, "    if temp != 0.0 and APPLY_TEMPERATURE:\n",
+                 "    if APPLY_TEMPERATURE and temp > 0.0:\n", id="g5-temperature-test-positive"),
+    pytest.param(GUMBEL, SCALED, "    if APPLY_TEMPERATURE:\n        if temp != 0.0:\n"
+                 "            # As _temperature_kernel (tl.div_rn there, here too).\n"
+                 "            logits = logits / temp\n", id="g6-temperature-tests-nested"),
+    pytest.param(GUMBEL, "        APPLY_TEMPERATURE=apply_temperature,\n",
+                 "        APPLY_TEMPERATURE=bool(apply_temperature),\n", id="g12-flag-launched-as-bool"),
 ]
 
 
