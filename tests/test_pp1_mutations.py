@@ -182,6 +182,8 @@ SCALED = """    if temp != 0.0 and APPLY_TEMPERATURE:
         # tl.div_rn, this must too.
         logits = logits / temp
 """
+FALLBACK_END = ("                return None\n"
+                "            draft_probs_rows.append(self._draft_probs[row_idx, :num_draft])\n")
 SCATTER_BROKEN = {"dspark-scatters-reduced-vocab": "fail", "dspark-sample-logits": "drift",
                   "dspark-markov-bias": "drift"}
 
@@ -728,6 +730,17 @@ HARMLESS = [
                  "            logits = logits / temp\n", id="g6-temperature-tests-nested"),
     pytest.param(GUMBEL, "        APPLY_TEMPERATURE=apply_temperature,\n",
                  "        APPLY_TEMPERATURE=bool(apply_temperature),\n", id="g12-flag-launched-as-bool"),
+    # The greedy acceptance's `&=` spelled out (U7); a check after the missing-request
+    # fallback (L2; written on one line, and a later `if` too, so no line moves).
+    pytest.param(UTILS, "                accepted &= is_valid_draft\n",
+                 "                accepted = accepted & is_valid_draft\n",
+                 id="u7-greedy-and-spelled-out"),
+    pytest.param(LEGACY, (FALLBACK_END, "        if not draft_probs_rows:\n            return None\n"),
+                 (FALLBACK_END.replace("            draft_probs_rows", "            if row_idx >= "
+                                       "self._draft_probs.shape[0]: raise IndexError(row_idx)\n"
+                                       "            draft_probs_rows"),
+                  "        if not draft_probs_rows: return None\n"),
+                 id="l2-row-bounds-check-after-the-fallback"),
 ]
 
 
