@@ -242,19 +242,20 @@ class _Eval:
         return inner is not None and key(owner) == key(inner)
 
     def constraint(self, nodes: list[SgNode], c: Constraint, b: dict[str, SgNode],
-                   anchor: SgNode) -> bool:
-        """``nodes`` (what a metavariable of the match ``anchor`` captured) satisfy ``c``."""
+                   anchor: SgNode, multi: bool = False) -> bool:
+        """``nodes`` (what a metavariable of the match ``anchor`` captured: a ``$$$`` one
+        when ``multi``) satisfy ``c``."""
         ok = True
         if c.has is not None:
             ok = ok and any(is_(n, c.has.text, b) for n in nodes)
         if c.contains is not None:
-            ok = ok and any(self.contains(n, c.contains.text, b, anchor) for n in nodes)
+            ok = ok and any(self.contains(n, c.contains.text, b, anchor, multi) for n in nodes)
         if c.is_ is not None:
             ok = ok and len(nodes) == 1 and is_(nodes[0], c.is_.text, b)
         if c.regex is not None:
             ok = ok and regex_matches(c.regex, " ".join(n.text() for n in nodes))
         if c.any_:
-            ok = ok and any(self.constraint(nodes, alt, b, anchor) for alt in c.any_)
+            ok = ok and any(self.constraint(nodes, alt, b, anchor, multi) for alt in c.any_)
         if c.not_ is not None:
             ok = ok and not self.flipped().constraint(nodes, c.not_, b, anchor)
         return ok
@@ -272,16 +273,19 @@ class _Eval:
         a forbidden pattern can only close the gate."""
         return keyword_hits(region, text, b, anywhere=self.forbid)
 
-    def contains(self, node: SgNode, text: str, b: dict[str, SgNode], anchor: SgNode) -> bool:
+    def contains(self, node: SgNode, text: str, b: dict[str, SgNode], anchor: SgNode,
+                 multi: bool = False) -> bool:
         """``node``, captured by the match ``anchor``, is or holds (live) ``text``, not in
         code nested in ``anchor`` that runs only if called (``runs_with``); ``name=value``
         also as a keyword argument (``keywords``: the node's own, or anywhere in it where
-        the rule forbids). A captured argument of a call (``self.send($$$A)``) is read as
-        that call's argument: only when it is itself a keyword argument, never through the
-        keywords of a call passed positionally (``dict(verify=False)``)."""
+        the rule forbids). An argument ``$$$A`` captured of a call (``self.send($$$A)``:
+        ``multi``) is read as that call's argument: only when it is itself a keyword
+        argument, never through the keywords of a call passed positionally
+        (``dict(verify=False)``). A single ``$X`` that is a call is asked about its own
+        argument list (``s.mount($P, $ADAPTER)``: ``HTTPAdapter(max_retries=3)``)."""
         if is_(node, text, b):
             return True
-        kws = [] if not self.forbid and _positional(node) else self.keywords(node, text, b)
+        kws = [] if not self.forbid and multi and _positional(node) else self.keywords(node, text, b)
         return any(self.dead(h.node) is None and self.runs_with(h.node, anchor)
                    for h in [*find(node, parse_pattern(text), b), *kws])
 
@@ -310,7 +314,7 @@ class _Eval:
             multi = name in rule.pattern.multi
             nodes = hit.multi.get(name, []) if multi else (
                 [hit.caps[name]] if name in hit.caps else [])
-            if not self.constraint(nodes, c, b, hit.node):
+            if not self.constraint(nodes, c, b, hit.node, multi):
                 shown = ", ".join(short(n, 40) for n in nodes) or "nothing"
                 return (f"{'$$$' if multi else '$'}{name} ({shown}) does not satisfy: "
                         f"{c.describe()}{_contains_hint(c)}")

@@ -128,6 +128,24 @@ def test_where_contains_keyword_not_from_a_call_passed_positionally(
     assert "a keyword argument counts only as a captured argument itself" in c.message
 
 
+def test_a_single_capture_that_is_a_call_is_asked_about_its_own_arguments(
+        make_files: MakeFiles) -> None:
+    """Only a ``$$$`` capture is read as the matched call's arguments: a single ``$X``
+    that is a call (``HTTPAdapter(max_retries=3)``) has its own keyword arguments
+    (f086f63 refused them too: a false fail, its hint saying the opposite)."""
+    rule = """\
+        file: pkg/mod.py
+        in: mount
+        pattern: "s.mount($P, $ADAPTER)"
+        where: {ADAPTER: {contains: max_retries=3}}
+    """
+    code = "def mount(s, prefix, HTTPAdapter):\n    s.mount(prefix, HTTPAdapter({}))\n"
+    assert one(make_files, rule, code.format("max_retries=3")).status is Status.PASS
+    assert one(make_files, rule, code.format("max_retries=0")).status is Status.FAIL
+    multi = rule.replace("s.mount($P, $ADAPTER)", "s.mount($$$A)").replace("ADAPTER:", "A:")
+    assert one(make_files, multi, code.format("max_retries=3")).status is Status.FAIL
+
+
 # --- 3. a forbidden keyword passed by **{"name": value} ------------------------------------
 
 @pytest.mark.parametrize("forbid", [
