@@ -184,6 +184,8 @@ SCALED = """    if temp != 0.0 and APPLY_TEMPERATURE:
 """
 FALLBACK_END = ("                return None\n"
                 "            draft_probs_rows.append(self._draft_probs[row_idx, :num_draft])\n")
+DRAW_COMMENT = ("        # sample_pos is the predicted token's position P. Sampling keys a draw\n"
+                "        # by the position before the sampled token, P-1.\n")
 SCATTER_BROKEN = {"dspark-scatters-reduced-vocab": "fail", "dspark-sample-logits": "drift",
                   "dspark-markov-bias": "drift"}
 
@@ -549,6 +551,11 @@ MUTATIONS = [
                  id="p2d-division-in-a-nested-function"),
     pytest.param(DSPARK, "            apply_temperature=True,\n", "            apply_temperature=False,\n",
                  {"dspark-draws-at-temperature": "fail"}, id="p3-dspark-draws-untempered"),
+    pytest.param(DSPARK, (DRAW_COMMENT, "            self.temperature,\n            self.seeds,\n"),
+                 ("        temperature = torch.ones_like(self.temperature)\n        # sample_pos is the "
+                  "predicted token's position P; a draw is keyed by P-1.\n",
+                  "            temperature,\n            self.seeds,\n"),
+                 {"dspark-draws-at-temperature": "fail"}, id="p3b-dspark-temperature-local-of-ones"),
     pytest.param(DSPARK, "            self.temperature,\n            self.seeds,\n",
                  "            torch.ones_like(self.temperature),\n            self.seeds,\n",
                  {"dspark-draws-at-temperature": "fail"}, id="p3b-dspark-draws-at-temperature-one"),
@@ -741,6 +748,21 @@ HARMLESS = [
                                        "            draft_probs_rows"),
                   "        if not draft_probs_rows: return None\n"),
                  id="l2-row-bounds-check-after-the-fallback"),
+    # DSpark's draw at the temperature by keyword (D1) or through a local (D6, in place of a
+    # comment line); its biased logits made contiguous (D4) or upcast (D8) before sampling.
+    pytest.param(DSPARK, "            self.temperature,\n            self.seeds,\n"
+                 "            sample_pos - 1,\n",
+                 "            temperature=self.temperature,\n            seed=self.seeds,\n"
+                 "            pos=sample_pos - 1,\n", id="d1-dspark-temperature-by-keyword"),
+    pytest.param(DSPARK, (DRAW_COMMENT, "            self.temperature,\n            self.seeds,\n"),
+                 ("        temperature = self.temperature\n        # sample_pos is the predicted token's "
+                  "position P; a draw is keyed by P-1.\n",
+                  "            temperature,\n            self.seeds,\n"),
+                 id="d6-dspark-temperature-in-a-local"),
+    pytest.param(DSPARK, MARKOV, MARKOV + "            logits_i = logits_i.contiguous()\n",
+                 id="d4-biased-logits-made-contiguous"),
+    pytest.param(DSPARK, MARKOV, MARKOV + "            logits_i = logits_i.to(torch.float32)\n",
+                 id="d8-biased-logits-upcast"),
 ]
 
 
