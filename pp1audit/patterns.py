@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pp1audit.rules import metavariables
-from pp1audit.syntaxtree import Key, key, literal, named_items, unparen
+from pp1audit.syntaxtree import Key, constant_name, key, literal, named_items, unparen
 
 if TYPE_CHECKING:  # pragma: no cover
     from ast_grep_py import SgNode
@@ -300,7 +300,7 @@ def keyword_hits(region: SgNode, text: str, bound: dict[str, SgNode], *,
 
 def _keyword_name(label: SgNode) -> str | None:
     """The keyword a keyword argument's name or a ``**{…}`` key passes (None: not known)."""
-    return label.text() if label.kind() == "identifier" else _string(label)
+    return label.text() if label.kind() == "identifier" else constant_name(label)
 
 
 def _argument_splats(region: SgNode) -> list[SgNode]:
@@ -318,14 +318,8 @@ def _splat_dict(splat: SgNode) -> SgNode | None:
         return None
     pairs = named_items(inner.children())
     ok = all(p.kind() == "pair" and (k := p.field("key")) is not None and
-             _string(unparen(k)) is not None for p in pairs)
+             constant_name(unparen(k)) is not None for p in pairs)
     return inner if ok else None
-
-
-def _string(node: SgNode) -> str | None:
-    """The value of a constant string node (not an f-string), else None."""
-    got = literal(node)
-    return got[1] if got is not None and isinstance(got[1], str) else None
 
 
 def _splat_pairs(region: SgNode) -> list[tuple[SgNode, SgNode | None, SgNode | None]]:

@@ -122,6 +122,16 @@ def constant_truth(text: str) -> bool | None:
     return None if tree is None else _Folder(len(text)).truth(tree)
 
 
+def constant_name(node: SgNode) -> str | None:
+    """The string a constant expression spells (``"a"``, ``"sam" "ple"``, ``"sam" + "ple"``,
+    ``f"sample"`` without fields), else None: an attribute (or a keyword passed by
+    ``**{…}``) named that way is named."""
+    got = literal(node)
+    if got is not None:
+        return str(got[1]) if got[0] is str else None
+    return constant_string(node.text())
+
+
 def constant_string(text: str) -> str | None:
     """The string an expression of constants spells (``"sam" + "ple"``, ``f"sample"``,
     ``"s" * 2``), folded as ``constant_truth`` folds a test, within the same bounds;

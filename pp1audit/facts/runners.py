@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from pp1audit.facts.aliases import Aliases, AliasPair
 from pp1audit.facts.reachability import Reachability
-from pp1audit.facts.shapes import _binds_here, _may_be, _named_only, _namespace_of, constant_name
+from pp1audit.facts.shapes import _binds_here, _may_be, _named_only, _namespace_of
 from pp1audit.syntaxtree import (
     Key,
+    constant_name,
     flatten_targets,
     key,
     line,

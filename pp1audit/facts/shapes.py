@@ -11,9 +11,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from pp1audit.syntaxtree import (
-    constant_string,
     key,
-    literal,
     named_items,
     unparen,
 )
@@ -83,15 +81,6 @@ def _builtin(node: SgNode | None) -> str | None:
             text = text[len(prefix):]
             break
     return text if text.isidentifier() else None
-
-
-def constant_name(node: SgNode) -> str | None:
-    """The string a constant expression spells (``"a"``, ``"sam" "ple"``, ``"sam" + "ple"``,
-    ``f"sample"`` without fields), else None: an attribute named that way is named."""
-    got = literal(node)
-    if got is not None:
-        return str(got[1]) if got[0] is str else None
-    return constant_string(node.text())
 
 
 _COMPREHENSIONS = ("list_comprehension", "set_comprehension", "dictionary_comprehension",

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pp1audit.facts.reachability import Reachability
-from pp1audit.facts.shapes import _COMPREHENSIONS, _SCOPE_KINDS, _SPLATS, _builtin, constant_name
+from pp1audit.facts.shapes import _COMPREHENSIONS, _SCOPE_KINDS, _SPLATS, _builtin
 from pp1audit.syntaxtree import (
     Key,
+    constant_name,
     flatten_targets,
     key,
     named_items,

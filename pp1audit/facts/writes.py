@@ -22,12 +22,12 @@ from pp1audit.facts.shapes import (
     _may_be,
     _namespace_of,
     _parameter_name,
-    constant_name,
 )
 from pp1audit.facts.spelling import Spelling
 from pp1audit.syntaxtree import (
     Key,
     assigned,
+    constant_name,
     flatten_targets,
     key,
     named_items,
