@@ -12,31 +12,12 @@ literal ``µ`` (U+00B5), ast-grep's stand-in for ``$``, made a metavariable.
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
+from test_rules_polarity import MakeFiles, manifest_text, one
 
-from pp1audit.audit import audit
 from pp1audit.errors import ManifestError
 from pp1audit.manifest import parse
-from pp1audit.result import Check, Status
-from pp1audit.sources import DirectorySource
-
-MakeFiles = Callable[..., Path]
-
-
-def manifest_text(invariant: str) -> str:
-    return ("pp1audit: 1\ntarget: {package: pkg}\ninvariants:\n  r:\n"
-            + textwrap.indent(textwrap.dedent(invariant), "    "))
-
-
-def one(make_files: MakeFiles, invariant: str, code: str) -> Check:
-    root = make_files({"pkg/__init__.py": "", "pkg/mod.py": textwrap.dedent(code)})
-    m = parse(manifest_text(invariant), "m.yaml")
-    return next(c for c in audit(m, DirectorySource(root)).checks if c.id == "r")
-
+from pp1audit.result import Status
 
 # --- 1. nested code that runs only if called does not satisfy a requirement ----------------
 
