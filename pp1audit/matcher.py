@@ -55,7 +55,7 @@ cannot hold on code that never runs or is not where the rule says:
   round. A metavariable bound by the main pattern must capture the same code in
   the relations (compared as syntax trees, never substituted as text).
 * **Keywords by direction.** ``name=value`` is an assignment to ast-grep; it also reads
-  as a keyword argument (``_Eval.keywords``). What a rule requires (``has``,
+  as a keyword argument (``patterns.keyword_hits``). What a rule requires (``has``,
   ``contains``, ``where``, ``every``'s relations) is never widened by that: only the
   matched call's own keyword argument counts, not one of a call nested in it (nor, for a
   captured argument of the call, one of a call passed positionally), and an assignment
@@ -260,24 +260,11 @@ class _Eval:
             ok = ok and not self.flipped().constraint(nodes, c.not_, b, anchor)
         return ok
 
-    def keywords(self, region: SgNode, text: str, b: dict[str, SgNode]) -> list[Hit]:
-        """The keyword arguments of ``region`` a pattern ``name=value`` also reads as
-        itself (besides the assignments ast-grep matches), by the direction of the rule.
-
-        What a rule requires (``has``, ``contains``, ``where``, ``every``'s relations) is
-        never widened by this reading: only a keyword argument of the node itself counts,
-        a call's own argument list (``patterns.own_keywords``), as a ``where`` on
-        ``$$$ARGS`` reads one, and never a keyword of a call nested in it nor an
-        assignment's text (``x = f(x=y)`` is not ``x = y``). What a rule forbids (``not``,
-        and a ``has`` / ``contains`` under it) reads both anywhere in its region: widening
-        a forbidden pattern can only close the gate."""
-        return keyword_hits(region, text, b, anywhere=self.forbid)
-
     def contains(self, node: SgNode, text: str, b: dict[str, SgNode], anchor: SgNode,
                  multi: bool = False) -> bool:
         """``node``, captured by the match ``anchor``, is or holds (live) ``text``, not in
         code nested in ``anchor`` that runs only if called (``runs_with``); ``name=value``
-        also as a keyword argument (``keywords``: the node's own, or anywhere in it where
+        also as a keyword argument (``keyword_hits``: the node's own, or anywhere in it where
         the rule forbids). An argument ``$$$A`` captured of a call (``self.send($$$A)``:
         ``multi``) is read as that call's argument: only when it is itself a keyword
         argument, never through the keywords of a call passed positionally
@@ -285,18 +272,20 @@ class _Eval:
         argument list (``s.mount($P, $ADAPTER)``: ``HTTPAdapter(max_retries=3)``)."""
         if is_(node, text, b):
             return True
-        kws = [] if not self.forbid and multi and _positional(node) else self.keywords(node, text, b)
+        kws = [] if not self.forbid and multi and _positional(node) \
+            else keyword_hits(node, text, b, anywhere=self.forbid)
         return any(self.dead(h.node) is None and self.runs_with(h.node, anchor)
                    for h in [*find(node, parse_pattern(text), b), *kws])
 
     def find(self, region: SgNode, rule: Rule, outer: dict[str, SgNode],
              every_form: bool = False) -> list[Hit]:
         """Live nodes of ``region`` that satisfy ``rule`` completely (region itself included),
-        in source order; ``name=value`` also as a keyword argument (``keywords``)."""
+        in source order; ``name=value`` also as a keyword argument (``keyword_hits``)."""
         text = rule.pattern.text
         hits = self.facts.search(region, text, outer, every_form)
         seen = {key(h.node) for h in hits}
-        extra = [h for h in self.keywords(region, text, outer) if key(h.node) not in seen]
+        extra = [h for h in keyword_hits(region, text, outer, anywhere=self.forbid)
+                 if key(h.node) not in seen]
         if extra:
             hits = sorted([*hits, *extra], key=lambda h: h.node.range().start.index)
         return [h for h in hits

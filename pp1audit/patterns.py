@@ -346,15 +346,17 @@ def own_keywords(node: SgNode) -> list[SgNode]:
     return [a for a in args.children() if a.kind() == "keyword_argument"]
 
 
-def _value_hit(node: SgNode, pat: Pat, bound: dict[str, SgNode]) -> Hit | None:
-    """``node`` (an argument's value) as a match of ``pat``, as ``is_`` reads it:
-    parentheses around it, or around its calls' arguments, aside."""
+def _value_hit(node: SgNode, pat: Pat, bound: dict[str, SgNode], *,
+               reparse: bool = True) -> Hit | None:
+    """``node`` as a match of ``pat``, parentheses around it aside, and (``reparse``)
+    around its calls' arguments (``_without_argument_parens``): how ``is_`` reads a
+    node, and ``keyword_hits`` an argument's value."""
     bare = unparen(node)
-    for candidate in (node, bare):
+    for candidate in [node] if key(bare) == key(node) else [node, bare]:
         hit = at(candidate, pat, bound)
         if hit is not None:
             return hit
-    plain = _without_argument_parens(bare)
+    plain = _without_argument_parens(bare) if reparse else None
     return at(plain, pat, bound) if plain is not None else None
 
 
@@ -391,19 +393,15 @@ def is_(node: SgNode, text: str, bound: dict[str, SgNode]) -> bool:
     is a fixed node kind, so ast-grep alone would compare ``(1 << 30)`` with ``1 << …``
     and fail; the node is read again without those parentheses (``_without_argument_parens``).
     """
-    pat = parse_pattern(text)
-    bare = unparen(node)
-    candidates = [node] if key(bare) == key(node) else [node, bare]
-    if any(at(c, pat, bound) is not None for c in candidates):
+    keyword = node.kind() == "keyword_argument"
+    if _value_hit(node, parse_pattern(text), bound, reparse=not keyword) is not None:
         return True
-    if node.kind() == "keyword_argument":
+    if keyword:
         kw = _keyword_pattern(text)
         name, value = node.field("name"), node.field("value")
         if kw is not None and name is not None and value is not None and name.text() == kw[0]:
             return is_(value, kw[1], bound)
-        return False
-    plain = _without_argument_parens(bare)
-    return plain is not None and at(plain, pat, bound) is not None
+    return False
 
 
 _NOT_BARE = frozenset({"yield", "named_expression"})

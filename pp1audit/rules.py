@@ -170,8 +170,7 @@ class Rule:
     def has_relation(self) -> bool:
         """Whether the rule asks anything of a match beyond its pattern and ``where``: what an
         ``every`` requires of each match it selects."""
-        return any(r is not None for r in (self.inside, self.has, self.guarded_by, self.follows,
-                                           self.precedes, self.not_))
+        return any(getattr(self, "not_" if r == "not" else r) is not None for r in RELATIONS)
 
 
 @dataclass(frozen=True)
