@@ -43,7 +43,7 @@ GIT_NOT_FOUND = ("git not found (needed for the manifest's git sources): install
                  "or set GIT_PYTHON_GIT_EXECUTABLE to its path")
 """The one line for a missing git executable: gitpython's own is ~900 characters."""
 
-_SHALLOW_FIX = "deepen it: git -C {path} fetch --unshallow"
+_SHALLOW_FIX = "deepen it: {git} fetch --unshallow"
 
 
 class CloneError(Pp1Error):
@@ -163,7 +163,16 @@ class Clone:
     """A local clone given with ``--repo NAME=PATH``: resolves commits and refs.
 
     ``TargetError`` (exit 2) when the path is not a git repository at all, or one
-    git refuses to use: that is a usage error, not a verdict about the audit.
+    git refuses to use: that is a usage error, not a verdict about the audit. It
+    names the path as given (``origin``): the user must find it.
+
+    Every other message (``CloneError``, the ``SourceError`` of a file) ends up in
+    a check, hence in the JSON result and the Markdown report, which must be the
+    same bytes wherever the clone was made and whatever the working directory.
+    So those name the clone by its source name (``shown``: "the lane clone"), the
+    places inside it from ``$GIT_DIR``, and the commands to run as
+    ``git -C <lane clone> …`` (``command``); ``_scrub`` takes the clone's paths
+    out of what git itself says.
     """
 
     def __init__(self, name: str, path: Path, origin: str | None = None) -> None:
@@ -172,6 +181,8 @@ class Clone:
         self.name = name
         self.path = path
         self.origin = origin or f"{path}: --repo {name}"
+        self.shown = f"the {name} clone"
+        """How check messages name the clone: never its path (see the class)."""
         git = _import_git(self.origin)
         self._ref_names: frozenset[str] | None = None
         self._ref_problems: dict[str, str] | None = None
@@ -208,7 +219,7 @@ class Clone:
         except git.GitCommandNotFound:  # GIT_PYTHON_REFRESH=quiet let the import pass
             raise TargetError(f"{self.origin}: {GIT_NOT_FOUND}") from None
         except git.GitCommandError as exc:
-            reason = _git_says(exc)
+            reason = _git_says(exc)  # an exit-2 line, not a check: the path may stay
             if "dubious ownership" in reason:
                 where = Path(self.repo.working_tree_dir or self.repo.git_dir).resolve()
                 reason = (f"git refuses it: owned by another user (dubious ownership); if you "
@@ -262,8 +273,43 @@ class Clone:
         return data
 
     def _mismatch(self, kind: str, sha: str, what: str) -> str:
-        return (f"{kind} {sha[:12]} in {self.path} {what}: the object store is damaged or "
-                f"was altered (check with git -C {self.path} fsck)")
+        return (f"{kind} {sha[:12]} in {self.shown} {what}: the object store is damaged or "
+                f"was altered (check with {self.command('fsck')})")
+
+    def command(self, args: str) -> str:
+        """A git command to run in the clone, as a message shows it: ``git -C <lane clone>
+        fetch``. The user knows the path they gave; the report must not hold it."""
+        return f"git -C <{self.name} clone> {args}"
+
+    def _places(self) -> list[tuple[str, str]]:
+        """(path, how a message names it) for the clone's own directories, the
+        longest first: the git directories as ``$GIT_DIR``, the work tree and
+        the path given as ``<lane clone>``. Absolute forms only (as given and as
+        it resolves): a relative one (``lane``) could be any word of a message."""
+        pairs: set[tuple[str, str]] = set()
+        for where, shown in ((self.repo.common_dir, "$GIT_DIR"), (self.repo.git_dir, "$GIT_DIR"),
+                             (self.repo.working_tree_dir, f"<{self.name} clone>"),
+                             (self.path, f"<{self.name} clone>")):
+            if where is not None:
+                for form in (os.path.abspath(where), os.path.realpath(where)):
+                    if form != os.sep:
+                        pairs.add((form, shown))
+        return sorted(pairs, key=lambda p: (-len(p[0]), p))
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the clone's paths named as the report names them (``_places``):
+        git's own words may quote an absolute path of the clone."""
+        for form, shown in self._places():
+            text = text.replace(form, shown)
+        return text
+
+    def _says(self, exc: Exception) -> str:
+        """``_git_says`` with the clone's paths taken out (``_scrub``)."""
+        return self._scrub(_git_says(exc))
+
+    def _in_git_dir(self, path: Path | str) -> str:
+        """A path inside the clone as ``$GIT_DIR/…`` (any other as it is)."""
+        return self._scrub(str(path))
 
     def tree_of(self, commit: str) -> str:
         """The root tree id named by a commit, read through its verified bytes
@@ -306,7 +352,7 @@ class Clone:
                 _, out, err = self.repo.git.for_each_ref("--format=%(refname)",
                                                          with_extended_output=True)
             except git.GitCommandError as exc:
-                raise CloneError(f"{self.path}: cannot list refs: {_git_says(exc)}") from None
+                raise CloneError(f"{self.shown}: cannot list refs: {self._says(exc)}") from None
             problems = self._unreadable_ref_dirs()
             for broken in re.findall(r"ignoring broken ref (\S+)", err or ""):
                 problems.setdefault(broken, "is unreadable or broken (git skips it)")
@@ -355,8 +401,8 @@ class Clone:
             inside = len(have) <= len(want) and all(
                 w in ("*", h) for w, h in zip(want[: len(have)], have, strict=True))
             if where == "packed-refs" or inside:
-                shown = Path(self.repo.common_dir) / where
-                raise CloneError(f"cannot tell where '{name}' points in {self.path}: {shown} {why}")
+                shown = self._in_git_dir(Path(self.repo.common_dir) / where)
+                raise CloneError(f"cannot tell where '{name}' points in {self.shown}: {shown} {why}")
 
     def _git_dir_ref(self, name: str) -> tuple[str, str] | None:
         """``$GIT_DIR/<name>`` (``HEAD``, ``FETCH_HEAD``...): first in git's order.
@@ -379,8 +425,8 @@ class Clone:
         except (FileNotFoundError, NotADirectoryError, NotRegular):
             return None
         except OSError as exc:
-            raise CloneError(f"cannot tell where '{name}' points in {self.path}: "
-                             f"{Path(self.repo.git_dir) / name} cannot be read ({exc.strerror})") from None
+            raise CloneError(f"cannot tell where '{name}' points in {self.shown}: "
+                             f"$GIT_DIR/{name} cannot be read ({exc.strerror})") from None
         first = text.split("\n", 1)[0].strip()
         if first.startswith("ref:"):
             target = first[4:].strip()
@@ -396,8 +442,8 @@ class Clone:
         try:
             commit = self.repo.git.rev_parse("--verify", f"{what}^{{commit}}").strip()
         except git.GitCommandError as exc:
-            raise CloneError(f"$GIT_DIR/{name} in {self.path} does not resolve to a commit "
-                             f"({_git_says(exc)})") from None
+            raise CloneError(f"$GIT_DIR/{name} in {self.shown} does not resolve to a commit "
+                             f"({self._says(exc)})") from None
         return label, commit
 
     def resolve_ref(self, name: str) -> tuple[str, str] | None:
@@ -434,8 +480,8 @@ class Clone:
             try:
                 commit = self.repo.git.rev_parse("--verify", f"{full}^{{commit}}").strip()
             except git.GitCommandError as exc:
-                raise CloneError(f"{full} in {self.path} does not resolve to a commit "
-                                 f"({_git_says(exc)})") from None
+                raise CloneError(f"{full} in {self.shown} does not resolve to a commit "
+                                 f"({self._says(exc)})") from None
             return full, commit
         if not name.startswith("refs/"):
             self._blocked(name, f"refs/remotes/*/{name}")
@@ -451,10 +497,10 @@ class Clone:
             except FileNotFoundError:
                 text = ""
             except (NotRegular, TooLarge):
-                raise CloneError(f"{self.path}: $GIT_DIR/shallow is not a shallow list "
+                raise CloneError(f"{self.shown}: $GIT_DIR/shallow is not a shallow list "
                                  "git would write; not read") from None
             except OSError as exc:
-                raise CloneError(f"{self.path}: cannot read $GIT_DIR/shallow ({exc.strerror})") from None
+                raise CloneError(f"{self.shown}: cannot read $GIT_DIR/shallow ({exc.strerror})") from None
             self._shallow = frozenset(text.split())
         return self._shallow
 
@@ -473,8 +519,8 @@ class Clone:
             status, _, err = self.repo.git.merge_base("--is-ancestor", older, newer,
                                                       with_extended_output=True, with_exceptions=False)
             if status not in (0, 1):
-                raise CloneError(f"{self.path}: cannot walk the history from {newer[:12]} "
-                                 f"({_git_says(git.GitCommandError('merge-base', status, err))})")
+                raise CloneError(f"{self.shown}: cannot walk the history from {newer[:12]} "
+                                 f"({self._says(git.GitCommandError('merge-base', status, err))})")
             if shallow:  # a shallow clone's history is short: list it
                 walked = self.repo.git.rev_list(f"{older}..{newer}").split()
                 count = len(walked)
@@ -483,8 +529,8 @@ class Clone:
             else:
                 walked, count = [], 0
         except git.GitCommandError as exc:
-            raise CloneError(f"{self.path}: cannot walk the history from {newer[:12]} "
-                             f"({_git_says(exc)})") from None
+            raise CloneError(f"{self.shown}: cannot walk the history from {newer[:12]} "
+                             f"({self._says(exc)})") from None
         # A shallow boundary in older..newer: the walk stopped there, not at older's side.
         cut = not self.shallow_commits().isdisjoint(walked)
         if status == 0:
@@ -493,7 +539,7 @@ class Clone:
 
     def unshallow_hint(self) -> str:
         """The command that deepens a shallow clone to its full history."""
-        return _SHALLOW_FIX.format(path=self.path)
+        return _SHALLOW_FIX.format(git=self.command("").rstrip())
 
     def source(self, sha: str) -> GitSource | None:
         """A source over ``sha``'s tree, or None when the clone lacks the commit.
@@ -504,7 +550,7 @@ class Clone:
         if not self.has_commit(sha):
             blocked = self.unreadable_objects(sha)
             if blocked:  # git says "no such object" where it could not look
-                raise CloneError(f"commit {sha[:12]} in {self.path} cannot be read: {blocked}")
+                raise CloneError(f"commit {sha[:12]} in {self.shown} cannot be read: {blocked}")
             return None
         try:
             tree = self.tree_of(sha)
@@ -512,8 +558,8 @@ class Clone:
             raise
         except Exception as exc:  # git could not give it (a damaged clone)
             self.repo.git.clear_cache()
-            raise CloneError(f"commit {sha[:12]} in {self.path} cannot be read: "
-                             f"{_git_says(exc)}") from None
+            raise CloneError(f"commit {sha[:12]} in {self.shown} cannot be read: "
+                             f"{self._says(exc)}") from None
         return GitSource(self, sha, tree)
 
     def unreadable(self, path: str, kind: str, sha: str, exc: Exception) -> SourceError:
@@ -534,27 +580,28 @@ class Clone:
                 return SourceError(path, f"needs {kind} {sha[:12]}, but {blocked}")
             if self.is_partial():
                 return SourceError(path, f"needs {kind} {sha[:12]}, which is not in this partial "
-                                   f"clone; fetch it (git -C {self.path} cat-file -e {sha})")
+                                   f"clone; fetch it ({self.command(f'cat-file -e {sha}')})")
             return SourceError(path, f"needs {kind} {sha[:12]}, which is missing from "
-                               f"{self.path} (a damaged clone?)")
-        return SourceError(path, f"cannot read {kind} {sha[:12]}: {_git_says(exc)}")
+                               f"{self.shown} (a damaged clone?)")
+        return SourceError(path, f"cannot read {kind} {sha[:12]}: {self._says(exc)}")
 
     def unreadable_objects(self, sha: str) -> str | None:
-        """``"<git dir>/objects/50 cannot be read (Permission denied)"``: a place in the
+        """``"$GIT_DIR/objects/50 cannot be read (Permission denied)"``: a place in the
         object store (or an alternate's) that could hold ``sha`` and cannot be read,
         or None. git reports an object behind an unreadable directory or pack as
         missing; a missing object says "damaged clone" or "fetch it", which would
-        send the user the wrong way."""
+        send the user the wrong way. Places in the clone are named from ``$GIT_DIR``
+        (``_scrub``); an alternate elsewhere by its path."""
         objects = Path(self.repo.common_dir) / "objects"
         dirs = [objects]
         try:
             dirs += _alternates(objects)
         except OSError as exc:
-            return f"{objects / 'info' / 'alternates'} cannot be read ({exc.strerror})"
+            return self._scrub(f"{objects / 'info' / 'alternates'} cannot be read ({exc.strerror})")
         for where in dirs:
             found = _unreadable_loose(where, sha) or _unreadable_packs(where / "pack")
             if found:
-                return found
+                return self._scrub(found)
         return None
 
     def is_partial(self) -> bool:

@@ -231,7 +231,7 @@ def test_a_commit_missing_from_the_clone_fails_and_says_to_fetch(
     checks = by_id(result)
     commit = checks["lane:commit"]
     assert commit["status"] == "fail"
-    assert f"commit {absent[:12]} is not in {lane.path}; fetch it" in commit["message"]
+    assert f"commit {absent[:12]} is not in the lane clone; fetch it" in commit["message"]
     assert f"fetch origin {absent}" in commit["message"]
     for rid in LANE_RULES:
         assert checks[rid]["status"] == "fail" and "fetch it" in checks[rid]["message"]
@@ -565,7 +565,7 @@ def test_a_blob_a_partial_clone_lacks_is_that_files_error_only(
     assert rc == 1
     checks = by_id(result)
     expected = (f"needs blob {blob[:12]}, which is not in this partial clone; fetch it "
-                f"(git -C {part} cat-file -e {blob})")
+                f"(git -C <lane clone> cat-file -e {blob})")
     for cid in ("cite-worker-argmax", "lane-worker-bias-then-argmax"):
         assert checks[cid]["status"] == "error", checks[cid]
         assert checks[cid]["message"] == f"{WORKER} {expected}", checks[cid]
@@ -639,7 +639,7 @@ def test_a_recorded_tag_is_not_shadowed_by_a_branch_of_the_same_name(
     # a ref git cannot peel to a commit is an error, never "not in the clone"
     blob_tag = checks["lane:ref:blob-tag"]
     assert blob_tag["status"] == "error"
-    assert blob_tag["message"].startswith(f"refs/tags/blob-tag in {root} does not resolve to a commit")
+    assert blob_tag["message"].startswith("refs/tags/blob-tag in the lane clone does not resolve to a commit")
     assert rc == 1
 
 

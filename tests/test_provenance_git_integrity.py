@@ -154,10 +154,10 @@ def test_a_blob_rewritten_in_place_is_an_error_not_a_pass(
     for cid in ("lane-fixed", "lane-greedy"):
         assert checks[cid]["status"] == "error", checks[cid]
         message = checks[cid]["message"]
-        assert message.startswith(f"{MOD} cannot be trusted: blob {blob[:12]} in {lane.path} "
+        assert message.startswith(f"{MOD} cannot be trusted: blob {blob[:12]} in the lane clone "
                                   "hashes to "), message
-        assert f"not to its id: the object store is damaged or was altered (check with " \
-               f"git -C {lane.path} fsck)" in message
+        assert "not to its id: the object store is damaged or was altered (check with " \
+               "git -C <lane clone> fsck)" in message
     # the commit itself is intact, and other commits' files are still judged
     assert checks["lane:commit"]["status"] == "pass"
     rc, checks = check(tree, manifest(lane.base), tmp_path, "--repo", f"lane={lane.path}")
@@ -185,8 +185,8 @@ def test_a_tree_rewritten_to_name_another_blob_is_an_error(
     for cid in ("lane-fixed", "lane-greedy"):
         assert checks[cid]["status"] == "error", checks[cid]
         assert checks[cid]["message"].startswith(
-            f"{MOD} cannot be trusted: tree {pkg[:12]} in {lane.path} hashes to "), checks[cid]
-        assert f"git -C {lane.path} fsck" in checks[cid]["message"]
+            f"{MOD} cannot be trusted: tree {pkg[:12]} in the lane clone hashes to "), checks[cid]
+        assert "git -C <lane clone> fsck" in checks[cid]["message"]
 
 
 def test_a_commit_rewritten_to_name_another_tree_is_an_error(
@@ -201,8 +201,8 @@ def test_a_commit_rewritten_to_name_another_tree_is_an_error(
     assert rc == 1
     commit = checks["lane:commit"]
     assert commit["status"] == "error"
-    assert commit["message"].startswith(f"commit {lane.third[:12]} in {lane.path} hashes to ")
-    assert commit["message"].endswith(f"(check with git -C {lane.path} fsck)")
+    assert commit["message"].startswith(f"commit {lane.third[:12]} in the lane clone hashes to ")
+    assert commit["message"].endswith("(check with git -C <lane clone> fsck)")
     assert checks["lane-greedy"]["status"] == "error"
     assert checks["lane-greedy"]["message"] == commit["message"]
 
@@ -233,7 +233,7 @@ def test_a_packed_blob_patched_in_the_pack_is_an_error(lane: Lane, tree: Path, t
     rc, checks = check(tree, manifest(lane.third), tmp_path, "--repo", f"lane={lane.path}")
     assert rc == 1
     assert checks["lane-greedy"]["status"] == "error", checks["lane-greedy"]
-    assert f"blob {blob[:12]} in {lane.path} hashes to " in checks["lane-greedy"]["message"]
+    assert f"blob {blob[:12]} in the lane clone hashes to " in checks["lane-greedy"]["message"]
 
 
 def test_a_replace_ref_does_not_change_what_is_read(lane: Lane, tree: Path, tmp_path: Path) -> None:
@@ -331,8 +331,8 @@ def test_a_shallow_boundary_is_said_not_a_rewrite(lane: Lane, tree: Path, tmp_pa
     refs = SHALLOW_REFS.format(second=lane.second)
     _, checks = check(tree, manifest(lane.base, refs), tmp_path, "--repo", f"lane={shallow}")
     cut = (f"now at {lane.third[:12]}; whether it descends from the recorded {lane.second[:12]} "
-           f"cannot be told: {shallow} is a shallow clone and its history stops before the "
-           f"answer (deepen it: git -C {shallow} fetch --unshallow)")
+           f"cannot be told: the lane clone is shallow and its history stops before the "
+           f"answer (deepen it: git -C <lane clone> fetch --unshallow)")
     release = checks["lane:ref:release"]
     assert release["status"] == "fail", release  # it moved: that much is known
     assert release["message"] == f"fixed ref moved: refs/tags/release {cut}"
@@ -361,7 +361,7 @@ def test_a_recorded_commit_outside_a_shallow_clone_says_how_to_deepen(
     assert main["status"] == "pass"
     assert main["message"] == (
         f"refs/heads/main now at {lane.third[:12]}; the recorded {lane.second[:12]} is not in "
-        f"this clone (the clone is shallow; deepen it: git -C {dest} fetch --unshallow) "
+        f"this clone (the clone is shallow; deepen it: git -C <lane clone> fetch --unshallow) "
         "(moving ref: information)")
 
 
@@ -396,8 +396,8 @@ def test_unreadable_ref_directories_are_errors_not_missing_refs(
     for name in ("dev", "v1"):
         ref = checks[f"lane:ref:{name}"]
         assert ref["status"] == "error", ref  # was: skip (dev) and fail (v1)
-        assert ref["message"] == (f"cannot tell where '{name}' points in {lane.path}: "
-                                  f"{locked[0]} cannot be read (Permission denied)")
+        assert ref["message"] == (f"cannot tell where '{name}' points in the lane clone: "
+                                  "$GIT_DIR/refs/tags cannot be read (Permission denied)")
 
 
 def test_an_unreadable_ref_file_is_an_error(lane: Lane, tree: Path, tmp_path: Path) -> None:
@@ -410,7 +410,7 @@ def test_an_unreadable_ref_file_is_an_error(lane: Lane, tree: Path, tmp_path: Pa
         tag.chmod(0o644)
     v1 = checks["lane:ref:v1"]
     assert v1["status"] == "error", v1
-    assert v1["message"] == (f"cannot tell where 'v1' points in {lane.path}: {tag} "
+    assert v1["message"] == ("cannot tell where 'v1' points in the lane clone: $GIT_DIR/refs/tags/v1 "
                              "is unreadable or broken (git skips it)")
 
 

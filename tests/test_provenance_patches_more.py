@@ -325,7 +325,8 @@ def test_an_unreadable_blob_directory_is_named(tmp_path: Path) -> None:
     cite = checks["lane-mod"]
     assert cite["status"] == "error", cite
     assert cite["message"] == (  # was: "... which is missing from ... (a damaged clone?)"
-        f"{MOD} needs blob {blob[:12]}, but {locked} cannot be read (Permission denied)")
+        f"{MOD} needs blob {blob[:12]}, but $GIT_DIR/objects/{blob[:2]} cannot be read "
+        "(Permission denied)")
 
 
 def test_an_unreadable_commit_is_an_error_not_a_commit_to_fetch(tmp_path: Path) -> None:
@@ -340,8 +341,8 @@ def test_an_unreadable_commit_is_an_error_not_a_commit_to_fetch(tmp_path: Path) 
     assert rc == 1
     pinned = checks["lane:commit"]
     assert pinned["status"] == "error", pinned  # was: fail, "... fetch it"
-    assert pinned["message"] == (f"commit {commit[:12]} in {lane} cannot be read: "
-                                 f"{locked} cannot be read (Permission denied)")
+    assert pinned["message"] == (f"commit {commit[:12]} in the lane clone cannot be read: "
+                                 f"$GIT_DIR/objects/{commit[:2]} cannot be read (Permission denied)")
 
 
 def test_an_unreadable_pack_is_named(tmp_path: Path) -> None:
@@ -358,5 +359,6 @@ def test_an_unreadable_pack_is_named(tmp_path: Path) -> None:
     assert rc == 1
     pinned = checks["lane:commit"]
     assert pinned["status"] == "error", pinned
-    assert pinned["message"] == (f"commit {commit[:12]} in {lane} cannot be read: "
-                                 f"{pack} cannot be read (Permission denied)")
+    assert pinned["message"] == (f"commit {commit[:12]} in the lane clone cannot be read: "
+                                 f"$GIT_DIR/objects/pack/{pack.name} cannot be read "
+                                 "(Permission denied)")

@@ -201,8 +201,8 @@ class ProvenanceRun:
 
     @staticmethod
     def _missing_commit(clone: Clone, sha: str) -> str:
-        return (f"commit {short(sha)} is not in {clone.path}; fetch it "
-                f"(git -C {clone.path} fetch origin {sha})")
+        return (f"commit {short(sha)} is not in {clone.shown}; fetch it "
+                f"({clone.command(f'fetch origin {sha}')})")
 
     # -- checks ---------------------------------------------------------------
 
@@ -328,7 +328,7 @@ class ProvenanceRun:
         if found is None:
             status = Status.SKIP if ref.moving else Status.FAIL
             return Check(**base, status=status,
-                         message=f"{label} ref '{ref.name}' is not in {clone.path}")
+                         message=f"{label} ref '{ref.name}' is not in {clone.shown}")
         full, now = found
         if now == ref.commit:
             return Check(**base, status=Status.PASS, actual=now,
@@ -360,7 +360,7 @@ class ProvenanceRun:
             return f"{where}; the recorded {was} is not in this clone{deepen}"
         if moved.kind == "cut":
             return (f"{where}; whether it descends from the recorded {was} cannot be told: "
-                    f"{clone.path} is a shallow clone and its history stops before the answer "
+                    f"{clone.shown} is shallow and its history stops before the answer "
                     f"({clone.unshallow_hint()})")
         return f"{where}, not a descendant of the recorded {was} (history rewritten or reset)"
 
