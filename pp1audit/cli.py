@@ -26,7 +26,7 @@ import click
 from pp1audit import __version__
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, EXIT_USAGE, Pp1Error
 from pp1audit.fdio import write_all
-from pp1audit.formats import FORMATS
+from pp1audit.formats import FORMATS, named_source
 
 if TYPE_CHECKING:
     from pp1audit.manifest import Manifest
@@ -126,7 +126,7 @@ def _missing_inputs(checks: Iterable[Check], shown: int = 3) -> str:
     for c in checks:
         if any(c.message.endswith(r) or r.endswith(c.message) for _, r in reasons):
             continue
-        reasons.append((c.source if c.source not in (None, "target") else c.id, c.message))
+        reasons.append((named_source(c) or c.id, c.message))
     said = " | ".join(f"{who}: {why}" for who, why in reasons[:shown])
     more = len(reasons) - shown
     return said + (f" | and {count(more, 'other reason')}" if more > 0 else "")

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pp1audit.formats import UNKNOWN_VERSION, counted, named_source
 from pp1audit.result import Check, Result, Status
 from pp1audit.safetext import printable, printable_code
 from pp1audit.spans import line_range, parse_span
@@ -588,7 +589,8 @@ def evidence_line(check: Check) -> str:
             where += f" → now {_dash(*check.found_lines)}"
     elif check.path:
         where = " " + md(check.path, "code")
-    src = f" [{md(check.source, 'text')}]" if check.source and check.source != "target" else ""
+    source = named_source(check)
+    src = f" [{md(source, 'text')}]" if source else ""
     detail = md(check.message, "message")
     if check.kind == "file" and check.status is not Status.PASS and check.actual:
         detail += f"; actual {md(check.actual, 'code')}"
@@ -715,13 +717,12 @@ def _measured(result: Result, shown: set[str], names: Names | None) -> list[str]
     if t is not None:
         where = t.location if names is None or names.target is None else names.target
         # No version found in the tree: said in words, as `check` says it (not "None").
-        version = md(t.version, "code") if t.version is not None else "(version unknown)"
+        version = md(t.version, "code") if t.version else f"({UNKNOWN_VERSION})"
         out.append(f"Target: {md(t.kind, 'text')} {md(where, 'code')} — {md(t.package, 'text')} "
                    f"{version}.")
     manifest = str(result.manifest_path) if names is None else names.manifest
     out.append(f"Manifest: {md(manifest, 'code')} (SHA-256 `{result.manifest_sha256}`).")
-    counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())
-    out += [f"Verdict: **{result.verdict}** ({counts}).", ""]
+    out += [f"Verdict: **{result.verdict}** ({counted(result.counts())}).", ""]
     rest = [c for c in result.checks if c.id not in shown]
     if rest:
         out += ["Checks not cited above:", ""]

@@ -25,6 +25,7 @@ from typing import Any
 from pp1audit.checks.citations import moved_by
 from pp1audit.checks.version import read_version, version_path
 from pp1audit.errors import MissingFile, SourceError
+from pp1audit.formats import counted, version_or_unknown
 from pp1audit.manifest import Manifest
 from pp1audit.result import Check, Status
 from pp1audit.safetext import printable, printable_code
@@ -276,7 +277,7 @@ def compare(manifest: Manifest, old: Source, new: Source) -> TreeDiff:
         status = UNCHANGED if ov == nv else CHANGED
         items.append(DiffItem("version", "version", status, vpath, old=ov, new=nv,
                               message="" if ov == nv else
-                              f"{ov or 'version unknown'} → {nv or 'version unknown'}"))
+                              f"{version_or_unknown(ov)} → {version_or_unknown(nv)}"))
     items.extend(c.file(path) for path in manifest.files)
     items.extend(c.citation(cid) for cid, cit in manifest.citations.items() if cit.source is None)
     return TreeDiff(manifest.path, f"{old.kind} {old.location}", f"{new.kind} {new.location}",
@@ -299,8 +300,8 @@ def render_text(td: TreeDiff, verbose: bool = False) -> str:
     diffed code keeps its backslashes (``printable_code``); its two header lines
     name paths, shown as any path is.
     """
-    out = [printable(f"diff {td.old} ({td.old_version or 'version unknown'}) → {td.new} "
-                     f"({td.new_version or 'version unknown'}); manifest {td.manifest_path}")]
+    out = [printable(f"diff {td.old} ({version_or_unknown(td.old_version)}) → {td.new} "
+                     f"({version_or_unknown(td.new_version)}); manifest {td.manifest_path}")]
     rows = [i for i in td.items if verbose or i.status != UNCHANGED]
     ids = [printable(i.id) for i in rows]
     widths = [max((len(x) for x in col), default=0) for col in (
@@ -313,8 +314,7 @@ def render_text(td: TreeDiff, verbose: bool = False) -> str:
         out.append(f"  {cells}  {printable(detail)}".rstrip())
         if i.diff:
             out.extend("      " + line for line in _diff_lines(i.diff))
-    counts = ", ".join(f"{n} {k}" for k, n in td.counts().items())
-    out.append(f"summary: {counts}")
+    out.append(f"summary: {counted(td.counts())}")
     return "\n".join(out) + "\n"
 
 

@@ -6,12 +6,33 @@ Formatters never re-run checks and never print; the CLI writes what they return.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import import_module
 
-from pp1audit.result import Result
+from pp1audit.result import Check, Result
 
 FORMATS = ("text", "json")
+
+UNKNOWN_VERSION = "version unknown"
+"""How every output says a target's version was not found: in words, never "None"."""
+
+
+def version_or_unknown(version: str | None) -> str:
+    """The version as found, or ``UNKNOWN_VERSION`` (an empty one is no version either):
+    one wording for ``check``, ``report`` and ``diff``."""
+    return version or UNKNOWN_VERSION
+
+
+def named_source(check: Check) -> str | None:
+    """The named git source or remote pin a check read, None for the target itself
+    (whether recorded as None or as ``"target"``): outputs name only the others."""
+    return None if check.source in (None, "target") else check.source
+
+
+def counted(counts: Mapping[str, int]) -> str:
+    """``3 pass, 0 drift, …``: a count per status, in the order given (every status,
+    zero included), as every closing line and report spells it."""
+    return ", ".join(f"{n} {status}" for status, n in counts.items())
 
 
 def get_formatter(name: str) -> Callable[..., str]:
@@ -23,4 +44,5 @@ def get_formatter(name: str) -> Callable[..., str]:
     return render
 
 
-__all__ = ["FORMATS", "Result", "get_formatter"]
+__all__ = ["FORMATS", "UNKNOWN_VERSION", "Result", "counted", "get_formatter", "named_source",
+           "version_or_unknown"]

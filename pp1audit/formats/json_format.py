@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pp1audit.formats import named_source
 from pp1audit.result import Check, Result
 
 FORMAT_ID = "pp1audit.result/1"
@@ -23,7 +24,7 @@ def check_dict(check: Check) -> dict[str, Any]:
         "actual": check.actual,
         "message": check.message,
         # Checks of the target itself carry null; a named git source / pin its name.
-        "source": None if check.source in (None, "target") else check.source,
+        "source": named_source(check),
     }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 
+from pp1audit.formats import counted, named_source, version_or_unknown
 from pp1audit.result import Check, Result, Status
 from pp1audit.safetext import printable
 from pp1audit.spans import line_range
@@ -36,7 +37,8 @@ def _place(check: Check) -> str:
     if check.path is None:
         return ""
     # a file of a named git source or remote pin: say which, the path is relative to it
-    path = check.path if check.source in (None, "target") else f"{check.source}:{check.path}"
+    source = named_source(check)
+    path = check.path if source is None else f"{source}:{check.path}"
     if check.lines is None:
         return path
     where = f"{path}:{line_range(*check.lines)}"
@@ -55,9 +57,8 @@ def _detail(check: Check) -> str:
 
 def summary(result: Result) -> str:
     """``verdict: N pass, N drift, …`` — the closing line of every text report."""
-    counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())
     gate = "open" if result.gate_open else "closed"
-    return f"{result.verdict.upper()} (gate {gate}): {counts}"
+    return f"{result.verdict.upper()} (gate {gate}): {counted(result.counts())}"
 
 
 def _rows(result: Result, verbose: bool) -> list[Check]:
@@ -72,7 +73,7 @@ def render(result: Result, verbose: bool = False, color: bool = False,
     head = ""
     if result.target is not None:
         t = result.target
-        version = t.version or "version unknown"
+        version = version_or_unknown(t.version)
         head = printable(f"{result.manifest_path} against {t.kind} {t.location} ({t.package} {version})")
         head += "\n"
     if color or terminal:
