@@ -166,6 +166,31 @@ def keywords(lines: str, names: tuple[str | None, ...]) -> str:
     return "".join(out)
 
 
+LAUNCH_CACHE = """        logits_cache,
+        logits_cache.stride(0) if logits_cache is not None else 0,
+        logits_cache.stride(1) if logits_cache is not None else 0,
+        logits_cache_col,
+"""
+LAUNCH_TAIL = """        logits,
+        logits.stride(0),
+        expanded_idx_mapping,
+        seed,
+        pos,
+        temperature,
+        vocab_size,
+"""
+LAUNCH_TAIL_NAMES = ("logits_ptr", "logits_stride", "expanded_idx_mapping_ptr", "seeds_ptr", "pos_ptr",
+                     "temp_ptr", "vocab_size")
+BLOCK_CACHE_PARAMS = ("    pos_ptr,\n    # [max_num_reqs, num_cols, vocab_size]\n    logits_cache_ptr,\n"
+                      "    logits_cache_stride_0,\n    logits_cache_stride_1,\n    logits_cache_col_ptr,\n"
+                      "    vocab_size,\n    IS_DRAFTING: tl.constexpr,\n")
+BLOCK_CACHE_ARGS = ("        pos_ptr,\n        logits_cache_ptr,\n        logits_cache_stride_0,\n"
+                    "        logits_cache_stride_1,\n        logits_cache_col_ptr,\n        vocab_size,\n"
+                    "        IS_DRAFTING=IS_DRAFTING,\n")
+KERNEL_FIRST = "def _gumbel_sample_kernel(\n    local_argmax_ptr,\n"
+LAUNCH_FIRST = "    _gumbel_sample_kernel[(num_tokens, num_blocks)](\n        local_argmax,\n"
+LAUNCH_TEMPERATURE = ("        temperature,\n        vocab_size,\n        BLOCK_SIZE=BLOCK_SIZE,\n"
+                      "        IS_DRAFTING")
 REJECTED_LOAD = """    rejected_draft_token = tl.load(
         draft_sampled_ptr + resample_token_idx + 1,
         mask=not is_bonus,
@@ -539,6 +564,30 @@ MUTATIONS = [
     pytest.param(GUMBEL, "        APPLY_TEMPERATURE=apply_temperature,\n",
                  "        APPLY_TEMPERATURE=False,\n",
                  {"gumbel-draws-at-temperature": "fail"}, id="p2-launch-ignores-apply-temperature"),
+    # X2 (second review): the draw made at temperature 1 (or a constant), the cache and the
+    # verification at the requests' temperatures.
+    pytest.param(GUMBEL, LAUNCH_TEMPERATURE, LAUNCH_TEMPERATURE.replace(
+        "temperature,", "torch.ones_like(temperature),", 1),
+        {"gumbel-draws-at-temperature": "fail"}, id="x2-launch-at-temperature-one"),
+    pytest.param(GUMBEL, LAUNCH_TEMPERATURE, LAUNCH_TEMPERATURE.replace("temperature,", "1.0,", 1),
+                 {"gumbel-draws-at-temperature": "fail"}, id="x2b-launch-at-a-constant-temperature"),
+    pytest.param(GUMBEL, "    # Enforce contiguity on non-strided input tensors\n",
+                 "    temperature = torch.ones_like(temperature)\n",
+                 {"gumbel-draws-at-temperature": "fail"}, id="x2c-temperature-rebound-to-ones"),
+    # The cache found by name, not counted: swapped with its column at the launch, or held in
+    # a local bound to None; swapped at the block's call only.
+    pytest.param(GUMBEL, LAUNCH_CACHE, "        logits_cache_col,\n" + LAUNCH_CACHE.split("\n", 1)[1]
+                 .replace("        logits_cache_col,\n", "        logits_cache,\n"),
+                 {"gumbel-sample-passes-draft-cache": "fail"}, id="p1d-cache-and-column-swapped-at-launch"),
+    pytest.param(GUMBEL, (LAUNCH_CACHE, "    BLOCK_SIZE = 1024\n"),
+                 (LAUNCH_CACHE.replace("        logits_cache,\n", "        cache,\n", 1),
+                  "    BLOCK_SIZE = 1024\n    cache = None\n"),
+                 {"gumbel-sample-passes-draft-cache": "fail"}, id="p1e-cache-local-bound-to-none"),
+    pytest.param(GUMBEL, BLOCK_CACHE_ARGS, BLOCK_CACHE_ARGS.replace(
+        "logits_cache_ptr,\n        logits_cache_stride_0,\n        logits_cache_stride_1,\n"
+        "        logits_cache_col_ptr,", "logits_cache_col_ptr,\n        logits_cache_stride_0,\n"
+        "        logits_cache_stride_1,\n        logits_cache_ptr,"),
+        {"gumbel-kernel-passes-loaded-logits": "fail"}, id="p1f-cache-and-column-swapped-at-block-call"),
     pytest.param(GUMBEL, "        vocab_size,\n        IS_DRAFTING=IS_DRAFTING,\n"
                  "        APPLY_TEMPERATURE=APPLY_TEMPERATURE,\n",
                  "        vocab_size,\n        IS_DRAFTING=IS_DRAFTING,\n        APPLY_TEMPERATURE=False,\n",
@@ -763,6 +812,34 @@ HARMLESS = [
                  id="d4-biased-logits-made-contiguous"),
     pytest.param(DSPARK, MARKOV, MARKOV + "            logits_i = logits_i.to(torch.float32)\n",
                  id="d8-biased-logits-upcast"),
+    # The third review's list (s9): the cache followed by name, not by counting positions.
+    # G1 made contiguous (the same tensor when it is), G2 a new first kernel parameter, G3
+    # the block's parameters reordered with its call, G10 a keyword launch, G11 the cache
+    # held in a local.
+    pytest.param(GUMBEL, "        logits_cache_col = logits_cache_col.contiguous()\n",
+                 "        logits_cache_col = logits_cache_col.contiguous()\n"
+                 "    if logits_cache is not None:\n        logits_cache = logits_cache.contiguous()\n",
+                 id="g1-cache-made-contiguous"),
+    pytest.param(GUMBEL, (KERNEL_FIRST, LAUNCH_FIRST),
+                 (KERNEL_FIRST.replace("(\n", "(\n    num_tokens,\n"),
+                  LAUNCH_FIRST.replace("](\n", "](\n        num_tokens,\n")),
+                 id="g2-kernel-new-first-parameter"),
+    pytest.param(GUMBEL, (BLOCK_CACHE_PARAMS, BLOCK_CACHE_ARGS),
+                 (BLOCK_CACHE_PARAMS.replace("    vocab_size,\n", "").replace(
+                     "    pos_ptr,\n", "    pos_ptr,\n    vocab_size,\n"),
+                  BLOCK_CACHE_ARGS.replace("        vocab_size,\n", "").replace(
+                      "        pos_ptr,\n", "        pos_ptr,\n        vocab_size,\n")),
+                 id="g3-block-parameters-reordered-with-its-call"),
+    pytest.param(GUMBEL, LAUNCH_CACHE + LAUNCH_TAIL,
+                 keywords(LAUNCH_CACHE + LAUNCH_TAIL, ("logits_cache_ptr", "logits_cache_stride_0",
+                                                       "logits_cache_stride_1", "logits_cache_col_ptr",
+                                                       *LAUNCH_TAIL_NAMES)),
+                 id="g10-kernel-launched-by-keyword"),
+    pytest.param(GUMBEL, (LAUNCH_CACHE, "    per_token_col = "),
+                 (LAUNCH_CACHE.replace("        logits_cache,\n", "        cache,\n", 1),
+                  "    cache = logits_cache\n    per_token_col = "), id="g11-cache-held-in-a-local"),
+    pytest.param(GUMBEL, LAUNCH_TEMPERATURE, LAUNCH_TEMPERATURE.replace(
+        "temperature,", "temperature.contiguous(),", 1), id="x2h-launch-temperature-contiguous"),
 ]
 
 
