@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
 import click
 
 from pp1audit import __version__
+from pp1audit.configfile import config_file
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, EXIT_USAGE, Pp1Error
 from pp1audit.fdio import write_all
 from pp1audit.formats import FORMATS, named_source
@@ -35,9 +36,6 @@ if TYPE_CHECKING:
     from pp1audit.runconfig import ProvenanceOptions
 
 _DEFAULT_MANIFEST = "(the shipped PP1 manifest)"
-CONFIG_NAME = "pp1audit.toml"
-"""``runconfig.CONFIG_NAME``, spelled here so that a run without provenance does not
-import ``runconfig`` (and the HTTP code behind it) to learn it; a test keeps the two alike."""
 
 def _load_manifest(path: Path | None) -> Manifest:
     from pp1audit.manifest import load_manifest
@@ -76,10 +74,8 @@ def _validate_config(given: Path | None) -> None:
     it is there) though the command may not use it: a broken config is bad input
     (exit 2) whatever the command and the manifest, or a typo in it passes
     silently until a command and a manifest that need it come along. Nothing is
-    loaded when there is no file."""
-    # lexists, not isfile: a directory, FIFO, device link or dangling link named so
-    # is refused as --config would refuse it (read_input never opens those).
-    path = given if given is not None else Path(CONFIG_NAME) if os.path.lexists(CONFIG_NAME) else None
+    loaded when there is no file (``configfile``: the lookup, without ``runconfig``)."""
+    path = config_file(given)
     if path is not None:
         from pp1audit.runconfig import load_config
 

@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from pp1audit.cache import CACHE_ENV, default_cache_dir
+from pp1audit.configfile import config_file
 from pp1audit.errors import Pp1Error
 from pp1audit.fetchpolicy import FetchPolicy
 
-CONFIG_NAME = "pp1audit.toml"
 MAX_TIMEOUT = 3600.0
 """Longest accepted timeout, in seconds: beyond an hour a value is a typo (ms?)."""
 
@@ -236,8 +236,7 @@ def resolve_options(
     ``uses_cache``: the run reads remote pins (see ``_cache_dir``)."""
     if fetch and offline:
         raise Pp1Error("--fetch and --offline contradict each other")
-    if config is None and os.path.lexists(CONFIG_NAME):  # whatever it is: load_config judges
-        config = Path(CONFIG_NAME)
+    config = config_file(config)  # whatever is there: load_config judges it
     base = load_config(config) if config is not None else ProvenanceOptions()
     merged, named = _merge_repos(base.repos, repos)
     policy = base.policy

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import on_a_terminal, run_cli, unprivileged
 
-from pp1audit import atomic, cli, runconfig
+from pp1audit import atomic, cli
 from pp1audit.errors import Pp1Error
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -444,7 +444,6 @@ def test_a_broken_pp1audit_toml_found_here_is_exit_2_for_any_manifest(
                            "(known: cache, fetch, repos)\n")
     (tmp_path / "pp1audit.toml").write_text("[cache]\n")
     assert run_cli("check", str(tree), "-m", str(manifest), cwd=tmp_path).returncode == 0
-    assert cli.CONFIG_NAME == runconfig.CONFIG_NAME  # the name cli looks for without runconfig
 
 
 # Review of the contract fixes (session 6)
