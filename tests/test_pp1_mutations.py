@@ -634,6 +634,12 @@ MUTATIONS = [
                  {"dspark-topk-markov-bias-before-sampling": "fail"}, id="h-topk-path-skips-markov-bias"),
     pytest.param(DSPARK, TOPK_BIAS, TOPK_BIAS + "\n            logits_i = base_logits[:, i]",
                  {"dspark-topk-markov-bias-before-sampling": "fail"}, id="h2-topk-bias-undone"),
+    pytest.param(DSPARK, TOPK_BIAS, keywords(TOPK_BIAS, (None, "markov_embed", "logits", "values", "index"))
+                 .replace("markov_embed=markov_embed", "markov_embed=torch.zeros_like(markov_embed)"),
+                 {"dspark-topk-markov-bias-before-sampling": "fail"}, id="h3-topk-bias-by-keyword-of-zeros"),
+    pytest.param(DSPARK, "            apply_temperature=True,\n",
+                 "            apply_temperature=self.temperature is None,\n",
+                 {"dspark-draws-at-temperature": "fail"}, id="p3c-dspark-draws-untempered-by-a-test"),
     # N: a greedy request accepting any valid draft; O: the point-mass residual masking nothing.
     pytest.param(UTILS, "                accepted &= is_valid_draft\n",
                  "                accepted |= is_valid_draft\n",
@@ -840,6 +846,17 @@ HARMLESS = [
                   "    cache = logits_cache\n    per_token_col = "), id="g11-cache-held-in-a-local"),
     pytest.param(GUMBEL, LAUNCH_TEMPERATURE, LAUNCH_TEMPERATURE.replace(
         "temperature,", "temperature.contiguous(),", 1), id="x2h-launch-temperature-contiguous"),
+    # D5b the top-k bias called with keywords only; D10 the division asked for by a test that
+    # always holds (self.temperature is a tensor); R6 _verify without its return annotation.
+    pytest.param(DSPARK, TOPK_BIAS, keywords(TOPK_BIAS, (None, "markov_embed", "logits", "values", "index")),
+                 id="d5b-topk-bias-by-keyword"),
+    pytest.param(DSPARK, "            apply_temperature=True,\n",
+                 "            apply_temperature=self.temperature is not None,\n",
+                 id="d10-dspark-temperature-asked-by-a-test"),
+    pytest.param(REJECTION, "    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:\n"
+                 "        processed_logits = self.sampler.apply_sampling_params(\n",
+                 "    ):\n        processed_logits = self.sampler.apply_sampling_params(\n",
+                 id="r6-verify-without-return-annotation"),
 ]
 
 
