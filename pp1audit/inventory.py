@@ -79,6 +79,13 @@ class _Moved(Exception):
     what it is now (the walk reports it as an ``UNREADABLE`` entry, not listed)."""
 
 
+class _TopMoved(Exception):
+    """The walk's top (the package directory), or a directory above it up to the
+    root, is no longer where the walk found it: nothing listed through it is known
+    to be in the root, so the whole walk is refused (``TargetError``); the message
+    says where the top's path leads now."""
+
+
 class _Through(Exception):
     """A directory on a path ``entry`` looks up is a symbolic link: ``rel`` is its
     path below the root; nothing was followed."""
@@ -98,11 +105,18 @@ class _Level:
     prefix: str
     """Its logical path, ``/``-terminated ('' for the root)."""
     name: str
-    """Its name in the directory one level up ('' for the top)."""
-    ident: tuple[int, int] | None
-    """``(st_dev, st_ino)`` as that directory listed it (None for the top)."""
+    """Its name in the directory one level up ('' for the root)."""
+    ident: tuple[int, int]
+    """``(st_dev, st_ino)`` as that directory listed it (the root: as opened)."""
     pending: list[tuple[str, tuple[int, int]]]
-    """Its subdirectories not walked yet, with the identity listed."""
+    """Its subdirectories not walked yet, with the identity listed (none for the
+    levels above the top: they are held only to check it is in place)."""
+
+
+def _ident(fd: int) -> tuple[int, int]:
+    """``(st_dev, st_ino)`` of an open descriptor."""
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
 
 
 def _readlink(path: str) -> str | None:
@@ -120,17 +134,27 @@ def _readlink_at(name: str, dir_fd: int) -> str | None:
         return None
 
 
-def _in_place(levels: list[_Level]) -> bool:
-    """True when each level below the top is still at its name in the level above,
-    as that one listed it: asked in the descriptors held, no path resolved."""
-    for above, level in pairwise(levels):
+def _out_of_place(levels: list[_Level]) -> int | None:
+    """The index of the first level no longer where it was found, or None: the
+    first (the root) still at its resolved path, each other still at its name in
+    the level above, as that one listed it. Asked in the descriptors held (the
+    root alone by its path): every directory from the root down, the package
+    directory included, so a swap of any of them is seen."""
+    root = levels[0]
+    try:
+        st = os.stat(root.path, follow_symlinks=False)
+    except OSError:
+        return 0
+    if (st.st_dev, st.st_ino) != root.ident:
+        return 0
+    for i, (above, level) in enumerate(pairwise(levels), start=1):
         try:
             st = os.stat(level.name, dir_fd=above.fd, follow_symlinks=False)
         except OSError:
-            return False
+            return i
         if (st.st_dev, st.st_ino) != level.ident:
-            return False
-    return True
+            return i
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,13 +261,22 @@ class DirInventory(Inventory):
         only within the root: one leading outside is a ``TargetError`` (the files
         of another tree, as the file checks call a symlink escape).
 
-        ``top`` is the only directory opened by its path. Every one below it is
-        opened by name in its parent's descriptor (``O_NOFOLLOW``), must be the
-        directory the parent listed (its identity), and is listed through that
-        same descriptor; each entry keeps its identity (``Entry.ident``) for the
-        hashing to hold the file it opens to. So a directory swapped for a
-        symlink (or another directory) while the run goes on is never listed or
-        read through, whether or not ``/proc`` can say where a descriptor leads."""
+        ``top`` is the only directory opened by its path. It must be the directory
+        found at its place by stepping down from the root (``_top_levels``), and
+        the root and every directory on the way stay held: before each
+        directory below it is opened, all of them, the top included, must still
+        be where they were found (``_out_of_place``), and again once the listing
+        ends. A top moved out of the root (and replaced by a link to it) while
+        it is listed would otherwise be listed through its old descriptor and
+        hashed through the link: that is a ``TargetError``, not a verdict.
+
+        Every directory below the top is opened by name in its parent's
+        descriptor (``O_NOFOLLOW``), must be the directory the parent listed
+        (its identity), and is listed through that same descriptor; each entry
+        keeps its identity (``Entry.ident``) for the hashing to hold the file it
+        opens to. So a directory swapped for a symlink (or another directory)
+        while the run goes on is never listed or read through, whether or not
+        ``/proc`` can say where a descriptor leads."""
         start = self._os(top)
         real = os.path.realpath(start)
         if not is_within(real, self.root):
@@ -258,7 +291,7 @@ class DirInventory(Inventory):
 
         prefix = top.rstrip("/") + "/" if top else ""
         try:
-            level = self._top_level(start, prefix, add)
+            levels = self._top_levels(start, real, prefix, add)
         except FileNotFoundError:  # removed since it was named
             return out
         except _Moved as exc:
@@ -269,59 +302,105 @@ class DirInventory(Inventory):
                 raise TargetError(f"{start}: cannot list the target root: {exc.strerror}") from None
             add(_unlisted(prefix, start, f"cannot list this directory: {exc.strerror}"))
             return out
-        self._descend(level, add)
+        try:
+            self._descend(levels, add)
+            if _out_of_place(levels) is not None:  # moved after its last subdirectory was opened
+                raise _TopMoved(self._where_now(start, "not audited"))
+        except _TopMoved as exc:
+            raise TargetError(f"{top.rstrip('/')}/ {exc}") from None
+        finally:
+            for level in levels:
+                os.close(level.fd)
         out.sort(key=lambda e: e.path)
         return out
 
-    def _top_level(self, start: str, prefix: str, add: Callable[[Entry], None]) -> _Level:
-        """The top, opened by its path (followed, as Python follows it) and listed:
-        files to ``add``, its subdirectories pending. ``_Moved`` when the kernel
-        says the descriptor leads outside the root (``check_place``; without
-        ``/proc`` the resolved path checked by ``walk`` stands), ``OSError`` from
-        the system."""
-        fd = os.open(start, _LIST_FLAGS)
+    def _top_levels(self, start: str, real: str, prefix: str,
+                    add: Callable[[Entry], None]) -> list[_Level]:
+        """The levels from the root down to the top (the last): the root held by its
+        resolved path, each directory between opened in the one before, never
+        through a symlink (``O_PATH``: held only for ``_out_of_place``), then the
+        top, opened by its path (followed, as Python follows it), which must be
+        the directory the level above holds at its name, and listed: files to
+        ``add``, its subdirectories pending. ``_Moved`` when the top is not that
+        directory or the kernel says its descriptor leads outside the root
+        (``check_place``), ``OSError`` from the system. The caller closes them."""
+        names = [p for p in os.path.relpath(real, self.root).split(os.sep) if p not in ("", ".")]
+        levels: list[_Level] = []
         try:
+            if names:
+                fd = os.open(self.root, _PIN_FLAGS)
+                levels.append(_Level(fd, self.root, "", "", _ident(fd), []))
+            for name in names[:-1]:
+                levels.append(self._pin_below(levels[-1], name))
+            fd = os.open(start, _LIST_FLAGS)
+            # A top that resolves to the root is the root's level: held by its resolved path.
+            top = _Level(fd, start if names else self.root, prefix, names[-1] if names else "",
+                         _ident(fd), [])
+            levels.append(top)
             try:
                 check_place(fd, None, self.root, None)
             except Elsewhere as exc:
                 raise _Moved(elsewhere(exc.where, "not listed")) from None
-            return _Level(fd, start, prefix, "", None, self._list(fd, start, prefix, add))
+            if _out_of_place(levels) is not None:  # not the directory found at its place
+                raise _Moved(self._where_now(start))
+            top.pending = self._list(fd, top.path, prefix, add)
+            return levels
         except BaseException:
-            os.close(fd)
-            raise
-
-    def _descend(self, top: _Level, add: Callable[[Entry], None]) -> None:
-        """Every directory below ``top``, depth first: a directory's subdirectories
-        are walked while its descriptor stays open (each is opened in it), so
-        the descriptors held are one per level, at most ``MAX_DEPTH`` + 1, however
-        many directories the tree has. All are closed, whatever happens."""
-        levels = [top]
-        try:
-            while levels:
-                here = levels[-1]
-                if not here.pending:
-                    os.close(levels.pop().fd)
-                    continue
-                name, ident = here.pending.pop()
-                if (child := self._enter(levels, name, ident, add)) is not None:
-                    levels.append(child)
-        finally:
             for level in levels:
                 os.close(level.fd)
+            raise
 
-    def _enter(self, levels: list[_Level], name: str, ident: tuple[int, int],
+    @staticmethod
+    def _pin_below(above: _Level, name: str) -> _Level:
+        """Directory ``name`` of ``above``, held (``O_PATH``) for ``_out_of_place`` only:
+        opened in its descriptor, never through a symlink (one now there: ``_Moved``)."""
+        try:
+            fd = os.open(name, _PIN_FLAGS | os.O_NOFOLLOW, dir_fd=above.fd)
+        except OSError as exc:
+            if exc.errno in _NOT_A_DIR:
+                raise _Moved(REPLACED) from None
+            raise
+        return _Level(fd, f"{above.path.rstrip('/')}/{name}", "", name, _ident(fd), [])
+
+    def _descend(self, levels: list[_Level], add: Callable[[Entry], None]) -> None:
+        """Every directory below the top (``levels[-1]``), depth first: a
+        directory's subdirectories are walked while its descriptor stays open
+        (each is opened in it), so the descriptors held are one per level, at
+        most ``MAX_DEPTH`` + 1 below the root's, however many directories the
+        tree has. The levels down to the top are left open (the caller checks
+        them once more, and closes them); those it opened are closed, whatever
+        happens."""
+        top = len(levels) - 1
+        try:
+            while True:
+                here = levels[-1]
+                if here.pending:
+                    name, ident = here.pending.pop()
+                    if (child := self._enter(levels, top, name, ident, add)) is not None:
+                        levels.append(child)
+                elif len(levels) > top + 1:
+                    os.close(levels.pop().fd)
+                else:
+                    return
+        finally:
+            while len(levels) > top + 1:
+                os.close(levels.pop().fd)
+
+    def _enter(self, levels: list[_Level], top: int, name: str, ident: tuple[int, int],
                add: Callable[[Entry], None]) -> _Level | None:
         """Subdirectory ``name`` of the innermost level, opened there and listed, or
-        None when it was not (an ``UNREADABLE`` entry says why; gone: nothing)."""
+        None when it was not (an ``UNREADABLE`` entry says why; gone: nothing).
+        ``levels[top]`` is the walk's top: ``_TopMoved`` when it or a level above
+        it is no longer in place."""
         parent = levels[-1]
         path = f"{parent.path.rstrip('/')}/{name}"
         prefix = parent.prefix + name + "/"
-        if len(levels) > MAX_DEPTH:
+        if len(levels) - top > MAX_DEPTH:
             add(_unlisted(prefix, path, f"nested deeper than {MAX_DEPTH} directories"))
             return None
         fd = None
         try:
-            fd = self._open_below(levels, name, ident, path)
+            fd = self._open_below(levels, top, name, ident, path)
             return _Level(fd, path, prefix, name, ident, self._list(fd, path, prefix, add))
         except BaseException as exc:
             if fd is not None:
@@ -337,10 +416,13 @@ class DirInventory(Inventory):
             add(_unlisted(prefix, path, f"cannot list this directory: {exc.strerror}"))
             return None
 
-    def _open_below(self, levels: list[_Level], name: str, ident: tuple[int, int], path: str) -> int:
+    def _open_below(self, levels: list[_Level], top: int, name: str, ident: tuple[int, int],
+                    path: str) -> int:
         """A readable descriptor on directory ``name`` of the innermost level: opened
         in its descriptor, never through a symlink, the directory listed as
-        ``ident``, with every level above still where it was listed (``_in_place``).
+        ``ident``, with every level above still where it was listed, from the
+        root down (``_out_of_place``): ``_TopMoved`` when the one out of place is
+        the top (``levels[top]``) or above it.
 
         Why: a name resolved in the descriptor it was listed in cannot lead
         anywhere else, but an ancestor moved away since (``mv pkg/d …; ln -s
@@ -357,20 +439,22 @@ class DirInventory(Inventory):
                 raise _Moved(REPLACED) from None
             raise
         try:
-            st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) != ident or not _in_place(levels):
+            moved = _out_of_place(levels)
+            if moved is not None and moved <= top:
+                raise _TopMoved(self._where_now(levels[top].path, "not audited"))
+            if _ident(fd) != ident or moved is not None:
                 raise _Moved(self._where_now(path))
         except BaseException:
             os.close(fd)
             raise
         return fd
 
-    def _where_now(self, path: str) -> str:
-        """Why a directory no longer the one listed is not listed: where its path
-        leads now when that is outside the root (resolved for the wording only:
-        nothing is opened there), else that it was replaced."""
+    def _where_now(self, path: str, undone: str = "not listed") -> str:
+        """Why a directory no longer the one listed is not listed (or, the top, not
+        audited): where its path leads now when that is outside the root (resolved
+        for the wording only: nothing is opened there), else that it was replaced."""
         where = os.path.realpath(path)
-        return elsewhere(None if is_within(where, self.root) else where, "not listed")
+        return elsewhere(None if is_within(where, self.root) else where, undone)
 
     def _list(self, fd: int, real_dir: str, prefix: str, add: Callable[[Entry], None]) -> list[
             tuple[str, tuple[int, int]]]:

@@ -22,6 +22,7 @@ import pytest
 from conftest import CACHE
 
 from pp1audit import inventory, safeio
+from pp1audit.errors import TargetError
 from pp1audit.hashing import hash_entries
 from pp1audit.inventory import FILE, MAX_DEPTH, REPLACED, UNREADABLE, DirInventory, Entry
 
@@ -178,6 +179,81 @@ def test_a_directory_swapped_between_its_open_and_its_listing_gives_no_outside_e
     assert not any(d.sha256 == hashlib.sha256(SECRET).digest() for d in digests.values())
     assert digests["pkg/d/f1.txt"].sha256 is None and digests["pkg/d/f2.txt"].sha256 is None
     assert digests["pkg/c/z.txt"].sha256 == hashlib.sha256(b"inside 4\n").digest()
+
+
+# --- the package directory itself swapped mid-walk ---------------------------------
+
+def move_top_out(site: Path) -> Path:
+    """``mv site/pkg …/moved-pkg; ln -s …/moved-pkg site/pkg``: the same directory (its
+    files, their identities), now outside the root and reached through a link."""
+    moved = site.parent / "moved-pkg"
+    os.rename(site / "pkg", moved)
+    (site / "pkg").symlink_to(moved, target_is_directory=True)
+    return moved
+
+
+def test_the_package_directory_moved_out_while_it_is_listed_is_a_target_error(
+        site: Path, no_proc: list[int]) -> None:
+    """Swapped once its own files are listed, before any subdirectory is opened: the
+    old walk opened ``pkg/c`` and ``pkg/d`` in the old descriptor (they were the
+    directories it listed) and checked only the levels below ``pkg``, so every
+    file of the moved tree was listed, and then hashed through the link."""
+    before = open_descriptors()
+    moved: list[Path] = []
+
+    def found(e: Entry) -> None:
+        if not moved and e.path == "pkg/__init__.py":
+            moved.append(move_top_out(site))
+
+    with pytest.raises(TargetError) as caught:
+        walked(site, found)
+    assert moved, "the swap was never made"
+    assert str(caught.value) == (f"pkg/ resolves outside the target root ({moved[0]}): "
+                                 "symlink escape, not read")
+    assert "\n" not in str(caught.value)
+    assert open_descriptors() == before
+
+
+def test_the_package_directory_moved_out_after_its_last_listing_is_a_target_error(
+        tmp_path: Path, no_proc: list[int]) -> None:
+    """No subdirectory to open after the swap: the walk's last check, once the
+    listing ends, still finds the top out of place."""
+    _write(tmp_path / "site", {"pkg/__init__.py": b"x = 1\n", "pkg/a.py": b"a = 1\n"})
+    site = tmp_path / "site"
+    moved: list[Path] = []
+
+    def found(e: Entry) -> None:
+        if not moved:
+            moved.append(move_top_out(site))
+
+    with pytest.raises(TargetError, match=r"^pkg/ resolves outside the target root"):
+        walked(site, found)
+
+
+def test_a_directory_above_the_package_swapped_mid_walk_is_a_target_error(
+        tmp_path: Path, no_proc: list[int]) -> None:
+    """The check runs from the root down: a directory between the root and the top
+    (``lib/pkg`` walked in root ``site``) swapped for a link to where it was moved."""
+    _write(tmp_path / "site", {"lib/pkg/__init__.py": b"x = 1\n", "lib/pkg/sub/a.py": b"a = 1\n"})
+    site = tmp_path / "site"
+    moved = tmp_path / "moved-lib"
+
+    def found(e: Entry) -> None:
+        if e.path == "lib/pkg/__init__.py" and not moved.exists():
+            os.rename(site / "lib", moved)
+            (site / "lib").symlink_to(moved, target_is_directory=True)
+
+    with pytest.raises(TargetError, match=r"^lib/pkg/ resolves outside the target root"):
+        DirInventory(str(site)).walk("lib/pkg", found)
+    assert moved.exists()
+
+
+def test_a_package_directory_linked_inside_the_root_is_still_walked(site: Path) -> None:
+    """The top is followed as Python follows it: a link to a directory inside the
+    root is the directory it leads to, checked in place along its real path."""
+    os.rename(site / "pkg", site / "real")
+    (site / "pkg").symlink_to("real", target_is_directory=True)
+    assert sorted(walked(site)) == sorted(FILES)
 
 
 # --- entry() ---------------------------------------------------------------------
