@@ -596,7 +596,12 @@ def _names(m: Manifest, manifest: Path | None, target: Path | None) -> Names:
     """How the report names its manifest and target: by the file name of what each
     path resolves to (``report.Names``), never as typed, so that the document is the
     same bytes from any working directory, checkout path or symlink, on stdout as in
-    ``-o FILE``. The shipped manifest keeps its ``pp1audit:`` name."""
+    ``-o FILE``. The shipped manifest (no ``-m``) is named by its file name too,
+    ``pp1.yaml``: a document made with ``-m manifests/pp1.yaml`` (the main job) is
+    then current when checked with the default, and the other way round (the
+    SHA-256 beside it tells the two apart when they differ). JSON's ``manifest.path``
+    keeps the ``pp1audit:`` name."""
+    from pp1audit.defaults import default_manifest_path
     from pp1audit.report import Names
 
     def last(path: Path) -> str:
@@ -605,7 +610,7 @@ def _names(m: Manifest, manifest: Path | None, target: Path | None) -> Names:
         real = os.fsencode(os.path.realpath(path)).decode("utf-8", "surrogateescape")
         return os.path.basename(real) or real  # "/" has no last component
 
-    return Names(m.path if manifest is None else last(manifest),
+    return Names(default_manifest_path().name if manifest is None else last(manifest),
                  None if target is None else last(target))
 
 

@@ -103,9 +103,30 @@ def test_a_changed_manifest_is_still_stale(checkout: Path) -> None:
     assert "-Manifest: `m.yaml` (SHA-256 `" in proc.stdout
 
 
-def test_the_shipped_manifest_keeps_its_name() -> None:
-    """``pp1audit:manifests/pp1.yaml`` is a name, not a path: it is not resolved
-    (no ``-m``); ``/`` as a target has no last component and stays ``/``."""
+def test_the_shipped_manifest_is_named_by_its_file_name() -> None:
+    """No ``-m``: the shipped manifest is named ``pp1.yaml`` in the Markdown, as
+    ``-m manifests/pp1.yaml`` names it (its ``pp1audit:`` name is JSON's); ``/`` as a
+    target has no last component and stays ``/``."""
     shipped = cast("Manifest", SimpleNamespace(path="pp1audit:manifests/pp1.yaml"))
     names = _names(shipped, None, Path("/"))
-    assert (names.manifest, names.target) == ("pp1audit:manifests/pp1.yaml", "/")
+    assert (names.manifest, names.target) == ("pp1.yaml", "/")
+
+
+def test_default_and_named_shipped_manifest_make_the_same_document(
+        make_files: Callable[..., Path], tmp_path: Path) -> None:
+    """A report made with ``-m manifests/pp1.yaml`` (scripts/main-job.sh) is current
+    when checked with the default manifest, and the other way round."""
+    from pp1audit.defaults import default_manifest_path
+
+    target = make_files({"vllm/__init__.py": "", "vllm/_version.py": '__version__ = "0.0.1"\n'},
+                        tmp_path / "site")
+    shipped = str(default_manifest_path())
+    with_m, without_m = tmp_path / "with_m.md", tmp_path / "without_m.md"
+    assert run_cli("report", str(target), "-m", shipped, "-o", str(with_m)).returncode in (0, 1)
+    assert run_cli("report", str(target), "-o", str(without_m)).returncode in (0, 1)
+    assert "Manifest: `pp1.yaml` (SHA-256 `" in without_m.read_text(encoding="utf-8")
+    for flags, doc in (([], with_m), (["-m", shipped], without_m)):
+        proc = run_cli("report", str(target), *flags, "--check", str(doc))
+        assert proc.returncode == 0, (flags, proc.stdout, proc.stderr)
+    as_json = run_cli("check", str(target), "--format", "json")
+    assert '"path": "pp1audit:manifests/pp1.yaml"' in as_json.stdout
