@@ -191,6 +191,52 @@ KERNEL_FIRST = "def _gumbel_sample_kernel(\n    local_argmax_ptr,\n"
 LAUNCH_FIRST = "    _gumbel_sample_kernel[(num_tokens, num_blocks)](\n        local_argmax,\n"
 LAUNCH_TEMPERATURE = ("        temperature,\n        vocab_size,\n        BLOCK_SIZE=BLOCK_SIZE,\n"
                       "        IS_DRAFTING")
+LSE_LOAD = """            draft_logits = (
+                tl.load(
+                    draft_logits_ptr
+                    + req_state_idx * draft_logits_stride_0
+                    + draft_step_idx * draft_logits_stride_1
+                    + block_offsets,
+                    mask=mask,
+                    other=float("-inf"),
+                ).to(tl.float32)
+                / temp
+            )
+"""
+LSE_SPLIT = """            draft_logits = tl.load(
+                draft_logits_ptr
+                + req_state_idx * draft_logits_stride_0
+                + draft_step_idx * draft_logits_stride_1
+                + block_offsets,
+                mask=mask,
+                other=float("-inf"),
+            ).to(tl.float32)
+            # The temperature, applied as a statement of its own.
+            draft_logits = draft_logits / temp
+            # (as many lines as before: no citation moves)
+"""
+LSE_ROW = """            draft_row = (draft_logits_ptr + req_state_idx * draft_logits_stride_0
+                         + draft_step_idx * draft_logits_stride_1)
+            draft_logits = (
+                tl.load(
+                    draft_row + block_offsets,
+                    mask=mask,
+                    other=float("-inf"),
+                ).to(tl.float32)
+                / temp
+            )
+            # (the row's address held in a local)
+"""
+LSE_TEMP = ("    temp = tl.load(temp_ptr + req_state_idx).to(tl.float32)\n\n"
+            "    block_idx = tl.program_id(1)\n    block_offsets")
+SYNTHETIC = """                if SYNTHETIC_MODE:
+                    rate = tl.load(synthetic_conditional_rates_ptr + i)
+                    accepted = u < rate
+                else:
+                    accepted = target_argmax == draft_sampled
+"""
+GREEDY_STORED = "                    draft_sampled if accepted else target_argmax,\n"
+ONE_HOT_END = "        ).to(tl.float32)\n\n    # Resample the rejected/bonus token.\n"
 REJECTED_LOAD = """    rejected_draft_token = tl.load(
         draft_sampled_ptr + resample_token_idx + 1,
         mask=not is_bonus,
@@ -649,6 +695,26 @@ MUTATIONS = [
                  "        residual_logits = tl.where(", {"resample-three-branches": "fail",
                  "utils-resample": "fail"},
                  id="o-one-hot-d-not-masked"),
+    # X6: the one-hot residual replaced by the unmasked target after the mask; X9: the greedy
+    # branch storing the draft token whether accepted or not (or by another test); U11b a
+    # greedy acceptance decided again after the target comparison, outside synthetic mode.
+    pytest.param(UTILS, ONE_HOT_END, ONE_HOT_END.replace(
+        "\n\n", "\n        residual_logits = target_logits\n", 1),
+        {"resample-three-branches": "fail", "utils-resample": "fail"}, id="x6-one-hot-mask-undone"),
+    pytest.param(UTILS, GREEDY_STORED, "                    draft_sampled,\n",
+                 {"verify-greedy-compares-target-argmax": "fail"}, id="x9-greedy-stores-the-draft-always"),
+    pytest.param(UTILS, GREEDY_STORED, GREEDY_STORED.replace("if accepted", "if verifying"),
+                 {"verify-greedy-compares-target-argmax": "fail"}, id="x9b-greedy-stores-by-another-test"),
+    pytest.param(UTILS, SYNTHETIC, SYNTHETIC.replace(
+        "                    rate = tl.load(synthetic_conditional_rates_ptr + i)\n", "").replace(
+        "u < rate", "u < 0.5") + "                accepted = u < 0.5\n",
+        {"verify-greedy-compares-target-argmax": "fail"}, id="u11b-greedy-accepts-at-random-after"),
+    # U4-U6 kept: the draft's local stats of other values than the scaled cache.
+    pytest.param(UTILS, LSE_LOAD, LSE_SPLIT.replace("draft_logits / temp", "draft_logits * temp"),
+                 {"verify-draft-lse-of-scaled-logits": "fail"}, id="c3-split-stats-multiplied"),
+    pytest.param(UTILS, LSE_LOAD, LSE_ROW.replace("+ draft_step_idx * draft_logits_stride_1)",
+                                                  "+ 0 * draft_logits_stride_1)"),
+                 {"verify-draft-lse-of-scaled-logits": "fail"}, id="c4-row-local-without-the-step"),
     # K1, K2b: the older runner drops what it cached; refuses before the missing-request path.
     pytest.param(LEGACY, CACHED_IDS, CACHED_IDS + "                    self._draft_probs = None\n",
                  {"legacy-runner-caches-draft-probs": "fail", "legacy-caches-draft-probs": "fail"},
@@ -857,6 +923,29 @@ HARMLESS = [
                  "        processed_logits = self.sampler.apply_sampling_params(\n",
                  "    ):\n        processed_logits = self.sampler.apply_sampling_params(\n",
                  id="r6-verify-without-return-annotation"),
+    # U4 the draft's local stats divided in a statement of their own, U5 the row's address
+    # in a local, U6 the temperature not upcast (FP32 already); U10 the rejected token kept
+    # only where valid (the masking arms run only then); U11 the greedy comparison made
+    # first and synthetic mode's rate over it; X6/X9's harmless spellings.
+    pytest.param(UTILS, LSE_LOAD, LSE_SPLIT, id="u4-lse-division-a-statement"),
+    pytest.param(UTILS, LSE_LOAD, LSE_ROW, id="u5-lse-row-address-in-a-local"),
+    pytest.param(UTILS, LSE_TEMP, LSE_TEMP.replace(".to(tl.float32)", ""),
+                 id="u6-lse-temperature-not-upcast"),
+    pytest.param(UTILS, "    is_valid_rejected_draft = rejected_draft_token >= 0\n\n",
+                 "    is_valid_rejected_draft = rejected_draft_token >= 0\n"
+                 "    rejected_draft_token = tl.where(is_valid_rejected_draft, rejected_draft_token, 0)\n",
+                 id="u10-rejected-token-kept-where-valid"),
+    pytest.param(UTILS, SYNTHETIC, "                accepted = target_argmax == draft_sampled\n"
+                 "                if SYNTHETIC_MODE:\n"
+                 "                    rate = tl.load(synthetic_conditional_rates_ptr + i)\n"
+                 "                    accepted = u < rate\n                # (as many lines as before)\n",
+                 id="u11-greedy-comparison-first-synthetic-over-it"),
+    pytest.param(UTILS, ONE_HOT_END, ONE_HOT_END.replace(
+        "\n\n", "\n        residual_logits = residual_logits.to(tl.float32)\n", 1),
+        id="x6h-one-hot-residual-cast-again"),
+    pytest.param(UTILS, GREEDY_STORED,
+                 "                    tl.where(accepted, draft_sampled, target_argmax),\n",
+                 id="x9h-greedy-store-by-tl-where"),
 ]
 
 
