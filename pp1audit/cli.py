@@ -825,9 +825,15 @@ ERROR_FORMAT = "pp1audit.error/1"
 """``format`` of the JSON object a run that asked for JSON prints when it exits 2."""
 
 
+_JSON_ONLY = frozenset({"schema"})
+"""Commands whose stdout is always a JSON document (no ``--format``): their exit 2
+is answered with the error object too, as ``check``, ``pin`` and ``diff`` do theirs."""
+
+
 def _json_on_stdout(args: list[str]) -> bool:
     """Whether ``args`` asked for a JSON document on stdout: ``--format json`` of
-    ``check`` (without ``--output``, which takes the document), ``pin`` or ``diff``.
+    ``check`` (without ``--output``, which takes the document), ``pin`` or ``diff``;
+    ``schema`` always (``_JSON_ONLY``).
 
     Read again by click in resilient mode, which takes what it can of a command
     line it refused, so a usage error of a JSON run is answered in JSON too.
@@ -844,6 +850,8 @@ def _json_on_stdout(args: list[str]) -> bool:
         ctx = command.make_context(name, args[at + 1:], resilient_parsing=True)
     except Exception:  # a command line even resilient parsing refuses: no document asked
         return False
+    if name in _JSON_ONLY:
+        return True
     # -o given is -o given, even a value click refused (a directory): stdout is not the document's
     given = ctx.get_parameter_source("output") not in (None, click.core.ParameterSource.DEFAULT)
     return ctx.params.get("fmt") == "json" and not (name == "check" and given)
