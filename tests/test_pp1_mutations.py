@@ -120,6 +120,11 @@ CACHED = ("                draft_probs = self.drafter.take_last_draft_probs()\n"
           "                    self._draft_probs = draft_probs\n")
 ROW_MAP = ("        row_by_req_id = {\n            req_id: idx for idx, req_id in "
            "enumerate(self._draft_prob_req_ids)\n        }\n")
+ROW_LOOKUP = "            row_idx = row_by_req_id.get(req_id)\n"
+TAKEN = ("                draft_probs = self.drafter.take_last_draft_probs()\n"
+         "                if draft_probs is not None:")
+TAKEN_IN_TEST = ("                # (as many lines as before)\n"
+                 "                if (draft_probs := self.drafter.take_last_draft_probs()) is not None:")
 CACHE_ALLOC_END = "                device=device,\n            )\n\n        self.draft_watermarker"
 CALL_PARAMS = ("        logits: torch.Tensor,\n        input_batch: InputBatch,\n"
                "        draft_logits: torch.Tensor | None = None,\n")
@@ -726,6 +731,29 @@ MUTATIONS = [
                  "enumerate(self._draft_prob_req_ids)}\n        if set(self.input_batch.req_ids) - "
                  "set(row_by_req_id): raise RuntimeError(\"missing q\")\n\n",
                  {"legacy-missing-request-warns-none": "fail"}, id="k2b-legacy-missing-request-raises-first"),
+    # X5: an assert refuses a missing request before the fallback (before the loop, or in it).
+    pytest.param(LEGACY, ROW_MAP, "        row_by_req_id = {req_id: idx for idx, req_id in "
+                 "enumerate(self._draft_prob_req_ids)}\n"
+                 "        assert set(self.input_batch.req_ids) <= set(row_by_req_id)\n\n",
+                 {"legacy-missing-request-warns-none": "fail"},
+                 id="x5-legacy-missing-request-asserted-first"),
+    pytest.param(LEGACY, ROW_LOOKUP, "            assert req_id in row_by_req_id; " + ROW_LOOKUP.lstrip(),
+                 {"legacy-missing-request-warns-none": "fail", "legacy-missing-request-fallback": "fail"},
+                 id="x5b-legacy-missing-request-asserted-in-the-loop"),
+    # The lookup given another default than None (a missing request then never reaches the
+    # fallback); the cache kept only when there are none, or without a test, or no ids.
+    pytest.param(LEGACY, ROW_LOOKUP, ROW_LOOKUP.replace("(req_id)", "(req_id, -1)"),
+                 {"legacy-missing-request-warns-none": "fail", "legacy-missing-request-fallback": "fail"},
+                 id="k2c-legacy-lookup-default-not-none"),
+    pytest.param(LEGACY, CACHED, CACHED.replace(TAKEN, TAKEN_IN_TEST.replace("is not None", "is None")),
+                 {"legacy-runner-caches-draft-probs": "fail", "legacy-caches-draft-probs": "fail"},
+                 id="k1c-legacy-cached-only-when-none"),
+    pytest.param(LEGACY, CACHED, CACHED.replace("if draft_probs is not None:", "if True:"),
+                 {"legacy-runner-caches-draft-probs": "fail", "legacy-caches-draft-probs": "fail"},
+                 id="k1d-legacy-cached-without-a-test"),
+    pytest.param(LEGACY, CACHED_IDS, CACHED_IDS.replace("self.input_batch.req_ids.copy()", "[]"),
+                 {"legacy-runner-caches-draft-probs": "fail", "legacy-caches-draft-probs": "fail"},
+                 id="k1e-legacy-cached-without-ids"),
     # E: the cache converted after its allocation (no longer model head_dtype), in place of
     # the blank line after it (so no later line moves).
     pytest.param(SPECULATOR, CACHE_ALLOC_END, CACHE_ALLOC_END.replace(
@@ -946,6 +974,27 @@ HARMLESS = [
     pytest.param(UTILS, GREEDY_STORED,
                  "                    tl.where(accepted, draft_sampled, target_argmax),\n",
                  id="x9h-greedy-store-by-tl-where"),
+    # L4 the request ids copied by list(); L5 the probabilities bound in the test (`:=`).
+    pytest.param(LEGACY, CACHED_IDS, CACHED_IDS.replace("self.input_batch.req_ids.copy()",
+                                                        "list(self.input_batch.req_ids)"),
+                 id="l4-legacy-request-ids-copied-by-list"),
+    pytest.param(LEGACY, CACHED, CACHED.replace(TAKEN, TAKEN_IN_TEST),
+                 id="l5-legacy-probabilities-bound-in-the-test"),
+]
+
+# Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text
+# anchor): the rule keeps its status, the quotation is no longer found. A text anchor
+# cannot tell a reworded line from a removed one; only an invariant anchor could, and no
+# rule's match spans exactly the quoted lines (4943-4950 is the lookup and its `if`).
+QUOTED = [
+    pytest.param(LEGACY, "                logger.warning(\n                    \"Missing cached",
+                 "                logger.warning_once(\n                    \"Missing cached",
+                 id="l1-legacy-warning-once"),
+    pytest.param(LEGACY, (ROW_MAP, ROW_LOOKUP), (ROW_MAP.replace("row_by_req_id", "row_of_req"),
+                                                 ROW_LOOKUP.replace("row_by_req_id", "row_of_req")),
+                 id="l3-legacy-row-map-renamed"),
+    pytest.param(LEGACY, ROW_LOOKUP, ROW_LOOKUP.replace("(req_id)", "(req_id, None)"),
+                 id="l7-legacy-lookup-default-none-spelled-out"),
 ]
 
 
@@ -992,6 +1041,18 @@ def test_an_edit_that_breaks_a_claim_turns_exactly_its_checks(
     assert changed == expected
     for cid in expected:  # each was green (or drift, found again) before the edit
         assert unmodified[cid] in ("pass", "drift"), cid
+
+
+@pytest.mark.parametrize(("path", "old", "new"), QUOTED)
+def test_an_edit_in_a_quoted_span_fails_only_its_quotation(
+    pp1: Manifest, unmodified: dict[str, str], tree_copy: Path,
+    edit: Callable[[Path, Callable[[str], str]], None], path: str,
+    old: str | tuple[str, ...], new: str | tuple[str, ...],
+) -> None:
+    edit(tree_copy / path, replace_once(old, new))
+    after = statuses(pp1, tree_copy)
+    assert {cid: status for cid, status in after.items() if unmodified[cid] != status} == {
+        "legacy-missing-request-fallback": "fail"}
 
 
 @pytest.mark.parametrize(("path", "old", "new"), HARMLESS)
