@@ -626,7 +626,7 @@ def _check_generated(path: Path, text: str) -> int:
     _emit("".join(lines), None)
     how = (f"; the diff writes what {escaped} cannot show as \\uNNNN, and a backslash of "
            "the text as \\\\" if escaped else "")
-    click.echo(f"pp1audit: {path} is stale: regenerate it with pp1audit report{how}", err=True)
+    tell(f"pp1audit: {path} is stale: regenerate it with pp1audit report{how}")
     return EXIT_CLOSED
 
 
@@ -663,7 +663,7 @@ def _diff_lines(path: Path, current: str, text: str,
     a byte that is not UTF-8); the second value names the encoding to say so."""
     import difflib
 
-    from pp1audit.safetext import printable, printable_code
+    from pp1audit.safetext import as_code_points, printable, printable_code
 
     diff = list(difflib.unified_diff(
         current.splitlines(keepends=True), text.splitlines(keepends=True),
@@ -674,20 +674,8 @@ def _diff_lines(path: Path, current: str, text: str,
     head = [printable(line.removesuffix("\n")) for line in diff[:2]]
     if escaped is not None:
         body = [printable(line.removesuffix("\n")) for line in diff[2:]]
-        head, body = ([_as_code_points(line, escaped) for line in part] for part in (head, body))
+        head, body = ([as_code_points(line, escaped) for line in part] for part in (head, body))
     return [line + "\n" for line in head + body], escaped
-
-
-def _as_code_points(text: str, encoding: str) -> str:
-    """``text`` with each character ``encoding`` cannot write as ``\\uNNNN``
-    (``\\UNNNNNNNN`` past U+FFFF), the notation ``printable`` uses for characters."""
-    def one(ch: str) -> str:
-        if _can_show(ch, encoding):
-            return ch
-        code = ord(ch)
-        return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-
-    return "".join(one(ch) for ch in text)
 
 
 def _can_show(text: str, encoding: str | None) -> bool:
@@ -759,12 +747,21 @@ class _QuietStderr:
         return getattr(self._stream, name)
 
 
+def tell(line: str) -> None:
+    """``line`` on stderr, written by the stream itself: click's ``echo`` would
+    write UTF-8 past an ASCII stream (click calls it misconfigured) and past the
+    ``CODE_POINTS`` handler, so a character the locale cannot show would reach the
+    terminal as bytes it cannot show either, where stdout writes ``\\u00e9``."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 def _say(message: str) -> None:
     """An error on stderr in one line, whatever it quotes (a YAML reader's or
     git's message may hold newlines; a file name may hold anything)."""
     from pp1audit.safetext import printable
 
-    click.echo("pp1audit: " + printable(message), err=True)
+    tell("pp1audit: " + printable(message))
 
 
 def _discard(stream: TextIO | None) -> None:
@@ -870,7 +867,7 @@ def _say_aborted(end_line: bool) -> str:
     """Say "aborted" after Ctrl-C, and return it as the run's error. ``end_line``:
     first end the line a terminal's ``^C`` echo or a progress bar left open (only
     on a terminal: a log or a pipe got no such line, and an empty one is noise)."""
-    click.echo(f"{chr(10) if end_line else ''}pp1audit: aborted", err=True)
+    tell(f"{chr(10) if end_line else ''}pp1audit: aborted")
     return "aborted"
 
 
@@ -887,7 +884,7 @@ def _run(argv: list[str] | None, stdout: TextIO) -> tuple[int, str | None]:
     except StdoutFailed as exc:
         code = _stdout_failed(exc.cause, stdout)
     except no_args as exc:  # bare "pp1audit": the help, as click would show it
-        click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message(), err=True)
+        tell(exc.ctx.get_help() if exc.ctx else exc.format_message())
         code = EXIT_USAGE
     except click.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
@@ -928,12 +925,16 @@ def main(argv: list[str] | None = None) -> None:
     2 prints one error object there (``ERROR_FORMAT``) unless it printed already.
     """
     # Results may hold any Unicode (en dashes, arrows): never let a narrow
-    # terminal encoding turn a finished run into a crash. (A stream whose file
-    # was closed cannot be reconfigured: its guard below says what that means.)
+    # terminal encoding turn a finished run into a crash; what it cannot show is
+    # written ``\u00e9`` (``CODE_POINTS``), never ``\xe9``, the escape of a byte
+    # that is not UTF-8. (A stream whose file was closed cannot be reconfigured:
+    # its guard below says what that means.)
+    from pp1audit.safetext import CODE_POINTS
+
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             with contextlib.suppress(OSError, ValueError):
-                stream.reconfigure(errors="backslashreplace")
+                stream.reconfigure(errors=CODE_POINTS)
     stdout, stderr = sys.stdout, sys.stderr
     guard = _GuardedStdout(stdout)
     sys.stdout = cast(TextIO, guard)
@@ -952,7 +953,7 @@ def main(argv: list[str] | None = None) -> None:
         terminated = exc.signum
         import signal
 
-        click.echo(f"pp1audit: terminated by {signal.Signals(exc.signum).name}", err=True)
+        tell(f"pp1audit: terminated by {signal.Signals(exc.signum).name}")
     finally:
         sys.stderr.flush()  # through the guard: a stderr that fails is pointed at /dev/null
         sys.stdout, sys.stderr = stdout, stderr

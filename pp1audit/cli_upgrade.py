@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pp1audit.cli import ConfiguredCommand, _emit, provenance_options
+from pp1audit.cli import ConfiguredCommand, _emit, provenance_options, tell
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, Pp1Error
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def _note(text: str) -> None:
     version or a note read from the tree must not write on the terminal)."""
     from pp1audit.safetext import printable
 
-    click.echo(f"pp1audit: {printable(text)}", err=True)
+    tell(f"pp1audit: {printable(text)}")
 
 
 @click.command(cls=ConfiguredCommand)

@@ -34,6 +34,7 @@ its own notation (cited source lines, diff hunks of them, Python literals).
 
 from __future__ import annotations
 
+import codecs
 import functools
 import re
 import unicodedata
@@ -66,18 +67,24 @@ def _hidden(ch: str) -> bool:
     return any(a <= code <= b for a, b in _IGNORABLE)
 
 
-def _escape(m: re.Match[str]) -> str:
-    ch = m.group()
-    if ch in _NAMED:
-        return _NAMED[ch]
-    code = ord(ch)
-    if code >= 0x80 and not _hidden(ch):
-        return ch
+def _notation(code: int) -> str:
+    """The escape of one code point: ``\\xNN`` for an ASCII control or a byte that
+    is not UTF-8 (a ``surrogateescape`` surrogate), else ``\\uNNNN`` (``\\UNNNNNNNN``
+    past U+FFFF). One notation for ``printable`` and for what a locale cannot show."""
     if code < 0x80:
         return f"\\x{code:02x}"
     if code in _BYTE:
         return f"\\x{code - 0xDC00:02x}"
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _escape(m: re.Match[str]) -> str:
+    ch = m.group()
+    if ch in _NAMED:
+        return _NAMED[ch]
+    if ord(ch) >= 0x80 and not _hidden(ch):
+        return ch
+    return _notation(ord(ch))
 
 
 def printable(text: str) -> str:
@@ -109,3 +116,32 @@ def cut(text: str, limit: int) -> str:
 def count(n: int, noun: str) -> str:
     """``1 line``, ``2 lines``: a count with its noun in the right number."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+CODE_POINTS = "pp1audit.codepoints"
+"""The ``errors`` handler of stdout and stderr (``cli.main``): a character the
+stream's encoding cannot write (``é`` under ASCII, ``→`` under Latin-1) is written
+``\\u00e9``, as ``printable`` writes a character, never ``\\xe9``, which it keeps for
+a byte that is not UTF-8. Python's ``backslashreplace`` writes both as ``\\xe9``, so
+a directory ``t_é`` and one named with the raw byte 0xE9 printed the same line."""
+
+
+def _code_points(exc: UnicodeError) -> tuple[str, int]:
+    """``CODE_POINTS``: the characters ``exc`` could not encode, each in ``_notation``."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return "".join(_notation(ord(ch)) for ch in exc.object[exc.start:exc.end]), exc.end
+
+
+codecs.register_error(CODE_POINTS, _code_points)
+
+
+def as_code_points(text: str, encoding: str) -> str:
+    """``text`` as a stream in ``encoding`` with ``CODE_POINTS`` writes it (each
+    character the encoding lacks as ``\\uNNNN``): for a caller that must know the
+    escaped text itself (``report --check``'s diff); an encoding Python does not
+    know leaves it as it is."""
+    try:
+        return text.encode(encoding, CODE_POINTS).decode(encoding)
+    except LookupError:
+        return text

@@ -6,12 +6,15 @@ first line fitted to a terminal, the same rows piped with colour or without, and
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
 
 from pp1audit import cli
+from pp1audit.safetext import CODE_POINTS, as_code_points, printable
 
 
 @pytest.mark.parametrize("case", ["bad config", "unknown option", "extra argument"])
@@ -34,4 +37,56 @@ def test_schema_at_exit_2_prints_one_error_object(tmp_path: Path, case: str) -> 
 def test_schema_at_exit_0_is_the_schema_alone(tmp_path: Path) -> None:
     proc = run_cli("schema", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stderr == ""
-    assert "format" not in json.loads(proc.stdout) or json.loads(proc.stdout)["format"] != "pp1audit.error/1"
+    assert json.loads(proc.stdout).get("format") != "pp1audit.error/1"
+
+
+# 3. what a locale cannot show, told from a byte that is not UTF-8
+
+NAMES = {"character": "t_é", "byte": os.fsdecode(b"t_\xe9")}
+"""Two targets: a directory named with the character é, one named with the raw byte
+0xE9 (not UTF-8). Under an ASCII stdout they must print differently."""
+
+
+@pytest.fixture
+def twins(tmp_path: Path, make_files: Callable[..., Path]) -> tuple[dict[str, Path], Path]:
+    files = {"pkg/__init__.py": "", "pkg/_version.py": '__version__ = "1.0"\n',
+             "pkg/mod_é.py": "é = 1\n"}
+    trees = {how: make_files(files, tmp_path / name) for how, name in NAMES.items()}
+    manifest = tmp_path / "m.yaml"
+    made = run_cli("init", str(trees["character"]), "-p", "pkg", "--cite", "c=pkg/mod_é.py:1",
+                   "-o", str(manifest))
+    assert made.returncode == 0, made.stderr
+    return trees, manifest
+
+
+@pytest.mark.parametrize("command", ["check", "pin", "diff", "show", "error"])
+def test_an_unshowable_character_is_not_written_as_a_byte(
+        twins: tuple[dict[str, Path], Path], command: str) -> None:
+    """``é`` under ASCII is ``\\u00e9`` (``\\U0001f600`` past U+FFFF), never the
+    ``\\xe9`` that names the raw byte 0xE9, on every text path and on stderr."""
+    trees, manifest = twins
+    shown = {}
+    for how, tree in trees.items():
+        t = str(tree)
+        args = {"check": ["check", t], "pin": ["pin", t], "diff": ["diff", t, t],
+                "show": ["show", t, "c"], "error": ["check", t + "_gone"]}[command]
+        proc = run_cli(*args, "-m", str(manifest), env={"PYTHONIOENCODING": "ascii"})
+        out = proc.stderr if command == "error" else proc.stdout
+        assert proc.returncode in ((2,) if command == "error" else (0, 1)), proc.stderr
+        out.encode("ascii")  # nothing the stream could not write
+        shown[how] = out
+    character, byte = shown["character"], shown["byte"]
+    if command == "show":  # names the cited file, not the target: é in both
+        assert "pkg/mod_\\u00e9.py" in character and "\\u00e9 = 1" in character
+        return
+    assert "t_\\u00e9" in character and "t_\\xe9" not in character
+    assert "t_\\xe9" in byte and "t_\\u00e9" not in byte
+    assert character != byte
+
+
+def test_code_points_past_the_bmp_and_bytes() -> None:
+    assert as_code_points("é — 😀", "ascii") == "\\u00e9 \\u2014 \\U0001f600"
+    assert as_code_points("é →", "latin-1") == "é \\u2192"
+    assert "a\udce9é".encode("ascii", CODE_POINTS) == b"a\\xe9\\u00e9"
+    assert printable("a\udce9") == "a\\xe9"
+

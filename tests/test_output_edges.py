@@ -29,6 +29,7 @@ import pytest
 from conftest import run_cli
 
 from pp1audit import atomic
+from pp1audit.safetext import CODE_POINTS
 
 TOO_LARGE = "pp1audit: error: cannot write to stdout: File too large"
 
@@ -150,8 +151,8 @@ def test_stdout_is_the_bytes_o_file_gets(
 
 
 @pytest.mark.parametrize(("encoding", "expected"), [
-    ("ascii", lambda text: text.encode("ascii", "backslashreplace")),
-    ("latin-1", lambda text: text.encode("latin-1", "backslashreplace")),
+    ("ascii", lambda text: text.encode("ascii", CODE_POINTS)),
+    ("latin-1", lambda text: text.encode("latin-1", CODE_POINTS)),
     ("utf-16", lambda text: text.encode("utf-16")),  # one BOM, at the start of the file
     ("utf-8-sig", lambda text: text.encode("utf-8-sig")),
 ])
@@ -159,8 +160,9 @@ def test_stdout_is_encoded_as_the_stream_would(
         encoding: str, expected: Callable[[str], bytes], audited: tuple[Path, Path],
         tmp_path: Path) -> None:
     """``PYTHONIOENCODING``: output for people (``show``) in its encoding, the
-    ``backslashreplace`` ``main`` sets, and a byte-order mark once (click probes the
-    stream with ``b""``: a bytes write is refused, as a text stream refuses it,
+    ``CODE_POINTS`` handler ``main`` sets (``é`` as ``\\u00e9`` under ASCII), and a
+    byte-order mark once (click probes the stream with ``b""``: a bytes write is
+    refused, as a text stream refuses it,
     before it could use up the mark). A document (``init``'s manifest) is UTF-8
     whatever the stream says: pp1audit reads manifests as UTF-8 only, and under
     ASCII its anchors would read ``\\xe9`` where the file has ``é``."""
