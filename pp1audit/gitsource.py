@@ -281,13 +281,20 @@ class Clone:
         fetch``. The user knows the path they gave; the report must not hold it."""
         return f"git -C <{self.name} clone> {args}"
 
+    @property
+    def common_dir(self) -> str:
+        """The git directory shared by all work trees, normalised: gitpython gives a
+        worktree's as ``…/.git/worktrees/wt/../..``, which would name the same
+        place differently from a plain clone's (``$GIT_DIR/../../objects``)."""
+        return os.path.normpath(str(self.repo.common_dir))
+
     def _places(self) -> list[tuple[str, str]]:
         """(path, how a message names it) for the clone's own directories, the
         longest first: the git directories as ``$GIT_DIR``, the work tree and
         the path given as ``<lane clone>``. Absolute forms only (as given and as
         it resolves): a relative one (``lane``) could be any word of a message."""
         pairs: set[tuple[str, str]] = set()
-        for where, shown in ((self.repo.common_dir, "$GIT_DIR"), (self.repo.git_dir, "$GIT_DIR"),
+        for where, shown in ((self.common_dir, "$GIT_DIR"), (self.repo.git_dir, "$GIT_DIR"),
                              (self.repo.working_tree_dir, f"<{self.name} clone>"),
                              (self.path, f"<{self.name} clone>")):
             if where is not None:
@@ -298,10 +305,17 @@ class Clone:
 
     def _scrub(self, text: str) -> str:
         """``text`` with the clone's paths named as the report names them (``_places``):
-        git's own words may quote an absolute path of the clone."""
-        for form, shown in self._places():
-            text = text.replace(form, shown)
-        return text
+        git's own words may quote an absolute path of the clone. Only a whole path
+        is replaced, one not inside a longer word: ``/x/lane`` names the clone in
+        ``/x/lane/objects`` but not in ``/x/lane.git/objects`` (an alternate beside
+        it) nor in ``refs/tags/srv-build`` for a clone at ``/srv``."""
+        places = self._places()
+        if not places:
+            return text
+        shown = dict(places)
+        pattern = re.compile(r"(?<![\w./-])(" + "|".join(re.escape(f) for f, _ in places)
+                             + r")(?![\w.-])")
+        return pattern.sub(lambda m: shown[m.group(1)], text)
 
     def _says(self, exc: Exception) -> str:
         """``_git_says`` with the clone's paths taken out (``_scrub``)."""
@@ -364,7 +378,7 @@ class Clone:
         """``{"refs/tags": "cannot be read (Permission denied)"}``: loose-ref directories (and a
         ``packed-refs`` file) that cannot be read. Directories only are listed:
         a ref store has few of them, however many tags it holds."""
-        common = Path(self.repo.common_dir)
+        common = Path(self.common_dir)
         problems: dict[str, str] = {}
         packed = common / "packed-refs"
         try:
@@ -401,7 +415,7 @@ class Clone:
             inside = len(have) <= len(want) and all(
                 w in ("*", h) for w, h in zip(want[: len(have)], have, strict=True))
             if where == "packed-refs" or inside:
-                shown = self._in_git_dir(Path(self.repo.common_dir) / where)
+                shown = self._in_git_dir(Path(self.common_dir) / where)
                 raise CloneError(f"cannot tell where '{name}' points in {self.shown}: {shown} {why}")
 
     def _git_dir_ref(self, name: str) -> tuple[str, str] | None:
@@ -491,7 +505,7 @@ class Clone:
         """The commits a shallow clone's history stops at (``$GIT_DIR/shallow``;
         empty for a full clone): their parents are not in the clone."""
         if self._shallow is None:
-            path = Path(self.repo.common_dir) / "shallow"
+            path = Path(self.common_dir) / "shallow"
             try:
                 text = read_regular(path, SHALLOW_MAX, follow=True).decode("ascii", errors="replace")
             except FileNotFoundError:
@@ -592,7 +606,7 @@ class Clone:
         missing; a missing object says "damaged clone" or "fetch it", which would
         send the user the wrong way. Places in the clone are named from ``$GIT_DIR``
         (``_scrub``); an alternate elsewhere by its path."""
-        objects = Path(self.repo.common_dir) / "objects"
+        objects = Path(self.common_dir) / "objects"
         dirs = [objects]
         try:
             dirs += _alternates(objects)

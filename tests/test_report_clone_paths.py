@@ -94,3 +94,31 @@ def test_report_check_of_one_clone_is_current_for_the_other(lane: Lane, tmp_path
     proc = run_cli("report", str(tmp_path / "tree"), "-m", str(tmp_path / "audit.yaml"),
                    "--repo", f"lane={other}", "--check", str(committed), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_scrub_replaces_only_whole_paths_of_the_clone(lane: Lane, tmp_path: Path) -> None:
+    """A clone's path inside a longer word is not the clone: ``/x/lane.git`` beside
+    ``/x/lane`` (an alternate), ``refs/tags/srv-build`` for a clone at ``/srv``."""
+    from pp1audit.gitsource import Clone
+
+    dest = shallow_clone(lane, tmp_path / "c" / "lane")
+    clone = Clone("lane", dest)
+    here = str(dest)
+    said = clone._scrub(f"unable to normalize alternate object path: {here}.git/objects; "
+                        f"see {here}/.git/objects/pack and {here}; and x{here}/y")
+    assert said == (f"unable to normalize alternate object path: {here}.git/objects; "
+                    f"see $GIT_DIR/objects/pack and <lane clone>; and x{here}/y")
+
+
+def test_worktree_places_read_as_a_plain_clones(lane: Lane, tmp_path: Path) -> None:
+    """gitpython gives a worktree's common directory as ``…/worktrees/wt/../..``:
+    the places in it must read ``$GIT_DIR/objects``, as in a plain clone."""
+    from pp1audit.gitsource import Clone
+
+    dest = shallow_clone(lane, tmp_path / "plain")
+    subprocess.run(["git", "-C", str(dest), "worktree", "add", "-q", "--detach",
+                    str(tmp_path / "wt")], check=True)
+    for where in (dest, tmp_path / "wt"):
+        clone = Clone("lane", where)
+        assert clone._in_git_dir(Path(clone.common_dir) / "objects" / "pack") == \
+            "$GIT_DIR/objects/pack"
