@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import on_a_terminal, run_cli
 
 from pp1audit import cli
 from pp1audit.safetext import CODE_POINTS, as_code_points, printable
@@ -90,3 +91,65 @@ def test_code_points_past_the_bmp_and_bytes() -> None:
     assert "a\udce9é".encode("ascii", CODE_POINTS) == b"a\\xe9\\u00e9"
     assert printable("a\udce9") == "a\\xe9"
 
+
+# 4. and 5. the terminal's width, and the same rows piped with colour or without
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _deep(tmp_path: Path, make_files: Callable[..., Path]) -> tuple[Path, Path]:
+    """A failing tree 150 columns down, and a manifest of one version pin."""
+    tree = make_files({"pkg/__init__.py": "", "pkg/_version.py": '__version__ = "1.0"\n'},
+                      tmp_path.joinpath(*(f"a_rather_long_directory_{i}" for i in range(6)), "tree"))
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text('pp1audit: 1\ntarget: {package: pkg, version: "2.0"}\n', encoding="utf-8")
+    return tree, manifest
+
+
+@pytest.mark.parametrize("color", ["never", "always"])
+def test_on_a_terminal_the_first_line_fits_its_width_too(
+        color: str, tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    tree, manifest = _deep(tmp_path, make_files)
+    assert len(str(tree)) > 80
+    code, drawn = on_a_terminal(["check", str(tree), "-m", str(manifest), "--color", color],
+                                {"COLUMNS": "80", "NO_COLOR": ""})
+    assert code == 1
+    lines = [ANSI.sub("", line) for line in drawn]
+    assert max(len(line) for line in lines) <= 80, lines
+    first = lines[0]
+    assert first.startswith(str(tmp_path)[:10]) and first.endswith("/tree (pkg 1.0)")
+    assert " against directory " in first and "…" in first and len(first) == 80
+    piped = run_cli("check", str(tree), "-m", str(manifest), "--color", color)
+    assert piped.stdout.splitlines()[0].endswith(f"{tree} (pkg 1.0)")  # a log: never elided
+
+
+def test_the_first_line_fitted_to_a_width() -> None:
+    """Wide characters count two columns; the manifest's name gives way once the
+    location is down to half the room."""
+    from pp1audit.formats.text_format import _elide, _head
+    from pp1audit.result import Result, TargetInfo
+
+    result = Result(manifest_path="m" * 50 + ".yaml", manifest_sha256="0" * 64, checks=(),
+                    target=TargetInfo(kind="directory", location="/" + "界" * 60, package="p",
+                                      version="1"))
+    assert _head(result) == f"{'m' * 50}.yaml against directory /{'界' * 60} (p 1)"
+    fitted = _head(result, 60)
+    from rich.cells import cell_len
+
+    assert cell_len(fitted) <= 60 and fitted.count("…") == 2 and fitted.endswith("界 (p 1)")
+    assert _elide("abcdefgh", 5) == "ab…gh" and _elide("abc", 3) == "abc"
+
+
+def test_forced_colour_into_a_pipe_is_the_plain_rows(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    """README: piped output keeps one check per line: ``--color always`` adds the
+    escape codes and nothing else (no header row), whatever the verbosity."""
+    tree, manifest = _deep(tmp_path, make_files)
+    for verbose in ([], ["-v"]):
+        plain = run_cli("check", str(tree), "-m", str(manifest), *verbose)
+        colour = run_cli("check", str(tree), "-m", str(manifest), "--color", "always", *verbose,
+                         env={"NO_COLOR": ""})
+        assert plain.returncode == colour.returncode == 1
+        assert "\x1b[1;31mfail\x1b[0m" in colour.stdout
+        assert ANSI.sub("", colour.stdout) == plain.stdout
+        assert not any(line.split()[:2] == ["status", "kind"] for line in plain.stdout.splitlines())

@@ -1,11 +1,12 @@
 """``--format text``: a table for people, one line per check and a summary line.
 
-Colour and width are separate questions. With colour (a terminal without
-``NO_COLOR``, or ``--color always``, which wins over ``NO_COLOR``) or on a
-terminal (with colour or without) it is drawn by rich; otherwise it is plain
-aligned text, which keeps rich's import cost off the path of CI logs and pipes.
-Only a terminal wraps the table at its width: colour forced into a pipe or a
-log keeps each row on one line, so ids and paths stay whole for grep. Passing
+Colour and width are separate questions. On a terminal (with colour or
+without) it is drawn by rich, at the terminal's width, under a header row, its
+first line fitted too. Anywhere else it is plain aligned text, one check per
+line and no header, which keeps rich's import cost off the path of CI logs and
+pipes; colour forced there (``--color always``, which wins over ``NO_COLOR``)
+only wraps the status and the verdict in escape codes, so the rows are the
+same bytes once the codes are stripped, and ids and paths stay whole for grep. Passing
 checks are listed only with ``verbose``. Everything read from the target is
 shown through ``safetext.printable``: the audited tree must not be able to
 write on the terminal (a fake verdict line, hidden text).
@@ -68,27 +69,90 @@ def _rows(result: Result, verbose: bool) -> list[Check]:
 def render(result: Result, verbose: bool = False, color: bool = False,
            terminal: bool = False) -> str:
     """The report as text: escape codes only when ``color``; a table fitted to the
-    terminal's width when ``terminal`` (stdout is one), whether coloured or not."""
+    terminal's width when ``terminal`` (stdout is one), whether coloured or not.
+
+    Anywhere else (a pipe, a CI log) it is the plain rows, one check per line and
+    no header, with colour or without: ``--color always | tee ci.log`` stripped of
+    its escape codes is byte for byte what ``| tee ci.log`` writes, so a grep, a
+    ``wc -l`` or a diff of two logs reads the same whichever was asked for."""
     rows = _rows(result, verbose)
-    head = ""
-    if result.target is not None:
-        t = result.target
-        version = version_or_unknown(t.version)
-        head = printable(f"{result.manifest_path} against {t.kind} {t.location} ({t.package} {version})")
-        head += "\n"
-    if color or terminal:
-        return head + _render_rich(result, rows, color=color, terminal=terminal)
+    if terminal:
+        return _render_rich(result, rows, color=color)
+    head = _head(result)
     ids = [printable(c.id) for c in rows]
     widths = [max((len(x) for x in col), default=0) for col in (
         [c.status.value for c in rows], [c.kind for c in rows], ids,
     )]
-    lines = [head.rstrip("\n")] if head else []
+    lines = [head] if head else []
     for c, cid in zip(rows, ids, strict=True):
-        cells = (c.status.value.ljust(widths[0]), c.kind.ljust(widths[1]), cid.ljust(widths[2]))
+        status = _paint(c.status.value, _STYLE[c.status], color) + " " * (widths[0] - len(c.status.value))
+        cells = (status, c.kind.ljust(widths[1]), cid.ljust(widths[2]))
         tail = "  ".join(x for x in (_where(c), _detail(c)) if x)
         lines.append("  ".join(cells) + "  " + tail)
-    lines.append(summary(result))
+    lines.append(_paint(summary(result), _verdict_style(result), color))
     return "\n".join(lines) + "\n"
+
+
+_SGR = {"green": "32", "yellow": "33", "cyan": "36", "bold red": "1;31", "bold magenta": "1;35",
+        "bold green": "1;32"}
+"""The escape codes of ``_STYLE``'s styles, as rich's standard colour system writes them."""
+
+
+def _paint(text: str, style: str, color: bool) -> str:
+    """``text`` in ``style`` when ``color``: the codes wrap the text and nothing else,
+    so the padding after it is the plain output's."""
+    return f"\x1b[{_SGR[style]}m{text}\x1b[0m" if color else text
+
+
+def _verdict_style(result: Result) -> str:
+    return "bold green" if result.gate_open else "bold red"
+
+
+def _head(result: Result, width: int | None = None) -> str:
+    """``MANIFEST against KIND LOCATION (PACKAGE VERSION)``, escaped; with ``width``
+    (a terminal's) fitted to it: the middle of the location, then (when the location
+    is down to half the room) of the manifest's name, elided with ``…`` (a path of a
+    CI runner is 130 columns on its own). Never elided without a width: a log keeps
+    the whole path for grep."""
+    if result.target is None:
+        return ""
+    t = result.target
+    manifest, location = printable(str(result.manifest_path)), printable(str(t.location))
+    before = " against " + printable(t.kind) + " "
+    after = printable(f" ({t.package} {version_or_unknown(t.version)})")
+    if width is not None:
+        from rich.cells import cell_len
+
+        room = width - cell_len(before) - cell_len(after)
+        if cell_len(manifest) + cell_len(location) > room:  # the location keeps half, at least
+            location = _elide(location, max(room - cell_len(manifest),
+                                            min(cell_len(location), room // 2)))
+            manifest = _elide(manifest, max(room - cell_len(location), 1))
+    return manifest + before + location + after
+
+
+def _elide(text: str, cells: int) -> str:
+    """``text`` in at most ``cells`` columns: its start and its end (the end, which
+    names the file, gets the odd column), the middle one ``…``."""
+    from rich.cells import cell_len, get_character_cell_size
+
+    if cell_len(text) <= cells:
+        return text
+    room = max(cells - 1, 0)
+    left_room = room // 2
+    left, used = "", 0
+    for ch in text:
+        used += get_character_cell_size(ch)
+        if used > left_room:
+            break
+        left += ch
+    right_room, right, used = room - cell_len(left), "", 0
+    for ch in reversed(text):
+        used += get_character_cell_size(ch)
+        if used > right_room:
+            break
+        right = ch + right
+    return f"{left}…{right}"
 
 
 _UNWRAPPED = 1 << 16
@@ -103,9 +167,10 @@ def unwrapped_width(on_terminal: int | None = None) -> int | None:
     return on_terminal if sys.stdout.isatty() else _UNWRAPPED
 
 
-def _render_rich(result: Result, rows: list[Check], *, color: bool, terminal: bool) -> str:
-    """The table drawn by rich: at the terminal's width when ``terminal``, else
-    unwrapped; coloured when ``color``, else plain text (no escape code at all).
+def _render_rich(result: Result, rows: list[Check], *, color: bool) -> str:
+    """The terminal's table, drawn by rich at the terminal's width (``COLUMNS`` when
+    set), under a header row and the first line fitted to that width; coloured
+    when ``color``, else plain text (no escape code at all).
 
     ``no_color`` is given, never read from the environment by rich: ``NO_COLOR``
     was already weighed by the CLI (it applies to ``--color auto`` only), and
@@ -124,10 +189,10 @@ def _render_rich(result: Result, rows: list[Check], *, color: bool, terminal: bo
             Text(_where(c)), Text(_detail(c)), end_section=False,
         )
     console = Console(record=True, force_terminal=True, color_system="standard" if color else None,
-                      no_color=not color, width=None if terminal else _UNWRAPPED)
+                      no_color=not color)
+    head = _head(result, console.width)
     with console.capture() as cap:
         if rows:
             console.print(table)
-        style = "bold green" if result.gate_open else "bold red"
-        console.print(Text(summary(result), style=style))
-    return cap.get()
+        console.print(Text(summary(result), style=_verdict_style(result)))
+    return (head + "\n" if head else "") + cap.get()
