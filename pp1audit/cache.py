@@ -44,8 +44,8 @@ class CachedTooLarge(FetchError):
     (a ``fetch --max-bytes`` with a larger cap put it there), so it is neither read
     nor downloaded again; the message says which setting raises the cap."""
 
-    def __init__(self, path: Path, size: int, cap: int) -> None:
-        super().__init__(f"{path}: cached file of {size} bytes exceeds the size cap of {cap} "
+    def __init__(self, shown: str, size: int, cap: int) -> None:
+        super().__init__(f"{shown}: cached file of {size} bytes exceeds the size cap of {cap} "
                          f"bytes; not read (raise the cap to at least {size} with --max-bytes "
                          "or [fetch] max_bytes in pp1audit.toml)")
 
@@ -60,8 +60,18 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("pp1audit", appauthor=False))
 
 
+SHOWN_ROOT = "<cache>"
+"""How a message names the cache directory: an entry is ``<cache>/sha256/<hex>``."""
+
+
 class Cache:
-    """Files named by their SHA-256: ``<root>/sha256/<hex>``. Nothing else is ever kept."""
+    """Files named by their SHA-256: ``<root>/sha256/<hex>``. Nothing else is ever kept.
+
+    Its errors name an entry as ``<cache>/sha256/<hex>`` (``shown``), never by the
+    directory's path: they become the messages of checks, and a report of a closed
+    gate (``report --check``) or a JSON result must be the same bytes for every user
+    and machine, whose cache directories differ (``~/.cache`` of each). The digest
+    names the entry; ``pp1audit fetch`` says which directory ``<cache>`` is."""
 
     def __init__(self, root: Path, max_bytes: int = MAX_BYTES) -> None:
         self.root = root
@@ -71,6 +81,11 @@ class Cache:
     def path_for(self, sha256: str) -> Path:
         """Where the file with this digest lives (whether or not it is there)."""
         return self.root / "sha256" / sha256.lower()
+
+    @staticmethod
+    def shown(sha256: str) -> str:
+        """How a message names the entry of this digest: ``<cache>/sha256/<hex>``."""
+        return f"{SHOWN_ROOT}/sha256/{sha256.lower()}"
 
     def lookup(self, sha256: str) -> bytes | None:
         """The cached bytes, re-verified; None when absent.
@@ -82,34 +97,34 @@ class Cache:
         blocking (a FIFO would hang the run), re-checked after the open, and read
         at most to the cap (a link to ``/dev/zero`` would otherwise exhaust memory).
         """
-        path = self.path_for(sha256)
+        path, shown = self.path_for(sha256), self.shown(sha256)
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
+            raise FetchError(f"{shown}: cannot read cached file: {exc.strerror}") from None
         if not stat.S_ISREG(st.st_mode):
-            raise self._not_regular(path, st.st_mode)
+            raise self._not_regular(shown, st.st_mode)
         try:
             data = read_regular(path, self.max_bytes)
         except NotRegular as exc:  # swapped after the lstat
-            raise self._not_regular(path, exc.mode) from None
+            raise self._not_regular(shown, exc.mode) from None
         except TooLarge as exc:  # over this run's cap (safeio checks it on the descriptor)
-            raise CachedTooLarge(path, exc.size, self.max_bytes) from None
+            raise CachedTooLarge(shown, exc.size, self.max_bytes) from None
         except OSError as exc:
-            raise FetchError(f"{path}: cannot read cached file: {exc.strerror}") from None
+            raise FetchError(f"{shown}: cannot read cached file: {exc.strerror}") from None
         actual = hashlib.sha256(data).hexdigest()
         if actual != sha256.lower():
             raise FetchError(
-                f"{path}: cached file has SHA-256 {actual}, not {sha256}; "
+                f"{shown}: cached file has SHA-256 {actual}, not {sha256}; "
                 "delete it and run pp1audit fetch"
             )
         return data
 
     @staticmethod
-    def _not_regular(path: Path, mode: int) -> FetchError:
-        return FetchError(f"{path}: cached entry is a {kind_of_mode(mode)}, not a regular "
+    def _not_regular(shown: str, mode: int) -> FetchError:
+        return FetchError(f"{shown}: cached entry is a {kind_of_mode(mode)}, not a regular "
                           "file; not opened (delete it and run pp1audit fetch)")
 
 

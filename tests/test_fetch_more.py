@@ -311,9 +311,9 @@ def test_the_size_cap_is_one_setting_for_fetch_check_show_and_report(
     checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
     assert checks["r1"]["status"] == "error"
     assert checks["r1"]["message"] == (
-        f"{entry}: cached file of {len(BODY)} bytes exceeds the size cap of {small} bytes; not "
-        f"read (raise the cap to at least {len(BODY)} with --max-bytes or [fetch] max_bytes "
-        "in pp1audit.toml)")
+        f"<cache>/sha256/{BODY_SHA}: cached file of {len(BODY)} bytes exceeds the size cap "
+        f"of {small} bytes; not read (raise the cap to at least {len(BODY)} with --max-bytes "
+        "or [fetch] max_bytes in pp1audit.toml)")
     # check, show and report under the cap fetch used: the pin is read
     proc = run_cli("check", str(tree), "-m", str(m), "--cache-dir", str(cache), "--max-bytes", big)
     assert proc.returncode == 0, proc.stdout

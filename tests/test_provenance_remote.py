@@ -498,14 +498,15 @@ def test_a_cache_entry_that_is_not_a_regular_file_is_never_opened(
         for cid in ("r1", "c1"):
             assert checks[cid]["status"] == "error"
             assert checks[cid]["message"] == (
-                f"{entry}: cached entry is a {kind}, not a regular file; not opened "
+                f"<cache>/sha256/{OTHER_SHA}: cached entry is a {kind}, not a regular file; not opened "
                 "(delete it and run pp1audit fetch)")
         entry.unlink()
     # the cap: an entry larger than the download cap is not read whole
     entry.write_bytes(OTHER)
     assert Cache(cache).lookup(OTHER_SHA) == OTHER
-    with pytest.raises(FetchError, match=f"^{entry}: cached file of {len(OTHER)} bytes exceeds "
-                                         "the size cap of 8 bytes; not read "):
+    with pytest.raises(FetchError, match=f"^<cache>/sha256/{OTHER_SHA}: cached file of "
+                                         f"{len(OTHER)} bytes exceeds the size cap of 8 bytes; "
+                                         "not read "):
         Cache(cache, max_bytes=8).lookup(OTHER_SHA)
     config = tmp_path / "pp1audit.toml"
     config.write_text("[fetch]\nmax_bytes = 8\n")
