@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from pp1audit.anchortext import block, context_lines
 from pp1audit.checks.citations import moved_by, reindent_words, reindented
 from pp1audit.errors import Pp1Error, SourceError
+from pp1audit.formats import counted
 from pp1audit.manifest import Anchor, Citation, Manifest, text_lines
 from pp1audit.result import Check, Status
 from pp1audit.sources import Source
@@ -801,8 +802,7 @@ def render_review(plan: PinPlan, verbose: bool = True) -> str:
     for r in rows:
         cells = "  ".join(r[k].ljust(widths[k]) for k in range(3))
         out.append(f"  {cells}  {r[3]}".rstrip())
-    counts = ", ".join(f"{n} {k}" for k, n in plan.counts().items())
-    out.append(f"summary: {counts}")
+    out.append(f"summary: {counted(plan.counts())}")
     out.extend(f"note: {printable(note)}" for note in plan.notes)
     return "\n".join(out) + "\n"
 

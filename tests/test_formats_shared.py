@@ -75,3 +75,14 @@ def test_counts_are_spelled_once() -> None:
     assert counted(r.counts()) == "0 pass, 0 drift, 1 fail, 0 skip, 0 error"
     assert summary(r).endswith(counted(r.counts()))
     assert f"({counted(r.counts())})." in report_render({"audit": {"title": "T"}}, r)
+
+
+def test_the_counts_line_is_written_once_in_the_package() -> None:
+    """``N pass, N drift, …`` and ``N unchanged, N moved, …`` (pin, diff) are one
+    spelling, ``counted``: a module joining its own counts would drift from it."""
+    joined = re.compile(r"""join\(\s*f["']\{\w+\} \{\w+\}["']\s+for\s+\w+,\s*\w+\s+in\b""")
+    spelled = [p.relative_to(PACKAGE).as_posix() for p in sorted(PACKAGE.rglob("*.py"))
+               if joined.search(p.read_text(encoding="utf-8"))]
+    # checks/provenance.py: a donor's hunk tally ("3 applied, 1 not-applied"), in a
+    # check's message; not a counts line of an output (and not this fixer's file)
+    assert [p for p in spelled if p != "checks/provenance.py"] == ["formats/__init__.py"], spelled
