@@ -897,6 +897,10 @@ HARMLESS = [
                                        "            draft_probs_rows"),
                   "        if not draft_probs_rows: return None\n"),
                  id="l2-row-bounds-check-after-the-fallback"),
+    pytest.param(LEGACY, FALLBACK_END, FALLBACK_END.replace(
+        "            draft_probs_rows",
+        "            assert row_idx < self._draft_probs.shape[0]; draft_probs_rows"),
+        id="l2b-row-bounds-assert-after-the-fallback"),
     # DSpark's draw at the temperature by keyword (D1) or through a local (D6, in place of a
     # comment line); its biased logits made contiguous (D4) or upcast (D8) before sampling.
     pytest.param(DSPARK, "            self.temperature,\n            self.seeds,\n"
