@@ -13,6 +13,7 @@ now it is the same one line, exit 2.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -105,15 +106,24 @@ def test_xdg_cache_home_at_a_file_is_one_line_and_exit_2(
 
 
 def test_a_usable_xdg_cache_home_is_used(passing: tuple[Path, Path], tmp_path: Path) -> None:
-    """The check is only of what cannot be a directory: a missing one is made by fetch."""
+    """The check is only of what cannot be a directory: a missing one is a miss (made
+    by fetch), and a copy stored under ``$XDG_CACHE_HOME/pp1audit`` is the one read."""
     tree, _ = passing
+    body = b"r = 1\n"
+    digest = hashlib.sha256(body).hexdigest()
     manifest = tmp_path / "remote.yaml"
-    manifest.write_text(REMOTE)
+    manifest.write_text(REMOTE.replace("a" * 64, digest))
     cache = tmp_path / "xdg"
-    proc = run_cli("check", str(tree), "-m", str(manifest),
-                   env={"XDG_CACHE_HOME": str(cache), "PP1AUDIT_CACHE_DIR": ""})
+    env = {"XDG_CACHE_HOME": str(cache), "PP1AUDIT_CACHE_DIR": ""}
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", env=env)
     assert proc.returncode == 0, proc.stderr
-    assert f"no copy in the cache {cache}/pp1audit; run pp1audit fetch" in proc.stdout
+    assert [c["status"] for c in json.loads(proc.stdout)["checks"] if c["id"] == "r"] == ["skip"]
+    entry = cache / "pp1audit" / "sha256" / digest
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(body)
+    proc = run_cli("check", str(tree), "-m", str(manifest), "--format", "json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert [c["status"] for c in json.loads(proc.stdout)["checks"] if c["id"] == "r"] == ["pass"]
 
 
 GIT_ONLY = f"""pp1audit: 1

@@ -154,8 +154,10 @@ class ProvenanceRun:
             elif failed is not None:
                 hit = _Unavailable(self._fetch_status(failed), str(failed))
             else:
-                hit = _Unavailable(Status.SKIP, f"not fetched: no copy in the cache "
-                                   f"{self.cache().root}; run pp1audit fetch")
+                # No cache path: the message goes into the report, which must read
+                # the same for every user and machine (``fetch`` says where it stores).
+                hit = _Unavailable(Status.SKIP, "not fetched: no copy in the cache; "
+                                   "run pp1audit fetch")
             self._remote[pin_id] = hit
         return self._remote[pin_id]
 
