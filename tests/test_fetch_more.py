@@ -414,3 +414,26 @@ def test_resolve_options_merges_one_name_once(tmp_path: Path,
     assert os.path.realpath(options.repos["lane"]) == os.path.realpath("a")
     with pytest.raises(Pp1Error, match=r"^--repo lane: given twice, as a and as b;"):
         resolve_options(None, ("lane=a", "lane=b"), None)
+
+
+def test_a_cache_that_cannot_be_written_is_named_by_no_path_in_a_check(
+    raw: Raw, tmp_path: Path, make_files: Callable[[dict[str, str]], Path]
+) -> None:
+    """Under ``check --fetch`` a download's failure is a check's message, in a JSON
+    result that must be the same bytes on every machine: the directory it could not
+    write is ``<cache>/sha256``, as a cached entry is ``<cache>/sha256/<hex>``."""
+    tree = make_files({"pkg/__init__.py": ""})
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    if not Path("/proc/self").is_dir():
+        pytest.skip("needs /proc: a directory nobody can create a file in, root included")
+    (cache / "sha256").symlink_to("/proc")  # no entry to read, and none can be written
+    m = pin_manifest(tmp_path, f"{raw.url}/other.py")
+    with pytest.raises(FetchError) as info:
+        download(f"{raw.url}/other.py", BODY_SHA, Cache(cache), FetchPolicy(attempts=1))
+    assert str(info.value).startswith("<cache>/sha256: cannot write to the cache: ")
+    proc = run_cli("check", str(tree), "-m", str(m), "--cache-dir", str(cache), "--fetch",
+                   "--format", "json")
+    checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["r1"]["message"].startswith("<cache>/sha256: cannot write to the cache: ")
+    assert str(cache) not in proc.stdout
