@@ -978,6 +978,13 @@ HARMLESS = [
     pytest.param(UTILS, GREEDY_STORED,
                  "                    tl.where(accepted, draft_sampled, target_argmax),\n",
                  id="x9h-greedy-store-by-tl-where"),
+    # G7 gumbel_sample without its return annotation; G9 a comment in it naming a def.
+    pytest.param(GUMBEL, "    use_fp64: bool = False,\n) -> torch.Tensor:\n    # Enforce contiguity",
+                 "    use_fp64: bool = False,\n):\n    # Enforce contiguity",
+                 id="g7-sample-without-return-annotation"),
+    pytest.param(GUMBEL, "    # NOTE(woosuk): Use int64 for later indexing.\n",
+                 "    # NOTE(woosuk): Use int64 for later indexing (see def _gather(x): in utils).\n",
+                 id="g9-comment-naming-a-def-in-sample"),
     # L4 the request ids copied by list(); L5 the probabilities bound in the test (`:=`).
     pytest.param(LEGACY, CACHED_IDS, CACHED_IDS.replace("self.input_batch.req_ids.copy()",
                                                         "list(self.input_batch.req_ids)"),
