@@ -626,7 +626,10 @@ def _check_generated(path: Path, text: str) -> int:
     _emit("".join(lines), None)
     how = (f"; the diff writes what {escaped} cannot show as \\uNNNN, and a backslash of "
            "the text as \\\\" if escaped else "")
-    tell(f"pp1audit: {path} is stale: regenerate it with pp1audit report{how}")
+    from pp1audit.safetext import printable
+
+    # the path only: `how` is this message's own text, its backslashes meant as written
+    tell(f"pp1audit: {printable(str(path))} is stale: regenerate it with pp1audit report{how}")
     return EXIT_CLOSED
 
 

@@ -248,3 +248,15 @@ def test_a_stderr_closed_after_the_start_never_changes_the_exit_code(
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, stdin=subprocess.DEVNULL, env=env)
     assert proc.returncode == 2
+
+
+def test_report_check_names_a_stale_file_escaped(tmp_path: Path, audited: tuple[Path, Path]) -> None:
+    """The stale line is one line whatever the file is called: a newline in the
+    name cannot forge a second line (``fake: PASS``), an escape code cannot act."""
+    made = run_cli("report", "-m", str(audited[1]))
+    stale = tmp_path / "stale\nfake: PASS\x1b[8m.md"
+    stale.write_text(made.stdout + "more\n", encoding="utf-8")
+    proc = run_cli("report", "-m", str(audited[1]), "--check", str(stale))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == (f"pp1audit: {tmp_path}/stale\\nfake: PASS\\x1b[8m.md is stale: "
+                           "regenerate it with pp1audit report\n")
