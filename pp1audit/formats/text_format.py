@@ -14,7 +14,10 @@ write on the terminal (a fake verdict line, hidden text).
 
 from __future__ import annotations
 
+import re
 import sys
+import unicodedata
+from collections.abc import Iterable
 
 from pp1audit.formats import counted, named_source, version_or_unknown
 from pp1audit.result import Check, Result, Status
@@ -131,28 +134,54 @@ def _head(result: Result, width: int | None = None) -> str:
     return manifest + before + location + after
 
 
-def _elide(text: str, cells: int) -> str:
-    """``text`` in at most ``cells`` columns: its start and its end (the end, which
-    names the file, gets the odd column), the middle one ``…``."""
-    from rich.cells import cell_len, get_character_cell_size
+_UNIT = re.compile(r"\\(?:U[0-9a-f]{8}|u[0-9a-f]{4}|x[0-9a-f]{2}|.)|.", re.DOTALL)
+"""One escape of ``safetext`` (``\\\\``, ``\\n``, ``\\xNN``, ``\\uNNNN``,
+``\\UNNNNNNNN``) or one character: what an elision may not cut through."""
+
+
+def _units(text: str) -> list[str]:
+    """``text`` (already escaped) as the pieces an elision keeps or drops whole:
+    an escape, or a character with the combining marks after it. Cut through an
+    escape, a directory named ``…\\\\xff`` (a backslash, then ``xff``) and one
+    ending in the byte 0xFF would both show ``…xff``, and ``t_\\xe9`` would show
+    ``t…9``; a kept end starting with a combining mark would draw it on the ``…``."""
+    units: list[str] = []
+    for unit in _UNIT.findall(text):
+        if units and len(unit) == 1 and unicodedata.category(unit).startswith("M"):
+            units[-1] += unit
+        else:
+            units.append(unit)
+    return units
+
+
+def _take(units: Iterable[str], cells: int) -> list[str]:
+    """The units from the start of ``units`` that fit in ``cells`` columns together."""
+    from rich.cells import cell_len
+
+    kept, used = [], 0
+    for unit in units:
+        used += cell_len(unit)
+        if used > cells:
+            break
+        kept.append(unit)
+    return kept
+
+
+def _elide(text: str, cells: int, ellipsis: str = "…") -> str:
+    """``text`` (escaped) in at most ``cells`` columns: its start and its end (the
+    end, which names the file, gets the odd column), the middle ``ellipsis``; cut
+    only between whole escapes and characters (``_units``)."""
+    from rich.cells import cell_len
 
     if cell_len(text) <= cells:
         return text
-    room = max(cells - 1, 0)
-    left_room = room // 2
-    left, used = "", 0
-    for ch in text:
-        used += get_character_cell_size(ch)
-        if used > left_room:
-            break
-        left += ch
-    right_room, right, used = room - cell_len(left), "", 0
-    for ch in reversed(text):
-        used += get_character_cell_size(ch)
-        if used > right_room:
-            break
-        right = ch + right
-    return f"{left}…{right}"
+    units = _units(text)
+    room = max(cells - cell_len(ellipsis), 0)
+    left = _take(units, room // 2)
+    right = _take(reversed(units[len(left):]), room - cell_len("".join(left)))
+    # what the end could not use (an escape too wide for it) goes back to the start
+    left = _take(units[:len(units) - len(right)], room - cell_len("".join(right)))
+    return "".join(left) + ellipsis + "".join(reversed(right))
 
 
 _UNWRAPPED = 1 << 16

@@ -1,0 +1,77 @@
+"""The first line of ``check`` on a terminal, fitted to its width: cut only between
+whole escapes, never through one, so two names the escapes tell apart stay apart."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import on_a_terminal
+
+from pp1audit.formats.text_format import _elide
+from pp1audit.safetext import printable
+
+LONG = "A" * 83
+UNIT = re.compile(r"(?:\\(?:U[0-9a-f]{8}|u[0-9a-f]{4}|x[0-9a-f]{2}|.)|.)\u0301*", re.DOTALL)
+"""An escape or a character, with the combining acute accents after it (the test's own reading)."""
+
+
+def _units(text: str) -> list[str]:
+    return UNIT.findall(text)
+
+
+def _pieces(elided: str, whole: str) -> tuple[str, str]:
+    """The kept start and end of ``whole`` in ``elided``, each checked to be whole units."""
+    left, _, right = elided.partition("…")
+    units = _units(whole)
+    assert any("".join(units[:k]) == left for k in range(len(units) + 1)), (elided, whole)
+    assert any("".join(units[k:]) == right for k in range(len(units) + 1)), (elided, whole)
+    return left, right
+
+
+@pytest.mark.parametrize("name", [LONG + "\\xff", LONG + "\udcff", "t_\udce9", "t_é\\n\U000e0041",
+                                  "ab\\\\x41" * 9, "e\u0301" * 30])
+def test_an_elision_cuts_between_whole_escapes(name: str) -> None:
+    text = printable(name)
+    for cells in range(1, len(text)):
+        _pieces(_elide(text, cells), text)
+
+
+def test_a_backslash_and_a_byte_stay_apart_at_every_width() -> None:
+    """A directory literally named ``…\\xff`` (backslash, x, f, f) and one ending in
+    the byte 0xFF: ``…\\\\xff`` and ``…\\xff`` escaped, never the same cut line."""
+    typed, byte = printable(LONG + "\\xff"), printable(LONG + "\udcff")
+    for cells in range(6, 40):
+        assert _elide(typed, cells) != _elide(byte, cells), cells
+
+
+def test_an_escape_too_wide_for_the_end_leaves_its_room_to_the_start() -> None:
+    assert _elide("t_\\xe9", 5) == "t_…"  # never "t…9"
+    assert _elide("t_\\xe9", 6) == "t_\\xe9"
+
+
+def test_the_kept_end_never_starts_with_a_combining_mark() -> None:
+    text = "x" + "e\u0301" * 20
+    for cells in range(2, 21):
+        right = _elide(text, cells).partition("…")[2]
+        assert not right.startswith("\u0301"), cells
+
+
+def test_on_a_terminal_a_typed_escape_and_a_byte_print_different_lines(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    """The review's reproduction: at 47 columns both printed ``AAA…\\xff``."""
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text('pp1audit: 1\ntarget: {package: pkg, version: "2.0"}\n', encoding="utf-8")
+    first = []
+    for name in (os.fsencode(LONG + "\\xff"), os.fsencode(LONG) + b"\xff"):
+        tree = os.path.join(os.fsencode(tmp_path), name)
+        make_files({"pkg/__init__.py": "", "pkg/_version.py": '__version__ = "1.0"\n'},
+                   Path(os.fsdecode(tree)))
+        code, drawn = on_a_terminal(["check", os.fsdecode(tree), "-m", str(manifest),
+                                     "--color", "never"], {"COLUMNS": "47"})
+        assert code == 1
+        first.append(drawn[0])
+    assert first[0] != first[1], first
