@@ -75,3 +75,43 @@ def test_on_a_terminal_a_typed_escape_and_a_byte_print_different_lines(
         assert code == 1
         first.append(drawn[0])
     assert first[0] != first[1], first
+
+
+def _deep(tmp_path: Path, make_files: Callable[..., Path], last: str = "tree") -> tuple[Path, Path]:
+    """A failing tree far down (``last`` its directory), and a manifest of one version pin."""
+    tree = make_files({"pkg/__init__.py": "", "pkg/_version.py": '__version__ = "1.0"\n'},
+                      tmp_path.joinpath(*(f"a_rather_long_directory_{i}" for i in range(6)), last))
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text('pp1audit: 1\ntarget: {package: pkg, version: "2.0"}\n', encoding="utf-8")
+    return tree, manifest
+
+
+def test_an_ascii_terminal_gets_a_line_as_wide_as_it_is(
+        tmp_path: Path, make_files: Callable[..., Path]) -> None:
+    """The stream writes what ASCII lacks as ``\\uNNNN`` (``é`` six columns, not one):
+    the line is measured so, and elided with ``...``, never ``\\u2026``."""
+    tree, manifest = _deep(tmp_path, make_files, "tr\u00e9e")
+    code, drawn = on_a_terminal(["check", str(tree), "-m", str(manifest), "--color", "never"],
+                                {"COLUMNS": "80", "PYTHONIOENCODING": "ascii"})
+    assert code == 1
+    assert max(len(line) for line in drawn) <= 80, drawn
+    first = drawn[0]
+    assert len(first) == 80 and "..." in first and "\\u2026" not in first, first
+    assert first.endswith("/tr\\u00e9e (pkg 1.0)"), first
+
+
+def test_the_head_is_measured_as_the_stream_writes_it() -> None:
+    from rich.cells import cell_len
+
+    from pp1audit.formats.text_format import _head
+    from pp1audit.result import Result, TargetInfo
+
+    result = Result(manifest_path="m.yaml", manifest_sha256="0" * 64, checks=(),
+                    target=TargetInfo(kind="directory", location="/" + "\u00e9" * 40,
+                                      package="p", version="1"))
+    for width in range(50, 70):
+        fitted = _head(result, width, "ascii")
+        assert cell_len(fitted) <= width and fitted.isascii(), (width, fitted)
+        assert "\\u00e9" in fitted and "..." in fitted
+        _pieces(fitted.split(" against directory ")[1].removesuffix(" (p 1)").replace("...", "…"),
+                "/" + "\\u00e9" * 40)

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from pp1audit.formats import counted, named_source, version_or_unknown
 from pp1audit.result import Check, Result, Status
-from pp1audit.safetext import printable
+from pp1audit.safetext import as_code_points, printable
 from pp1audit.spans import line_range
 
 _STYLE = {
@@ -111,27 +111,50 @@ def _verdict_style(result: Result) -> str:
     return "bold green" if result.gate_open else "bold red"
 
 
-def _head(result: Result, width: int | None = None) -> str:
+def _head(result: Result, width: int | None = None, encoding: str | None = None) -> str:
     """``MANIFEST against KIND LOCATION (PACKAGE VERSION)``, escaped; with ``width``
     (a terminal's) fitted to it: the middle of the location, then (when the location
     is down to half the room) of the manifest's name, elided with ``…`` (a path of a
     CI runner is 130 columns on its own). Never elided without a width: a log keeps
-    the whole path for grep."""
+    the whole path for grep.
+
+    Measured as the stream in ``encoding`` will write it: what that encoding lacks
+    is written ``\\uNNNN`` (``safetext.CODE_POINTS``), six columns where ``é`` is
+    one, so it is escaped here first (``as_code_points``), and elided with ``...``
+    where even ``…`` would be ``\\u2026``; else an ASCII terminal of 80 columns
+    got a line of 90."""
     if result.target is None:
         return ""
     t = result.target
-    manifest, location = printable(str(result.manifest_path)), printable(str(t.location))
-    before = " against " + printable(t.kind) + " "
-    after = printable(f" ({t.package} {version_or_unknown(t.version)})")
+    parts = [printable(str(result.manifest_path)), printable(str(t.location)),
+             " against " + printable(t.kind) + " ",
+             printable(f" ({t.package} {version_or_unknown(t.version)})")]
+    if width is not None and encoding is not None:
+        parts = [as_code_points(part, encoding) for part in parts]
+    manifest, location, before, after = parts
     if width is not None:
         from rich.cells import cell_len
 
+        dots = _ellipsis(encoding)
         room = width - cell_len(before) - cell_len(after)
         if cell_len(manifest) + cell_len(location) > room:  # the location keeps half, at least
             location = _elide(location, max(room - cell_len(manifest),
-                                            min(cell_len(location), room // 2)))
-            manifest = _elide(manifest, max(room - cell_len(location), 1))
+                                            min(cell_len(location), room // 2)), dots)
+            manifest = _elide(manifest, max(room - cell_len(location), 1), dots)
     return manifest + before + location + after
+
+
+def _ellipsis(encoding: str | None) -> str:
+    """``…``, or ``...`` where a stream in ``encoding`` cannot write it (it would be
+    ``\\u2026``, six columns and no longer read as an elision)."""
+    try:
+        if encoding is not None:
+            "…".encode(encoding)
+    except UnicodeEncodeError:
+        return "..."
+    except LookupError:  # an encoding Python does not know: the stream was made with it
+        pass
+    return "…"
 
 
 _UNIT = re.compile(r"\\(?:U[0-9a-f]{8}|u[0-9a-f]{4}|x[0-9a-f]{2}|.)|.", re.DOTALL)
@@ -208,18 +231,25 @@ def _render_rich(result: Result, rows: list[Check], *, color: bool) -> str:
     from rich.table import Table
     from rich.text import Text
 
+    encoding = getattr(sys.stdout, "encoding", None)
+    encoding = encoding if isinstance(encoding, str) else None
+
+    def written(text: str) -> Text:
+        # measured as the stream will write it (``_head``); data, never markup
+        return Text(text if encoding is None else as_code_points(text, encoding))
+
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for name in ("status", "kind", "id", "where", "detail"):
         table.add_column(name, overflow="fold")
     for c in rows:
         # Ids, paths and messages are data, never markup (a "[/x]" in a path must print).
         table.add_row(
-            Text(c.status.value, style=_STYLE[c.status]), Text(c.kind), Text(printable(c.id)),
-            Text(_where(c)), Text(_detail(c)), end_section=False,
+            Text(c.status.value, style=_STYLE[c.status]), written(c.kind), written(printable(c.id)),
+            written(_where(c)), written(_detail(c)), end_section=False,
         )
     console = Console(record=True, force_terminal=True, color_system="standard" if color else None,
                       no_color=not color)
-    head = _head(result, console.width)
+    head = _head(result, console.width, encoding)
     with console.capture() as cap:
         if rows:
             console.print(table)
