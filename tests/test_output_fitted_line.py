@@ -115,3 +115,50 @@ def test_the_head_is_measured_as_the_stream_writes_it() -> None:
         assert "\\u00e9" in fitted and "..." in fitted
         _pieces(fitted.split(" against directory ")[1].removesuffix(" (p 1)").replace("...", "…"),
                 "/" + "\\u00e9" * 40)
+
+
+def _fitted(manifest: str, location: str, width: int, kind: str = "directory") -> tuple[str, str]:
+    """``_head`` at ``width``, back in its two paths."""
+    from rich.cells import cell_len
+
+    from pp1audit.formats.text_format import _head
+    from pp1audit.result import Result, TargetInfo
+
+    result = Result(manifest_path=manifest, manifest_sha256="0" * 64, checks=(),
+                    target=TargetInfo(kind=kind, location=location, package="vllm",
+                                      version="0.31.0"))
+    line = _head(result, width)
+    assert cell_len(line) <= width, (width, line)
+    shown_manifest, _, rest = line.partition(f" against {kind} ")
+    return shown_manifest, rest.removesuffix(" (vllm 0.31.0)")
+
+
+RELEASE = "/tmp/review-out/r9/builds/from/a/ci/runner/workspace/vllm-{}-patched-release"
+MANIFEST = "/home/runner/work/audit/manifests/pp1.yaml"
+
+
+def test_the_parent_directories_give_way_before_the_last_component() -> None:
+    """The review: ``/tmp/review-out…-patched-release`` kept ``/tmp`` and dropped the
+    version that told the two directories apart. From 72 columns the name fits,
+    with ``…pp1.yaml`` and the rest of the line."""
+    for width in range(72, 120):
+        lines = [_fitted(MANIFEST, RELEASE.format(v), width) for v in ("0.30.0", "0.31.0")]
+        assert lines[0] != lines[1], width
+        for (manifest, location), version in zip(lines, ("0.30.0", "0.31.0"), strict=True):
+            assert location.endswith(f"/vllm-{version}-patched-release"), (width, location)
+            assert manifest.endswith("/pp1.yaml"), (width, manifest)  # then the manifest's name
+            if len(location) < len(RELEASE.format(version)):
+                assert location.count("…") == 1
+
+
+def test_a_last_component_too_long_alone_is_cut_in_its_middle() -> None:
+    name = "vllm-0.31.0-cp38-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+    for width in range(60, 100):
+        manifest, location = _fitted(MANIFEST, f"/tmp/w/{name}", width, "wheel")
+        assert location.startswith("…/vllm-0.") and location.endswith("_64.whl"), location
+        assert manifest.endswith("pp1.yaml"), (width, manifest)
+
+
+def test_a_short_path_keeps_its_name_whole() -> None:
+    assert _fitted("pp1.yaml", "/srv/tree", 200) == ("pp1.yaml", "/srv/tree")
+    assert _fitted("m.yaml", "/" + "x" * 60 + "/tree", 50) == ("m.yaml", "/xx…xx/tree")

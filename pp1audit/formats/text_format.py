@@ -113,9 +113,7 @@ def _verdict_style(result: Result) -> str:
 
 def _head(result: Result, width: int | None = None, encoding: str | None = None) -> str:
     """``MANIFEST against KIND LOCATION (PACKAGE VERSION)``, escaped; with ``width``
-    (a terminal's) fitted to it: the middle of the location, then (when the location
-    is down to half the room) of the manifest's name, elided with ``…`` (a path of a
-    CI runner is 130 columns on its own). Never elided without a width: a log keeps
+    (a terminal's) fitted to it (``_fit``). Never elided without a width: a log keeps
     the whole path for grep.
 
     Measured as the stream in ``encoding`` will write it: what that encoding lacks
@@ -135,13 +133,94 @@ def _head(result: Result, width: int | None = None, encoding: str | None = None)
     if width is not None:
         from rich.cells import cell_len
 
-        dots = _ellipsis(encoding)
-        room = width - cell_len(before) - cell_len(after)
-        if cell_len(manifest) + cell_len(location) > room:  # the location keeps half, at least
-            location = _elide(location, max(room - cell_len(manifest),
-                                            min(cell_len(location), room // 2)), dots)
-            manifest = _elide(manifest, max(room - cell_len(location), 1), dots)
+        manifest, location = _fit(manifest, location, width - cell_len(before) - cell_len(after),
+                                  _ellipsis(encoding))
     return manifest + before + location + after
+
+
+def _fit(manifest: str, location: str, room: int, dots: str) -> tuple[str, str]:
+    """The manifest's path and the location's in ``room`` columns together (a path
+    of a CI runner is 130 columns on its own).
+
+    The parent directories give way first, sharing what the two last components
+    leave (the location's the odd column): the last component is what tells two
+    targets apart (``vllm-0.30.0-…`` from ``vllm-0.31.0-…``), where ``/tmp`` tells
+    nothing. Then the manifest's name, and only when the location's last component
+    does not fit alone, its middle too."""
+    from rich.cells import cell_len
+
+    if cell_len(manifest) + cell_len(location) <= room:
+        return manifest, location
+    (man_parent, man_name), (loc_parent, loc_name) = _split(manifest), _split(location)
+    floor = cell_len(dots) + 1  # "…/": parents elided, the name after them whole
+    names = cell_len(man_name) + cell_len(loc_name)
+    if names + min(cell_len(man_parent), floor) + min(cell_len(loc_parent), floor) <= room:
+        loc_cells, man_cells = _share(cell_len(loc_parent), cell_len(man_parent), room - names,
+                                      floor)
+        return (_parents(man_parent, man_cells, dots) + man_name,
+                _parents(loc_parent, loc_cells, dots) + loc_name)
+    whole_loc = min(cell_len(loc_parent), floor) + cell_len(loc_name)
+    least = min(cell_len(manifest), max(room // 4, floor))  # the manifest's, at the least
+    if whole_loc + least <= room:  # the location's last component whole, the manifest's cut
+        return _fit_path(manifest, room - whole_loc, dots), _fit_path(location, whole_loc, dots)
+    # the location's cut in any case: the manifest's name whole if it takes half the room at most
+    whole_man = min(cell_len(man_parent), floor) + cell_len(man_name)
+    manifest = _fit_path(manifest, max(min(whole_man, room // 2), least, 1), dots)
+    return manifest, _fit_path(location, max(room - cell_len(manifest), 1), dots)
+
+
+def _split(path: str) -> tuple[str, str]:
+    """``path`` (escaped: an escape never holds a ``/``) as its parent directories,
+    the last ``/`` with them, and its last component."""
+    cut = path.rfind("/", 0, len(path) - 1) + 1
+    return path[:cut], path[cut:]
+
+
+def _share(first: int, second: int, cells: int, floor: int) -> tuple[int, int]:
+    """``cells`` columns shared by two texts of ``first`` and ``second`` columns, the
+    first the odd one: a short one keeps all it has, the other the rest; neither gets
+    less than ``floor`` (``…/``) or than it has, when that is less."""
+    half = cells - cells // 2
+    if first <= half:
+        return first, min(cells - first, second)
+    if second <= cells - half:
+        return cells - second, second
+    one = max(half, min(first, floor))
+    return one, max(cells - one, min(second, floor))
+
+
+def _fit_path(path: str, cells: int, dots: str) -> str:
+    """``path`` in ``cells`` columns: its parent directories elided first, its last
+    component kept whole when it fits, else cut in its middle too."""
+    from rich.cells import cell_len
+
+    if cell_len(path) <= cells:
+        return path
+    parent, name = _split(path)
+    lead = _parents(parent, 0, dots)
+    if cell_len(name) + cell_len(lead) <= cells:
+        return _parents(parent, cells - cell_len(name), dots) + name
+    if cells - cell_len(lead) - cell_len(dots) >= _READABLE:
+        return lead + _elide(name, cells - cell_len(lead), dots)
+    return _elide(name, cells, dots)  # "…mm…aml" would be two elisions in nine columns
+
+
+def _parents(parent: str, cells: int, dots: str) -> str:
+    """``parent`` (directories and a last ``/``) in ``cells`` columns, but never less
+    than ``…/`` (or ``/``, when that is all it is): its start and its end, the start
+    the odd column (the end sits by the name kept whole, which already says where)."""
+    from rich.cells import cell_len
+
+    if cell_len(parent) <= max(cells, cell_len(dots) + 1):
+        return parent
+    if cells <= cell_len(dots) + 1:
+        return dots + "/"
+    return _elide(parent, cells, dots, start_first=True)  # its end at least the "/"
+
+
+_READABLE = 6
+"""Columns of a cut last component, at the least, worth an ellipsis before it for
+the parent directories dropped."""
 
 
 def _ellipsis(encoding: str | None) -> str:
@@ -190,17 +269,18 @@ def _take(units: Iterable[str], cells: int) -> list[str]:
     return kept
 
 
-def _elide(text: str, cells: int, ellipsis: str = "…") -> str:
+def _elide(text: str, cells: int, ellipsis: str = "…", start_first: bool = False) -> str:
     """``text`` (escaped) in at most ``cells`` columns: its start and its end (the
-    end, which names the file, gets the odd column), the middle ``ellipsis``; cut
-    only between whole escapes and characters (``_units``)."""
+    end, which names the file, gets the odd column; the start with ``start_first``,
+    for parent directories whose name follows), the middle ``ellipsis``; cut only
+    between whole escapes and characters (``_units``)."""
     from rich.cells import cell_len
 
     if cell_len(text) <= cells:
         return text
     units = _units(text)
     room = max(cells - cell_len(ellipsis), 0)
-    left = _take(units, room // 2)
+    left = _take(units, room - room // 2 if start_first else room // 2)
     right = _take(reversed(units[len(left):]), room - cell_len("".join(left)))
     # what the end could not use (an escape too wide for it) goes back to the start
     left = _take(units[:len(units) - len(right)], room - cell_len("".join(right)))
