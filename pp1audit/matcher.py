@@ -582,7 +582,9 @@ def _evaluate_in(inv: Invariant, parsed: ParsedFile) -> Outcome:
         why, scope_notes = _kept(inv, inv.scope, facts, chain)
         if why is not None:
             return Outcome(VIOLATED, why)
-        scopes = chain[-1]
+        # A definition that never runs where rules require (in `if TYPE_CHECKING:`, whose
+        # `else` is what runs) is not one Python keeps; all of them dead still fails.
+        scopes = [s for s in chain[-1] if facts.dead(s) is None] or chain[-1]
     else:
         scopes = [parsed.root]
     found: list[Hit] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from pp1audit.facts.core import FactsCore
+from pp1audit.facts.imports import Imports
 from pp1audit.facts.shapes import _DISPLAYS, _SCOPE_KINDS, _SPLATS
 from pp1audit.syntaxtree import (
     Key,
@@ -38,7 +38,7 @@ _TERMINATORS = {"return_statement": "return", "raise_statement": "raise",
 _HANDLERS = ("except_clause", "except_group_clause")
 
 
-class Reachability(FactsCore):
+class Reachability(Imports):
     """Dead code, memoised per node and direction (``Facts``' part for control flow)."""
 
     def __init__(self, root: SgNode, source: str) -> None:
@@ -46,7 +46,8 @@ class Reachability(FactsCore):
         self._dead: dict[tuple[Key, bool], str | None] = {}
         self._ends: dict[tuple[Key, bool], bool] = {}
         self._exits: dict[tuple[Key, bool], SgNode | None] = {}
-        self._truths: dict[Key, bool | None] = {}
+        self._truths: dict[tuple[Key, bool], bool | None] = {}
+        self._type_checking: dict[str, bool] = {}
         self._raising: dict[Key, str | None] = {}
 
     def dead(self, node: SgNode, certain: bool = False) -> str | None:
@@ -98,10 +99,11 @@ class Reachability(FactsCore):
                 if ck in (key(body), key(clause) if clause is not None else None):
                     if always is not None:
                         return f"after {always}, which is always true"
-                    if test is not None and self.truth(test) is False and ck == key(body):
-                        return f"under `if {short(test, 40)}:` at line {line(test)}, never true"
+                    if test is not None and self.truth(test, certain) is False and \
+                            ck == key(body):
+                        return self._never("if", test, certain)
                     return None
-                if test is not None and self.truth(test) is True:
+                if test is not None and self.truth(test, certain) is True:
                     word = "if" if clause is None else "elif"
                     always = f"`{word} {short(test, 40)}:` at line {line(test)}"
             return None
@@ -110,27 +112,76 @@ class Reachability(FactsCore):
             inner = parent.field("consequence" if kind == "elif_clause" else "body")
             if cond is None:
                 return None
-            truth = self.truth(cond)
+            truth = self.truth(cond, certain)
             word = "elif" if kind == "elif_clause" else "while"
             if inner is not None and ck == key(inner) and truth is False:
-                return f"under `{word} {short(cond, 40)}:` at line {line(cond)}, never true"
+                return self._never(word, cond, certain)
             if kind == "while_statement" and child.kind() == "else_clause" and truth is True:
                 return f"in the `else` of `while {short(cond, 40)}:` at line {line(cond)}"
             return None
         if kind == "conditional_expression":
             parts = named_items(parent.children())
             if len(parts) == 3:
-                truth = self.truth(parts[1])
+                truth = self.truth(parts[1], certain)
                 if (ck == key(parts[0]) and truth is False) or (
                         ck == key(parts[2]) and truth is True):
                     return f"a branch of `{short(parent, 40)}` at line {line(parent)} never taken"
             return None
+        if kind in _COMPREHENSIONS or kind in ("for_in_clause", "for_statement"):
+            return self._per_item_dead(child, parent, certain)
         if kind == "boolean_operator":
             left, right, op = parent.field("left"), parent.field("right"), parent.field("operator")
             if left is not None and right is not None and op is not None and ck == key(right):
-                truth = self.truth(left)
+                truth = self.truth(left, certain)
                 if (op.text() == "and" and truth is False) or (op.text() == "or" and truth is True):
                     return f"never evaluated in `{short(parent, 40)}` at line {line(parent)}"
+        return None
+
+    def _per_item_dead(self, child: SgNode, parent: SgNode, certain: bool) -> str | None:
+        """Why ``child``, code run once per item of an iterable (a ``for`` body; a
+        comprehension's element, ``if`` and later ``for`` clauses, its first target), may
+        not run: an iterable that is an empty literal (``for _ in ():``) runs nothing, in
+        both directions; and a generator expression runs nothing until it is iterated
+        (``_consumed``), so for what a rule requires, one nothing here iterates (an
+        expression statement, a name bound to it) does not count. The first iterable of a
+        comprehension is evaluated where it stands."""
+        kind = parent.kind()
+        if kind == "for_statement":
+            over, body = parent.field("right"), parent.field("body")
+            if body is None or key(child) != key(body) or over is None or not _empty(over):
+                return None
+            return (f"in the body of the `for` at line {line(parent)}, which iterates "
+                    f"`{short(over, 20)}`: nothing")
+        if kind == "for_in_clause":
+            comp = parent.parent()
+            first = _first_clause(comp) if comp is not None else None
+            over = parent.field("right")
+            if comp is None or first is None or key(first) != key(parent) or (
+                    over is not None and key(over) == key(child)):
+                return None  # a later clause is judged as a whole; the first iterable is eager
+            return self._lazy_dead(comp, parent, certain)
+        if child.kind() == "for_in_clause":
+            first = _first_clause(parent)
+            return None if first is None or key(first) == key(child) else \
+                self._lazy_dead(parent, child, certain)
+        if child.kind() in ("(", ")", "[", "]", "{", "}"):
+            return None
+        return self._lazy_dead(parent, child if child.kind() == "if_clause" else None, certain)
+
+    def _lazy_dead(self, comp: SgNode, upto: SgNode | None, certain: bool) -> str | None:
+        """Why the code of the comprehension ``comp`` run per item of its clauses before
+        ``upto`` (None: all of them) may not run (``_per_item_dead``)."""
+        for clause in comp.children():
+            if upto is not None and key(clause) == key(upto):
+                break
+            over = clause.field("right") if clause.kind() == "for_in_clause" else None
+            if over is not None and _empty(over):
+                return (f"in `{short(comp, 40)}` at line {line(comp)}, whose `for` iterates "
+                        f"`{short(over, 20)}`: nothing")
+        if not certain and comp.kind() == "generator_expression" and not _consumed(comp):
+            return (f"in the generator expression `{short(comp, 40)}` at line {line(comp)}, "
+                    "which nothing iterates there (a generator runs only when iterated: "
+                    "passed to a call, a `for`, `*`, `yield from` or `return`)")
         return None
 
     def _leaves(self, stop: SgNode, certain: bool) -> str:
@@ -155,7 +206,7 @@ class Reachability(FactsCore):
             if orelse is not None and self._exit(orelse, certain) is not None:
                 return f"the `{word}` at line {line(stop)}, whose `else` always leaves the block"
             cond = stop.field("condition") if word == "while" else None
-            if cond is not None and self._endless(stop):
+            if cond is not None and self._endless(stop, certain):
                 return f"the `while {short(cond, 40)}:` at line {line(stop)}, which never ends"
             over = stop.field("right")
             runs = f" (`{short(over, 30)}` is not empty)" if over is not None else ""
@@ -217,7 +268,7 @@ class Reachability(FactsCore):
 
     def _if_ends(self, stmt: SgNode, certain: bool) -> bool:
         for _clause, test, body in branches(stmt):
-            truth = True if test is None else self.truth(test)
+            truth = True if test is None else self.truth(test, certain)
             if truth is False:
                 continue
             if self._exit(body, certain) is None:
@@ -240,20 +291,90 @@ class Reachability(FactsCore):
         orelse = _block_of(alternative) if alternative is not None else None
         if orelse is not None and self._exit(orelse, certain) is not None:
             return True
-        if self._endless(loop):
+        if self._endless(loop, certain):
             return True
-        return self._runs(loop) and self._exit(body, certain) is not None and \
+        return self._runs(loop, certain) and self._exit(body, certain) is not None and \
             not self._jumps(loop, "continue_statement", certain)
 
-    def truth(self, test: SgNode) -> bool | None:
-        """``constant_truth`` of a test node, folded once per file: dead-code questions ask
-        about the same test in both directions and from several places (a loop's fate,
-        an ``assert``, a branch), and a long test (not in ``constant_truth``'s text cache)
-        costs a multiple of its length each time."""
-        k = key(test)
+    def truth(self, test: SgNode, certain: bool = True) -> bool | None:
+        """``constant_truth`` of a test node, folded once per file and direction: dead-code
+        questions ask about the same test in both directions and from several places (a
+        loop's fate, an ``assert``, a branch), and a long test (not in ``constant_truth``'s
+        text cache) costs a multiple of its length each time.
+
+        What a rule requires (``certain`` False) reads ``typing.TYPE_CHECKING`` as the
+        ``False`` it is when the code runs (``_run_time_text``): the body of ``if
+        TYPE_CHECKING:`` is for type checkers and never runs, its ``else`` does. What a
+        rule forbids leaves it unknown, both arms counting (fail closed)."""
+        k = (key(test), certain)
         if k not in self._truths:
-            self._truths[k] = constant_truth(test.text())
+            text = self._run_time_text(test) if not certain else None
+            if text is None or text == test.text():  # one fold when the directions agree
+                plain = (key(test), True)
+                if plain not in self._truths:
+                    self._truths[plain] = constant_truth(test.text())
+                self._truths[k] = self._truths[plain]
+            else:
+                self._truths[k] = constant_truth(text)
         return self._truths[k]
+
+    def _run_time_text(self, test: SgNode) -> str:
+        """``test``'s text with each ``TYPE_CHECKING`` of the ``typing`` module it names
+        (``_is_type_checking``) written ``False``, its value when the code runs."""
+        text = test.text()
+        if "TYPE_CHECKING" not in text:
+            return text
+        origin = test.range().start.index
+        spans: list[tuple[int, int]] = []
+        for ident in test.find_all(kind="identifier"):
+            if ident.text() != "TYPE_CHECKING":
+                continue
+            parent = ident.parent()
+            node = parent if parent is not None and parent.kind() == "attribute" else ident
+            if self._is_type_checking(node):
+                r = node.range()
+                spans.append((r.start.index - origin, r.end.index - origin))
+        for start, end in sorted(spans, reverse=True):
+            text = f"{text[:start]}(False){text[end:]}"
+        return text
+
+    def _is_type_checking(self, node: SgNode) -> bool:
+        """``node`` (a name or ``m.TYPE_CHECKING``) is ``typing.TYPE_CHECKING`` (or
+        ``typing_extensions``'): the name imported from it by every binding the module
+        has of it, or an attribute of a name every binding of which imports the module.
+        A name bound otherwise too (``TYPE_CHECKING = True``) is left unknown. Lenient in
+        one way only: a function's local of that name is not looked for; folding it
+        ``False`` only takes code away from what a rule requires."""
+        if node.kind() == "attribute":
+            obj = node.field("object")
+            if obj is None or obj.kind() != "identifier":
+                return False
+            name, wanted = obj.text(), {"typing", "typing_extensions"}
+        else:
+            name, wanted = node.text(), {"typing.TYPE_CHECKING",
+                                         "typing_extensions.TYPE_CHECKING"}
+        memo = f"{node.kind()}:{name}"
+        if memo not in self._type_checking:
+            self._type_checking[memo] = self._only_imports(name, wanted)
+        return self._type_checking[memo]
+
+    def _only_imports(self, name: str, wanted: set[str]) -> bool:
+        """Every module-level binding of ``name`` imports one of ``wanted`` (and there is one)."""
+        try:
+            sym = self._symtable().lookup(name)
+        except (KeyError, SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        if not sym.is_imported() or sym.is_assigned() or sym.is_declared_global():
+            return False
+        sources = self._import_sources(name)  # None: a star import may bind it too
+        return sources is not None and bool(sources) and all(s in wanted for s in sources)
+
+    def _never(self, word: str, test: SgNode, certain: bool) -> str:
+        """Why the body of ``word test:`` never runs (``TYPE_CHECKING`` said, when it decides)."""
+        why = f"under `{word} {short(test, 40)}:` at line {line(test)}, never true"
+        if not certain and self.truth(test, certain=True) is None:
+            why += " when the code runs (`TYPE_CHECKING` is False then: only type checkers read it)"
+        return why
 
     def raises(self, stmt: SgNode) -> str | None:
         """The exception a statement certainly raises when it runs, or None: a simple
@@ -295,20 +416,20 @@ class Reachability(FactsCore):
     def _failing_assert(self, stmt: SgNode) -> bool:
         """``assert False`` / ``assert 0, "…"``: a test that is constant and false."""
         parts = named_items(stmt.children())
-        return bool(parts) and self.truth(parts[0]) is False
+        return bool(parts) and self.truth(parts[0], certain=False) is False
 
-    def _endless(self, loop: SgNode) -> bool:
+    def _endless(self, loop: SgNode, certain: bool) -> bool:
         """A ``while`` whose test is constant and true: only a ``break`` (or an exit) ends it."""
         cond = loop.field("condition") if loop.kind() == "while_statement" else None
-        return cond is not None and self.truth(cond) is True
+        return cond is not None and self.truth(cond, certain) is True
 
-    def _runs(self, loop: SgNode) -> bool:
+    def _runs(self, loop: SgNode, certain: bool) -> bool:
         """The loop's body certainly runs at least once: a ``while`` with a constant-true
         test, or a ``for`` over a non-empty literal (``_non_empty``). A truthy iterable is
         not enough: ``for x in xs or [0]:`` iterates ``xs`` when it is truthy, and an empty
         iterator or generator is truthy."""
         if loop.kind() == "while_statement":
-            return self._endless(loop)
+            return self._endless(loop, certain)
         over = loop.field("right")
         return over is not None and _non_empty(over)
 
@@ -388,6 +509,55 @@ def _non_empty(node: SgNode) -> bool:
         return any(n.kind() not in _SPLATS for n in named_items(node.children()))
     got = literal(node)
     return got is not None and got[0] in (str, bytes) and bool(got[1])
+
+
+_COMPREHENSIONS = ("generator_expression", "list_comprehension", "set_comprehension",
+                   "dictionary_comprehension")
+
+
+def _first_clause(comp: SgNode) -> SgNode | None:
+    """A comprehension's first ``for`` clause (its iterable is evaluated in place)."""
+    return next((c for c in comp.children() if c.kind() == "for_in_clause"), None)
+
+
+def _empty(node: SgNode) -> bool:
+    """``node`` is a literal that iterates nothing: ``()``, ``[]``, ``{}``, ``""``, ``b""``
+    (parentheses aside). Anything else may yield something (``set()`` may be another
+    ``set``)."""
+    node = unparen(node)
+    if node.kind() in _DISPLAYS:
+        return not named_items(node.children())
+    got = literal(node)
+    return got is not None and got[0] in (str, bytes) and not got[1]
+
+
+def _consumed(gen: SgNode) -> bool:
+    """The generator expression ``gen`` is iterated where it stands, as far as the syntax
+    shows: passed to a call (the call's only argument, a positional or keyword one), the
+    iterable of a ``for`` (or of a comprehension that is itself eager or iterated),
+    unpacked (``*gen``), delegated to (``yield from gen``) or returned. Bound to a name,
+    or an expression statement, it shows no iteration: whether the name is iterated
+    later is data flow, and what a rule requires is not read from it."""
+    node, holder = gen, gen.parent()
+    while holder is not None and holder.kind() == "parenthesized_expression":
+        node, holder = holder, holder.parent()
+    if holder is None:
+        return False
+    kind = holder.kind()
+    if kind in ("argument_list", "list_splat", "parenthesized_list_splat", "return_statement"):
+        return True
+    if kind in ("call", "keyword_argument", "for_statement", "for_in_clause"):
+        field = {"call": "arguments", "keyword_argument": "value"}.get(kind, "right")
+        part = holder.field(field)
+        if part is None or key(part) != key(node):
+            return False
+        if kind != "for_in_clause":
+            return True
+        comp = holder.parent()
+        return comp is not None and (comp.kind() != "generator_expression" or _consumed(comp))
+    if kind == "yield":
+        return any(c.kind() == "from" for c in holder.children())
+    return False
 
 
 def _loop_of(jump: SgNode) -> SgNode | None:

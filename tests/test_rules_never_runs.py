@@ -1,0 +1,183 @@
+"""What a rule requires is not satisfied by code that never runs: the body of ``if
+TYPE_CHECKING:``, a generator expression nothing iterates, a loop over an empty literal.
+
+From session 9's open items: the real 0.31.0 ``rejection_sampler.py`` with the sampler's
+result made up and the correct ``rejection_sample(…)`` call kept in ``(… for _ in ())``
+or under ``if TYPE_CHECKING:`` passed PP1's ``verify-passes-draft-logits``. What a rule
+forbids (``not:``) still sees such code (fail closed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from test_rules_polarity import MakeFiles, one
+
+from pp1audit.audit import audit
+from pp1audit.manifest import load_manifest
+from pp1audit.result import Status
+from pp1audit.sources import DirectorySource
+
+HAS_CALL = "file: pkg/mod.py\npattern: 'def f($$$P): $$$B'\nhas: g($X)\n"
+NOT_CALL = "file: pkg/mod.py\nin: f\npattern: return 0\nnot: g($X)\n"
+
+
+def body(code: str, head: str = "") -> str:
+    """A module with ``head`` and ``def f(x):`` running ``code`` (indented), then ``return 0``."""
+    inner = "".join(f"    {ln}\n" if ln else "\n" for ln in code.splitlines())
+    return f"{head}def f(x):\n{inner}    return 0\n"
+
+
+# --- 1. if TYPE_CHECKING: ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("head", "test"), [
+    ("from typing import TYPE_CHECKING\n", "TYPE_CHECKING"),
+    ("from typing_extensions import TYPE_CHECKING\n", "TYPE_CHECKING"),
+    ("import typing\n", "typing.TYPE_CHECKING"),
+    ("import typing as t\n", "t.TYPE_CHECKING"),
+    ("from typing import TYPE_CHECKING\n", "TYPE_CHECKING and x"),
+    ("from typing import TYPE_CHECKING\n", "(TYPE_CHECKING)"),
+])
+def test_a_call_only_under_type_checking_does_not_count(make_files: MakeFiles, head: str,
+                                                        test: str) -> None:
+    assert one(make_files, HAS_CALL, body("g(x)", head)).status is Status.PASS
+    c = one(make_files, HAS_CALL, body(f"if {test}:\n    g(x)", head))
+    assert c.status is Status.FAIL, c.message
+
+
+def test_the_else_of_type_checking_counts(make_files: MakeFiles) -> None:
+    head = "from typing import TYPE_CHECKING\n"
+    code = "if TYPE_CHECKING:\n    pass\nelse:\n    g(x)"
+    assert one(make_files, HAS_CALL, body(code, head)).status is Status.PASS
+    code = "if not TYPE_CHECKING:\n    g(x)"
+    assert one(make_files, HAS_CALL, body(code, head)).status is Status.PASS
+
+
+def test_after_if_not_type_checking_return_nothing_runs(make_files: MakeFiles) -> None:
+    head = "from typing import TYPE_CHECKING\n"
+    c = one(make_files, HAS_CALL, body("if not TYPE_CHECKING:\n    return 1\ng(x)", head))
+    assert c.status is Status.FAIL, c.message
+
+
+@pytest.mark.parametrize("head", [
+    "TYPE_CHECKING = True\n",  # a variable of the file: not typing's
+    "from typing import TYPE_CHECKING\nTYPE_CHECKING = True\n",  # bound otherwise too
+    "from mytyping import TYPE_CHECKING\n",  # another module's
+    "import mytyping as typing\n",
+])
+def test_a_type_checking_not_from_typing_is_unknown(make_files: MakeFiles, head: str) -> None:
+    test = "typing.TYPE_CHECKING" if "as typing" in head else "TYPE_CHECKING"
+    c = one(make_files, HAS_CALL, body(f"if {test}:\n    g(x)", head))
+    assert c.status is Status.PASS, c.message
+
+
+def test_not_still_sees_code_under_type_checking(make_files: MakeFiles) -> None:
+    head = "from typing import TYPE_CHECKING\n"
+    c = one(make_files, NOT_CALL, body("if TYPE_CHECKING:\n    g(x)", head))
+    assert c.status is Status.FAIL and "is present" in c.message, c.message
+
+
+def test_an_in_scope_defined_in_both_arms_is_the_else_one(make_files: MakeFiles) -> None:
+    """``in:`` candidates in branches: the one under ``if TYPE_CHECKING:`` never runs, and
+    is not asked to hold the rule (before, every candidate was; now it would fail as
+    unreachable); the ``else`` one must."""
+    rule = "file: pkg/mod.py\nin: f\npattern: g($X)\n"
+    code = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    def f(x): ...\n"
+            "else:\n    def f(x):\n        g(x)\n")
+    assert one(make_files, rule, code).status is Status.PASS
+    code = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    def f(x):\n        g(x)\n"
+            "else:\n    def f(x): ...\n")
+    assert one(make_files, rule, code).status is Status.FAIL
+
+
+# --- 2. generators nothing iterates; loops over nothing -----------------------------------
+
+@pytest.mark.parametrize("code", [
+    "(g(x) for _ in range(3))",  # an expression statement: nothing iterates it
+    "gen = (g(x) for _ in range(3))",  # bound to a name: no iteration shown
+    "gen = (y for y in range(3) if g(x))",  # its `if` runs per item too
+    "gen = (y for y in range(3) for z in g(x))",  # so does a later iterable
+    "list(g(x) for _ in ())",  # iterated, but over nothing
+    "[g(x) for _ in ()]",
+    "{g(x): 1 for _ in ''}",
+    "for _ in []:\n    g(x)",
+    "sum(y for y in range(3) for z in () if g(x))",
+])
+def test_a_call_that_never_runs_per_item_does_not_count(make_files: MakeFiles,
+                                                         code: str) -> None:
+    c = one(make_files, HAS_CALL, body(code))
+    assert c.status is Status.FAIL, c.message
+    assert "it has no `g($X)` within it" in c.message
+
+
+@pytest.mark.parametrize("code", [
+    "list(g(x) for _ in range(3))",  # the call's only argument
+    "torch.cat([y], (g(x) for _ in range(3)))",  # a positional argument
+    "f2(items=(g(x) for _ in range(3)))",  # a keyword argument
+    "for y in (g(x) for _ in range(3)):\n    pass",
+    "z = [y for y in (g(x) for _ in range(3))]",  # iterated by an eager comprehension
+    "z = [*(g(x) for _ in range(3))]",
+    "return (g(x) for _ in range(3))",
+    "gen = (y for y in g(x))",  # the first iterable is evaluated in place
+    "[g(x) for _ in range(3)]",
+    "for _ in [0]:\n    g(x)",
+])
+def test_a_call_that_runs_per_item_counts(make_files: MakeFiles, code: str) -> None:
+    c = one(make_files, HAS_CALL, body(code))
+    assert c.status is Status.PASS, c.message
+
+
+def test_yield_from_iterates_a_generator(make_files: MakeFiles) -> None:
+    code = "def f(x):\n    yield from (g(x) for _ in range(3))\n"
+    assert one(make_files, HAS_CALL, code).status is Status.PASS
+
+
+@pytest.mark.parametrize("code", ["(g(x) for _ in range(3))", "gen = (g(x) for _ in xs)"])
+def test_not_still_sees_a_generator_nothing_iterates(make_files: MakeFiles, code: str) -> None:
+    c = one(make_files, NOT_CALL, body(code))
+    assert c.status is Status.FAIL and "is present" in c.message, c.message
+
+
+def test_not_does_not_see_a_loop_over_nothing(make_files: MakeFiles) -> None:
+    """An empty literal iterates nothing in both directions: that code can never run."""
+    c = one(make_files, NOT_CALL, body("for _ in ():\n    g(x)"))
+    assert c.status is Status.PASS, c.message
+
+
+# --- 3. the real file ----------------------------------------------------------------------
+
+REJECTION = "vllm/v1/worker/gpu/spec_decode/rejection_sampler.py"
+CALL_START = "        sampled, num_sampled = rejection_sample(\n"
+CALL_END = "        return processed_logits, sampled, num_sampled"
+MADE_UP = "        sampled, num_sampled = draft_sampled, None\n"
+
+
+def _kept_generator(call: str) -> str:
+    return call.replace("sampled, num_sampled = rejection_sample(", "(rejection_sample(") \
+        .replace("        )\n", "        ) for _ in ())\n")
+
+
+def _kept_type_checking(call: str) -> str:
+    return "        if TYPE_CHECKING:\n" + "".join(
+        f"    {ln}" if ln.strip() else ln for ln in call.splitlines(keepends=True))
+
+
+@pytest.mark.parametrize("keep", [_kept_generator, _kept_type_checking])
+def test_real_sampler_with_the_call_kept_where_it_never_runs(
+        vllm_tree: Path, tmp_path: Path, keep: object) -> None:
+    text = (vllm_tree / REJECTION).read_text(encoding="utf-8")
+    call = text[text.index(CALL_START):text.index(CALL_END)]
+    assert callable(keep)
+    tampered = text.replace(call, keep(call) + MADE_UP).replace(
+        "from typing import Any\n", "from typing import TYPE_CHECKING, Any\n")
+    pp1 = load_manifest(REPO / "manifests" / "pp1.yaml")
+    for name, code in (("same", text), ("tampered", tampered)):
+        target = tmp_path / name / REJECTION
+        target.parent.mkdir(parents=True)
+        target.write_text(code, encoding="utf-8")
+        check = next(c for c in audit(pp1, DirectorySource(tmp_path / name)).checks
+                     if c.id == "verify-passes-draft-logits")
+        want = Status.PASS if name == "same" else Status.FAIL
+        assert check.status is want, check.message
