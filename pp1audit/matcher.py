@@ -218,6 +218,10 @@ class _Eval:
     scope: SgNode
     notes: list[str] = field(default_factory=list)
     forbid: bool = False
+    skipped: list[str] = field(default_factory=list)
+    """Matches left out because they never run here (``left_out``), for the message of a
+    requirement that then fails: the text is there, and the user is told why it does not
+    count."""
 
     def flipped(self) -> _Eval:
         """The evaluator for what a ``not`` holds: the other direction, its own notes."""
@@ -274,8 +278,14 @@ class _Eval:
             return True
         kws = [] if not self.forbid and multi and _positional(node) \
             else keyword_hits(node, text, b, anywhere=self.forbid)
-        return any(self.dead(h.node) is None and self.runs_with(h.node, anchor)
-                   for h in [*find(node, parse_pattern(text), b), *kws])
+        found = False
+        for h in [*find(node, parse_pattern(text), b), *kws]:
+            why = self.left_out(h.node, anchor)
+            if why is None:
+                found = True
+                break
+            self.skip(h.node, why)
+        return found
 
     def find(self, region: SgNode, rule: Rule, outer: dict[str, SgNode],
              every_form: bool = False) -> list[Hit]:
@@ -288,9 +298,45 @@ class _Eval:
                  if key(h.node) not in seen]
         if extra:
             hits = sorted([*hits, *extra], key=lambda h: h.node.range().start.index)
-        return [h for h in hits
-                if self.dead(h.node) is None and self.runs_with(h.node, region)
-                and self.check(h, rule, outer) is None]
+        out: list[Hit] = []
+        for h in hits:
+            why = self.left_out(h.node, region)
+            if why is None:
+                if self.check(h, rule, outer) is None:
+                    out.append(h)
+            elif _Eval(self.facts, self.scope, [], self.forbid).check(h, rule, outer) is None:
+                self.skip(h.node, why)  # it would hold, were it code that runs here
+        return out
+
+    def left_out(self, node: SgNode, anchor: SgNode) -> str | None:
+        """Why ``node``, found in the match ``anchor``, does not count for it: code that does not
+        run in this direction (``dead``), or code nested in ``anchor`` that runs only if called
+        (``runs_with``); None when it counts."""
+        why = self.dead(node)
+        if why is not None:
+            return f"unreachable, {why}"
+        if self.runs_with(node, anchor):
+            return None
+        owner = self.facts.owner(node)
+        if owner is None:  # pragma: no cover - runs_with holds outside any scope
+            return "in nested code"
+        if owner.kind() == "class_definition":
+            return (f"inside `{_describe(owner)}` at line {line(owner)}, a class body nested in "
+                    "this match: its names are the class's attributes, not this code's")
+        what = "function" if owner.kind() == "function_definition" else "lambda"
+        return (f"inside `{_describe(owner)}` at line {line(owner)}, a nested {what} that this "
+                "match never runs (it runs only if called)")
+
+    def skip(self, node: SgNode, why: str) -> None:
+        """Remember a match left out (``skipped``): the first few, once each."""
+        said = f"`{short(node, 40)}` found at {_span_text(_lines(node))}, but {why}"
+        if said not in self.skipped and len(self.skipped) < 3:
+            self.skipped.append(said)
+
+    def skipped_since(self, start: int) -> str:
+        """`` (… found at line N, but …)`` for the matches left out since ``start``."""
+        said = self.skipped[start:]
+        return f" ({'; '.join(said[:2])})" if said else ""
 
     def check(self, hit: Hit, rule: Rule, outer: dict[str, SgNode]) -> str | None:
         """Why ``hit`` (already matching the pattern) does not satisfy ``rule``; None if it does."""
@@ -303,10 +349,11 @@ class _Eval:
             multi = name in rule.pattern.multi
             nodes = hit.multi.get(name, []) if multi else (
                 [hit.caps[name]] if name in hit.caps else [])
+            start = len(self.skipped)
             if not self.constraint(nodes, c, b, hit.node, multi):
                 shown = ", ".join(short(n, 40) for n in nodes) or "nothing"
                 return (f"{'$$$' if multi else '$'}{name} ({shown}) does not satisfy: "
-                        f"{c.describe()}{_contains_hint(c)}")
+                        f"{c.describe()}{_contains_hint(c)}{self.skipped_since(start)}")
         return None
 
     def check_relations(self, hit: Hit, rule: Rule, outer: dict[str, SgNode]) -> str | None:
@@ -324,8 +371,10 @@ class _Eval:
                     break
             if not ok:
                 return f"it is not inside `{rule.inside.pattern.short}`"
+        start = len(self.skipped)
         if rule.has is not None and not self.find(node, rule.has, b):
-            return f"it has no `{rule.has.pattern.short}` within it{_has_hint(node, rule.has)}"
+            return (f"it has no `{rule.has.pattern.short}` within it{_has_hint(node, rule.has)}"
+                    f"{self.skipped_since(start)}")
         if rule.guarded_by is not None and not self.guarded(node, rule.guarded_by.text, b):
             return f"it is not inside an `if {rule.guarded_by.short}:` block"
         for relation, earlier in ((rule.follows, True), (rule.precedes, False)):

@@ -45,6 +45,8 @@ def test_a_call_only_under_type_checking_does_not_count(make_files: MakeFiles, h
     assert one(make_files, HAS_CALL, body("g(x)", head)).status is Status.PASS
     c = one(make_files, HAS_CALL, body(f"if {test}:\n    g(x)", head))
     assert c.status is Status.FAIL, c.message
+    assert "(`g(x)` found at line 4, but unreachable, under `if " in c.message, c.message
+    assert "never true when the code runs (`TYPE_CHECKING` is False" in c.message, c.message
 
 
 def test_the_else_of_type_checking_counts(make_files: MakeFiles) -> None:
@@ -181,3 +183,36 @@ def test_real_sampler_with_the_call_kept_where_it_never_runs(
                      if c.id == "verify-passes-draft-logits")
         want = Status.PASS if name == "same" else Status.FAIL
         assert check.status is want, check.message
+
+
+# --- 4. a failure says where the text is, and why it does not count ------------------------
+
+WHERE_CALL = "file: pkg/mod.py\npattern: 'def f($$$P): $$$B'\nwhere: {B: {contains: g($X)}}\n"
+
+
+@pytest.mark.parametrize(("code", "why"), [
+    ("def inner():\n    g(x)", "inside `def inner` at line 2, a nested function that this "
+     "match never runs (it runs only if called)"),
+    ("h = lambda: g(x)", "inside `lambda` at line 2, a nested lambda"),
+    ("class K:\n    y = g(x)", "inside `class K` at line 2, a class body nested in this match"),
+    ("(g(x) for _ in range(3))", "unreachable, in the generator expression `(g(x) for _ in "
+     "range(3))` at line 2, which nothing iterates there"),
+    ("for _ in ():\n    g(x)", "unreachable, in the body of the `for` at line 2, which "
+     "iterates `()`: nothing"),
+    ("return 1\ng(x)", "unreachable, after the `return` at line 2"),
+])
+@pytest.mark.parametrize("rule", [HAS_CALL, WHERE_CALL])
+def test_a_requirement_says_why_the_text_found_does_not_count(
+        make_files: MakeFiles, code: str, why: str, rule: str) -> None:
+    c = one(make_files, rule, body(code))
+    assert c.status is Status.FAIL, c.message
+    assert "`g(x)` found at line " in c.message and f", but {why}" in c.message, c.message
+
+
+def test_a_left_out_match_that_would_not_hold_anyway_is_not_named(
+        make_files: MakeFiles) -> None:
+    """Only a match that would satisfy the relation were it live is named: ``g(y)`` in a
+    nested function does not pass ``x``, and saying it was found would mislead."""
+    rule = "file: pkg/mod.py\npattern: 'def f(x): $$$B'\nhas: g(x)\n"
+    c = one(make_files, rule, body("def inner(y):\n    g(y)"))
+    assert c.status is Status.FAIL and "found at" not in c.message, c.message
