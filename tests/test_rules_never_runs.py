@@ -216,3 +216,26 @@ def test_a_left_out_match_that_would_not_hold_anyway_is_not_named(
     rule = "file: pkg/mod.py\npattern: 'def f(x): $$$B'\nhas: g(x)\n"
     c = one(make_files, rule, body("def inner(y):\n    g(y)"))
     assert c.status is Status.FAIL and "found at" not in c.message, c.message
+
+
+# --- 5. a class body nested in a match: one reading for every relation ---------------------
+
+CLASS_BODY = "def f(x):\n    class K:\n        y = g(x)\n    return 0\n"
+"""A class body runs when its ``class`` statement does, but it is a namespace of its own
+(``y`` is ``K.y``, not ``f``'s): ``in:``, ``follows`` and ``has`` alike do not read it as
+the enclosing code's (a requirement, so failing is the safe side)."""
+
+
+@pytest.mark.parametrize(("rule", "said"), [
+    (HAS_CALL, "inside `class K` at line 2, a class body nested in this match"),
+    (WHERE_CALL, "inside `class K` at line 2, a class body nested in this match"),
+    ("file: pkg/mod.py\nin: f\npattern: g($X)\n", "inside `class K` at line 2, not in f itself"),
+    ("file: pkg/mod.py\nin: f\npattern: return 0\nfollows: y = g($X)\n",
+     "inside `class K` at line 2"),
+])
+def test_a_nested_class_body_is_not_the_enclosing_code(make_files: MakeFiles, rule: str,
+                                                       said: str) -> None:
+    c = one(make_files, rule, CLASS_BODY)
+    assert c.status is Status.FAIL and said in c.message, c.message
+    live = CLASS_BODY.replace("    class K:\n        y", "    y")
+    assert one(make_files, rule, live).status is Status.PASS
