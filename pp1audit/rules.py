@@ -229,17 +229,26 @@ class _DollarPlaces:
     """(start, end) of the text (string contents, comments, format specs)."""
 
 
+@functools.lru_cache(maxsize=64)
+def _pattern_tree(text: str) -> SgNode:
+    """``text`` as ast-grep's grammar reads it as a pattern: each ``$`` made ``EXPANDO``
+    (same offsets), parsed once for every check of it (``_dollar_places``,
+    ``_expando_problem``); ast-grep's own verdict (``_agrep_problem``) is its compile of
+    the pattern, not a tree this module could share."""
+    from ast_grep_py import SgRoot
+
+    return SgRoot(text.replace("$", EXPANDO), "python").root()
+
+
 def _dollar_places(text: str) -> _DollarPlaces:
     """The identifiers and text of ``text`` parsed as ast-grep parses a pattern: each ``$``
     made ``EXPANDO`` and the result read by the same tree-sitter grammar (``SgRoot``), not
     by ``tokenize``, whose f-string tokens differ between Python versions (3.12 splits an
     f-string into parts; 3.11 gives one STRING token, hiding its interpolations).
     Offsets are characters, as ``SgNode.range`` gives them; ``$`` → ``µ`` keeps them."""
-    from ast_grep_py import SgRoot
-
     names: dict[int, tuple[int, int]] = {}
     spans: list[tuple[int, int]] = []
-    todo = [SgRoot(text.replace("$", EXPANDO), "python").root()]
+    todo = [_pattern_tree(text)]
     while todo:  # iterative: a deeply nested pattern must not exhaust the stack
         node = todo.pop()
         r = node.range()
@@ -337,13 +346,12 @@ def _expando_problem(text: str) -> str | None:
     ast-grep would see it."""
     if EXPANDO not in text:
         return None
-    from ast_grep_py import SgRoot
-
-    todo = [SgRoot(text, "python").root()]
+    todo = [_pattern_tree(text)]  # a `$` is `µ` there: the text itself tells them apart
     while todo:  # iterative: a deeply nested pattern must not exhaust the stack
         node = todo.pop()
         children = node.children()
-        if not children and EXPANDO in node.text():
+        r = node.range()
+        if not children and EXPANDO in text[r.start.index:r.end.index]:
             string = node.parent()
             if not (node.kind() == "string_content" and string is not None
                     and _plain_string(string)):

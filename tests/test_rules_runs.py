@@ -206,3 +206,33 @@ def test_ast_grep_refusal_shows_dollar_not_its_stand_in() -> None:
     with pytest.raises(ManifestError) as info:
         parse(manifest_text("file: pkg/mod.py\npattern: 'x = $X; y = 1'\n"), "m.yaml")
     assert "x = $X; y = 1" in str(info.value) and "\u00b5" not in str(info.value)
+
+
+# --- 5. a pattern is parsed once for its checks ---------------------------------------------
+
+@pytest.mark.parametrize("pattern", [
+    'f($A, "\u00b5 $1", $$$REST)',  # a `$` and a `µ` in a plain string: both checks read it
+    "g($X)",
+])
+def test_a_pattern_is_parsed_once_for_its_checks(monkeypatch: pytest.MonkeyPatch,
+                                                 pattern: str) -> None:
+    """``_dollar_places`` and ``_expando_problem`` share one tree (each parsed it before);
+    ast-grep's own compile of the pattern (``_agrep_problem``) is the only other parse."""
+    import ast_grep_py
+
+    from pp1audit import rules
+
+    if hasattr(rules, "_pattern_tree"):
+        rules._pattern_tree.cache_clear()  # an earlier test may have parsed the same text
+    real = ast_grep_py.SgRoot
+    parsed: list[str] = []
+
+    def counting(text: str, lang: str) -> object:
+        if text:
+            parsed.append(text)
+        return real(text, lang)
+
+    monkeypatch.setattr(ast_grep_py, "SgRoot", counting)
+    got = rules.parse_pattern(pattern, ("p",))
+    assert got.text == pattern
+    assert len(parsed) == 1, parsed
