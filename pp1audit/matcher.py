@@ -348,9 +348,9 @@ class _Eval:
                 "match never runs (it runs only if called)")
 
     def skip(self, node: SgNode, why: str) -> None:
-        """Remember a match left out (``skipped``), once each (a bounded number)."""
+        """Remember a match left out (``skipped``): the first few, once each."""
         said = f"`{short(node, 40)}` found at {_span_text(_lines(node))}, but {why}"
-        if said not in self.skipped and len(self.skipped) < 64:
+        if said not in self.skipped and len(self.skipped) < 3:
             self.skipped.append(said)
 
     def skipped_since(self, start: int) -> str:

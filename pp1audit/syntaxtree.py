@@ -51,72 +51,25 @@ def python_tree(text: str) -> tuple[str, SgNode]:
     element that is not unpacked. Python has no such shape (``(*f)(x)`` is a syntax
     error): each splat heading a call/attribute/subscript chain is one. The text is
     given the parentheses tree-sitter needs to read the same code (``[*(f(x))]``, ``return
-    (a, *f(x))``, ``x[(*f(y),)]``, which Python reads as written) and parsed again; a
-    repair that leaves an error is not kept. And tree-sitter reads ``*(…)``, ``*-x`` in an
-    unparenthesised tuple as a syntax error, the tree around it garbage
-    (``_starred_tuple_repairs``: found by the stdlib parser, that tuple parenthesised).
-    Lines are unchanged (only ``(``, ``)`` and ``,`` are added, within the lines the code
-    spans); columns after a repair move, which nothing reports."""
+    (a, *f(x))``, ``x[(*f(y),)]``, which Python reads as written) and parsed again; if
+    that reading has more syntax errors than the first, the first is kept. Lines are
+    unchanged (only ``(``, ``)`` and ``,`` are added, within the lines the code spans);
+    columns after a repair move, which nothing reports."""
     from ast_grep_py import SgRoot
 
     root = SgRoot(text, "python").root()
-    if "*" not in text:
-        return text, root
-    if root.find(kind="ERROR") is not None:  # first the errors, whose trees are garbage
-        fixed = _inserted(text, _starred_tuple_repairs(text))
-        again = SgRoot(fixed, "python").root() if fixed != text else root
-        if len(again.find_all(kind="ERROR")) < len(root.find_all(kind="ERROR")):
-            text, root = fixed, again
     for _ in range(_SPLAT_PASSES):
-        if root.find(kind="ERROR") is not None:
-            break  # where tree-sitter found an error, its splats are not to be trusted
-        fixed = _inserted(text, _splat_repairs(root))
-        if fixed == text:
+        inserts = _splat_repairs(root) if "*" in text else []
+        if not inserts:
             break
+        fixed = text
+        for at, mark in sorted(inserts, reverse=True):
+            fixed = f"{fixed[:at]}{mark}{fixed[at:]}"
         again = SgRoot(fixed, "python").root()
-        if again.find(kind="ERROR") is not None:
+        if len(again.find_all(kind="ERROR")) > len(root.find_all(kind="ERROR")):
             break
         text, root = fixed, again
     return text, root
-
-
-def _inserted(text: str, inserts: list[tuple[int, str]]) -> str:
-    """``text`` with each (offset, mark) inserted, offsets being of ``text`` itself."""
-    for at, mark in sorted(inserts, reverse=True):
-        text = f"{text[:at]}{mark}{text[at:]}"
-    return text
-
-
-def _starred_tuple_repairs(text: str) -> list[tuple[int, str]]:
-    """Parentheses for each unparenthesised tuple holding a starred item, as the stdlib
-    parser places them: tree-sitter reads ``return a, *(b)`` or ``y = a, *-x`` as a syntax
-    error (its unparenthesised tuple takes ``*`` of a name, attribute or subscript only),
-    and the tree around the error is garbage; ``return (a, *(b))`` it reads. Only asked
-    when a tree has an error (``python_tree``); a tuple whose first item is itself
-    parenthesised is left as written."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return []
-    lines = text.splitlines(keepends=True)
-    starts = [0]
-    for ln in lines:
-        starts.append(starts[-1] + len(ln))
-
-    def offset(lineno: int, col: int) -> int:  # ast columns are UTF-8 bytes
-        return starts[lineno - 1] + len(lines[lineno - 1].encode()[:col].decode(errors="ignore"))
-
-    out: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Tuple) or not any(
-                isinstance(e, ast.Starred) for e in node.elts) or node.end_lineno is None \
-                or node.end_col_offset is None:
-            continue
-        start = offset(node.lineno, node.col_offset)
-        if text[start] == "(":
-            continue  # parenthesised (or its first item is): as written
-        out += [(start, "("), (offset(node.end_lineno, node.end_col_offset), ")")]
-    return out
 
 
 def _splat_repairs(root: SgNode) -> list[tuple[int, str]]:
