@@ -48,16 +48,7 @@ cannot hold on code that never runs or is not where the rule says:
   exception, but need not) and after ``assert False`` (``python -O`` strips
   it); what a rule
   forbids (``not``, the matches ``every`` quantifies over) counts when it *may*
-  run. Each ``not`` turns the direction round. What a rule requires also reads
-  ``typing.TYPE_CHECKING`` (imported from ``typing`` / ``typing_extensions`` and bound
-  no other way) as the ``False`` it is at run time: the body of ``if TYPE_CHECKING:`` is
-  not code, its ``else`` is, and an ``in:`` definition made there is not judged (the
-  ``else`` one is); ``not`` still sees it. A generator expression runs nothing until
-  iterated: for what a rule requires, its element, ``if`` and later ``for`` clauses count
-  only when the syntax shows it iterated (a call's argument, a ``for`` or comprehension
-  iterable, ``*gen``, ``yield from``, ``return``), never bound to a name or left as a
-  statement; a loop or comprehension over an empty literal (``for _ in ():``) runs
-  nothing, in both directions.
+  run. Each ``not`` turns the direction round.
 * **Values, not spellings.** String and number literals in a pattern match by
   value (``'greedy'`` is ``"greedy"``), redundant parentheses around a captured
   node do not matter, and a ``guarded_by`` equality may be written either way
@@ -73,14 +64,8 @@ cannot hold on code that never runs or is not where the rule says:
   widening it can only close the gate.
 * **Nested code in a match.** What a rule requires of a match (``has``, a ``where``'s
   ``contains``) is not satisfied by code in a function, lambda or class nested in the
-  match (``_Eval.runs_with``): a function or lambda runs only if called; a class body runs
-  with its ``class`` statement, but is a namespace of its own (its names are the class's
-  attributes, not the match's variables), and ``in:`` and ``follows`` / ``precedes`` do
-  not read it as the enclosing code either: one reading for every relation, on the safe
-  side for a requirement. ``not`` sees all of it (it may be called). A failure names the
-  text found there and why it does not count (``_Eval.skip``).
-* **Starred calls.** tree-sitter reads ``[*f(x)]`` / ``return a, *f(x)`` as a call of
-  ``*f``; files and patterns are read with that repaired (``syntaxtree.python_tree``).
+  match (``_Eval.runs_with``): it runs only if called, as ``in:`` and ``follows`` read
+  it. ``not`` sees it (it may be called).
 * **Assignments.** A pattern ``T = V`` also matches ``T: A = V``; under
   ``every`` and ``not`` (which must see every assignment) it also matches tuple
   targets, augmented assignments, ``for`` / ``with … as`` targets, ``:=`` and
@@ -144,7 +129,6 @@ from pp1audit.syntaxtree import (
     conjuncts,
     key,
     line,
-    python_tree,
     short,
     unparen,
     within,
@@ -199,14 +183,10 @@ class ParsedFile:
     path: str
     root: SgNode
     lines: list[str]
-    """The file's lines as written (excerpts show them)."""
-    source: str | None = None
-    """The text ``root`` is of, when it is not the lines joined (``python_tree``'s repair)."""
     facts: Facts = field(init=False)
 
     def __post_init__(self) -> None:
-        source = self.source if self.source is not None else "\n".join(self.lines)
-        self.facts = Facts(self.root, source)
+        self.facts = Facts(self.root, "\n".join(self.lines))
 
 
 def _substitute(text: str, bindings: dict[str, SgNode]) -> str:
@@ -567,6 +547,7 @@ class Engine:
         return hit
 
     def _parse(self, path: str) -> ParsedFile | SourceError:
+        from ast_grep_py import SgRoot
 
         try:
             data = self.store.get(path).data
@@ -612,8 +593,7 @@ class Engine:
         except (MemoryError, RecursionError):  # an f-string nested thousands deep
             return SourceError(path, "its identifiers could not be read (too deeply nested "
                                "code); invariants cannot be judged on it")
-        source, root = python_tree(text)  # `[*f(x)]` read as Python reads it
-        return ParsedFile(path, root, text.split("\n"), source if source != text else None)
+        return ParsedFile(path, SgRoot(text, "python").root(), text.split("\n"))
 
     def outcome(self, inv: Invariant) -> Outcome:
         """Evaluate (once) an invariant against the store's version of its file."""

@@ -19,15 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pp1audit.rules import metavariables
-from pp1audit.syntaxtree import (
-    Key,
-    constant_name,
-    key,
-    literal,
-    named_items,
-    python_tree,
-    unparen,
-)
+from pp1audit.syntaxtree import Key, constant_name, key, literal, named_items, unparen
 
 if TYPE_CHECKING:  # pragma: no cover
     from ast_grep_py import SgNode
@@ -115,9 +107,6 @@ def parse_pattern(text: str) -> Pat:
         for i, (start, end, value) in reversed(list(enumerate(spans))):
             out = f"{out[:start]}${_LIT}{i}{out[end:]}"
             literals.append((f"{_LIT}{i}", value))
-    if "*" in out and "\u00b5" not in out:  # read as the files are: `*f(x)` splats a call
-        # (tree-sitter reads a metavariable as ast-grep writes it for tree-sitter: `µ`)
-        out = python_tree(out.replace("$", "\u00b5"))[0].replace("\u00b5", "$")
     return Pat(out, tuple(literals), single, multi)
 
 

@@ -33,68 +33,6 @@ def parse_expression(text: str) -> ast.expr | None:
         return None
 
 
-_POSTFIX = ("call", "attribute", "subscript")
-_SPLAT_PASSES = 4
-"""Re-reads ``python_tree`` makes at most: a repair never makes a new misreading, one
-pass suffices on any file seen; the bound only guards against a grammar that would."""
-
-
-def python_tree(text: str) -> tuple[str, SgNode]:
-    """``text`` parsed by tree-sitter as Python, with tree-sitter's misreading of a starred
-    call repaired: (the text the tree is of, its root).
-
-    In a list or set display, an unparenthesised tuple (``return a, *f(x)``, ``y = a,
-    *f(x)``, ``for q in a, *f(x):``) or a subscript (``x[*f(y)]``), tree-sitter-python
-    reads ``*f(x)`` as the call of ``*f``: the ``*`` takes the first name, and the call,
-    attribute or subscript after it applies to the splat. No ``call`` of ``f`` exists in
-    that tree, so no pattern finds it, and ``[*f(x)]`` looks like a display with an
-    element that is not unpacked. Python has no such shape (``(*f)(x)`` is a syntax
-    error): each splat heading a call/attribute/subscript chain is one. The text is
-    given the parentheses tree-sitter needs to read the same code (``[*(f(x))]``, ``return
-    (a, *f(x))``, ``x[(*f(y),)]``, which Python reads as written) and parsed again; if
-    that reading has more syntax errors than the first, the first is kept. Lines are
-    unchanged (only ``(``, ``)`` and ``,`` are added, within the lines the code spans);
-    columns after a repair move, which nothing reports."""
-    from ast_grep_py import SgRoot
-
-    root = SgRoot(text, "python").root()
-    for _ in range(_SPLAT_PASSES):
-        inserts = _splat_repairs(root) if "*" in text else []
-        if not inserts:
-            break
-        fixed = text
-        for at, mark in sorted(inserts, reverse=True):
-            fixed = f"{fixed[:at]}{mark}{fixed[at:]}"
-        again = SgRoot(fixed, "python").root()
-        if len(again.find_all(kind="ERROR")) > len(root.find_all(kind="ERROR")):
-            break
-        text, root = fixed, again
-    return text, root
-
-
-def _splat_repairs(root: SgNode) -> list[tuple[int, str]]:
-    """Where to insert what to give each misread splat (``python_tree``) its operand: its
-    operand parenthesised in a list or set (``[*(f(x))]``), the unparenthesised tuple
-    holding it parenthesised (``(a, *f(x))``: tree-sitter reads ``*(…)`` there as an
-    error), a subscript's starred index made the tuple it is (``x[(*f(y),)]``)."""
-    out: set[tuple[int, str]] = set()
-    for splat in root.find_all(kind="list_splat"):
-        outer = splat
-        while (holder := outer.parent()) is not None and holder.kind() in _POSTFIX and \
-                (head := holder.child(0)) is not None and key(head) == key(outer):
-            outer = holder
-        star, holder = splat.child(0), outer.parent()
-        if key(outer) == key(splat) or star is None or star.kind() != "*" or holder is None:
-            continue
-        if holder.kind() in ("list", "set"):
-            out |= {(star.range().end.index, "("), (outer.range().end.index, ")")}
-        elif holder.kind() == "expression_list":
-            out |= {(holder.range().start.index, "("), (holder.range().end.index, ")")}
-        elif holder.kind() == "subscript":
-            out |= {(outer.range().start.index, "("), (outer.range().end.index, ",)")}
-    return sorted(out)
-
-
 def key(node: SgNode) -> Key:
     """Identity of a node across the separate ``SgNode`` objects ast-grep hands out."""
     r = node.range()
