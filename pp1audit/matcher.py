@@ -85,7 +85,10 @@ two matched statements is not noticed (the README says so).
 A file is accepted only when the stdlib parser accepts it: tree-sitter repairs
 broken code silently, and an invariant "holding" on repaired code would prove
 nothing (the stdlib check is the running interpreter's grammar: code needing a
-newer Python is refused). Files over ``MAX_PARSE_BYTES`` are refused too.
+newer Python is refused). Files over ``MAX_PARSE_BYTES`` are refused too. The
+other way round, a file Python accepts but tree-sitter cannot read (an ``ERROR`` node in
+its tree: ``return a, *(b)``, ``y = a, *-x``) is not judged either: tree-sitter skips what
+it cannot read, and a ``not:`` would miss forbidden code hidden there (``_unread_line``).
 
 ``Engine`` is created once per run over the ``FileStore``: it caches each
 file's parse (whatever the number of rules on it) and each invariant's outcome
@@ -593,7 +596,12 @@ class Engine:
         except (MemoryError, RecursionError):  # an f-string nested thousands deep
             return SourceError(path, "its identifiers could not be read (too deeply nested "
                                "code); invariants cannot be judged on it")
-        return ParsedFile(path, SgRoot(text, "python").root(), text.split("\n"))
+        root = SgRoot(text, "python").root()
+        unread = _unread_line(root)
+        if unread is not None:
+            return SourceError(path, f"line {unread}: the parser used for rules cannot read this "
+                               "code (Python can); not judged")
+        return ParsedFile(path, root, text.split("\n"))
 
     def outcome(self, inv: Invariant) -> Outcome:
         """Evaluate (once) an invariant against the store's version of its file."""
@@ -981,6 +989,20 @@ def _home(region: SgNode, nearest: SgNode | None, attached: bool, regions: list[
         return (f" (in class {name.text() if name else '?'}, a subclass of "
                 f"{base.text() if base else '?'} in this file)")
     return ""
+
+
+def _unread_line(root: SgNode) -> int | None:
+    """The first line of code Python accepts but tree-sitter could not read (an ``ERROR``
+    node: ``return a, *(b)``, ``y = a, *-x``), or None.
+
+    tree-sitter recovers by skipping what it cannot read, and reads the rest as it can:
+    the statement, and sometimes the code after it, become fragments no pattern sees, so
+    a ``not:`` would miss forbidden code written there (an evasion anyone can write),
+    and scopes, bindings and dead code would be read from garbage. No rule is judged on
+    such a file (what a rule reads of it is not bounded by the rule's scope: bindings,
+    ``exec`` and attribute writes are looked for in the whole file)."""
+    error = root.find(kind="ERROR")
+    return None if error is None else error.range().start.line + 1
 
 
 def _syntax_error_place(exc: SyntaxError, text: str) -> str:
