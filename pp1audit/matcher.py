@@ -639,9 +639,9 @@ def _evaluate_in(inv: Invariant, parsed: ParsedFile) -> Outcome:
         why, scope_notes = _kept(inv, inv.scope, facts, chain)
         if why is not None:
             return Outcome(VIOLATED, why)
-        # A definition that never runs where rules require (in `if TYPE_CHECKING:`, whose
-        # `else` is what runs) is not one Python keeps; all of them dead still fails.
-        scopes = [s for s in chain[-1] if facts.dead(s) is None] or chain[-1]
+        # Every definition the name may hold must hold the rule, one in `if TYPE_CHECKING:`
+        # too: which arm runs is not known for certain (a TYPE_CHECKING set at run time).
+        scopes = chain[-1]
     else:
         scopes = [parsed.root]
     found: list[Hit] = []

@@ -81,17 +81,85 @@ def test_not_still_sees_code_under_type_checking(make_files: MakeFiles) -> None:
     assert c.status is Status.FAIL and "is present" in c.message, c.message
 
 
-def test_an_in_scope_defined_in_both_arms_is_the_else_one(make_files: MakeFiles) -> None:
-    """``in:`` candidates in branches: the one under ``if TYPE_CHECKING:`` never runs, and
-    is not asked to hold the rule (before, every candidate was; now it would fail as
-    unreachable); the ``else`` one must."""
+def test_an_in_scope_defined_in_both_arms_must_hold_in_each(make_files: MakeFiles) -> None:
+    """``in:`` candidates in branches: each must hold the rule, the one under ``if
+    TYPE_CHECKING:`` too (which arm runs is not known for certain: review cases tc1-tc5,
+    where TYPE_CHECKING is set at run time, passed when only the ``else`` one was judged)."""
     rule = "file: pkg/mod.py\nin: f\npattern: g($X)\n"
     code = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    def f(x): ...\n"
             "else:\n    def f(x):\n        g(x)\n")
-    assert one(make_files, rule, code).status is Status.PASS
+    c = one(make_files, rule, code)
+    assert c.status is Status.FAIL, c.message
+    assert "f has 2 definitions in branches that cannot be ordered, at lines 3, 5" in c.message
     code = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    def f(x):\n        g(x)\n"
             "else:\n    def f(x): ...\n")
     assert one(make_files, rule, code).status is Status.FAIL
+
+
+TC_IN_CLASS = """\
+class C:
+{set}    if {test}:
+        def sample(self):
+            self.evil()
+    else:
+        def sample(self):
+            self.good()
+"""
+
+
+@pytest.mark.parametrize(("head", "set_", "test"), [
+    ("from typing import TYPE_CHECKING\n", "", "TYPE_CHECKING"),  # tc2
+    ("from typing import TYPE_CHECKING\n", "    TYPE_CHECKING = True\n", "TYPE_CHECKING"),  # tc1
+    ("import typing\ntyping.TYPE_CHECKING = True\nfrom typing import TYPE_CHECKING\n", "",
+     "TYPE_CHECKING"),  # tc3
+    ("from typing import TYPE_CHECKING\nglobals()['TYPE_CHECKING'] = True\n", "",
+     "TYPE_CHECKING"),  # tc4
+    ("import typing\n", "    typing = __import__('os')\n", "typing.TYPE_CHECKING"),  # tc5
+])
+def test_review_cases_the_type_checking_definition_is_judged(
+        make_files: MakeFiles, head: str, set_: str, test: str) -> None:
+    rule = "file: pkg/mod.py\nin: C.sample\npattern: self.good()\n"
+    c = one(make_files, rule, head + TC_IN_CLASS.format(set=set_, test=test))
+    assert c.status is Status.FAIL, c.message
+    assert "C.sample has 2 definitions in branches" in c.message, c.message
+
+
+@pytest.mark.parametrize("head", [
+    "from typing import TYPE_CHECKING\nclass C:\n    TYPE_CHECKING = True\n",  # class-local
+    "from typing import TYPE_CHECKING\ndef k(TYPE_CHECKING):\n    pass\n",  # a parameter
+    "from typing import TYPE_CHECKING\ndef k():\n    global TYPE_CHECKING\n"
+    "    TYPE_CHECKING = 1\n",
+    "import typing\ntyping.TYPE_CHECKING = True\nfrom typing import TYPE_CHECKING\n",
+    "from typing import TYPE_CHECKING\nglobals()['TYPE_CHECKING'] = True\n",
+    "from typing import TYPE_CHECKING\nsetattr(sys.modules[__name__], 'TYPE_' + 'CHECKING', 1)\n",
+    "from typing import TYPE_CHECKING\nvars(m).update(d)\n",
+    "from typing import TYPE_CHECKING\nif (TYPE_CHECKING := True):\n    pass\n",
+    "from typing import TYPE_CHECKING\nfor TYPE_CHECKING in [1]:\n    pass\n",
+])
+def test_a_type_checking_the_file_may_set_is_not_folded(make_files: MakeFiles,
+                                                        head: str) -> None:
+    """Then both arms count, as for any test not known (and as before the fold)."""
+    c = one(make_files, HAS_CALL, body("if TYPE_CHECKING:\n    g(x)", head))
+    assert c.status is Status.PASS, c.message
+
+
+@pytest.mark.parametrize("head", [
+    "import typing\nclass C:\n    typing = __import__('os')\n",
+    "import typing\ndef q():\n    global typing\n    typing = 1\n",
+    "import typing\nx = [0 for typing in ()]\n",
+])
+def test_a_typing_module_name_the_file_rebinds_is_not_folded(make_files: MakeFiles,
+                                                             head: str) -> None:
+    c = one(make_files, HAS_CALL, body("if typing.TYPE_CHECKING:\n    g(x)", head))
+    assert c.status is Status.PASS, c.message
+
+
+def test_a_type_checking_read_elsewhere_still_folds(make_files: MakeFiles) -> None:
+    """Docstrings, ``model.eval()`` and a conditional expression set nothing."""
+    head = ('from typing import TYPE_CHECKING\n"""About TYPE_CHECKING."""\nmodel.eval()\n'
+            "y = 1 if TYPE_CHECKING else 2\n")
+    c = one(make_files, HAS_CALL, body("if TYPE_CHECKING:\n    g(x)", head))
+    assert c.status is Status.FAIL, c.message
 
 
 # --- 2. generators nothing iterates; loops over nothing -----------------------------------

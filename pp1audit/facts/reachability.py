@@ -9,6 +9,7 @@ soon as it may); the other parts only ask it (``dead``, ``_exit``)."""
 from __future__ import annotations
 
 import re
+import symtable
 from typing import TYPE_CHECKING
 
 from pp1audit.facts.imports import Imports
@@ -48,6 +49,7 @@ class Reachability(Imports):
         self._exits: dict[tuple[Key, bool], SgNode | None] = {}
         self._truths: dict[tuple[Key, bool], bool | None] = {}
         self._type_checking: dict[str, bool] = {}
+        self._fold_ok: bool | None = None
         self._raising: dict[Key, str | None] = {}
 
     def dead(self, node: SgNode, certain: bool = False) -> str | None:
@@ -342,9 +344,12 @@ class Reachability(Imports):
         """``node`` (a name or ``m.TYPE_CHECKING``) is ``typing.TYPE_CHECKING`` (or
         ``typing_extensions``'): the name imported from it by every binding the module
         has of it, or an attribute of a name every binding of which imports the module.
-        A name bound otherwise too (``TYPE_CHECKING = True``) is left unknown. Lenient in
-        one way only: a function's local of that name is not looked for; folding it
-        ``False`` only takes code away from what a rule requires."""
+        A name bound otherwise too, anywhere in the file (``TYPE_CHECKING = True``, in a
+        class body too; ``typing = …``), is left unknown, and so is every ``TYPE_CHECKING``
+        of a file that may set one (``_fold_safe``): both arms then count, as for any
+        test not known."""
+        if not self._fold_safe():
+            return False
         if node.kind() == "attribute":
             obj = node.field("object")
             if obj is None or obj.kind() != "identifier":
@@ -359,15 +364,41 @@ class Reachability(Imports):
         return self._type_checking[memo]
 
     def _only_imports(self, name: str, wanted: set[str]) -> bool:
-        """Every module-level binding of ``name`` imports one of ``wanted`` (and there is one)."""
+        """Every binding of ``name`` in the file is a module-level import of one of
+        ``wanted`` (and there is one): not bound in a class, function or comprehension
+        either (``class C: TYPE_CHECKING = True``, ``global typing``)."""
         try:
-            sym = self._symtable().lookup(name)
+            table = self._symtable()
+            sym = table.lookup(name)
         except (KeyError, SyntaxError, ValueError, RecursionError, MemoryError):
             return False
         if not sym.is_imported() or sym.is_assigned() or sym.is_declared_global():
             return False
+        if _bound_below(table, name):
+            return False
         sources = self._import_sources(name)  # None: a star import may bind it too
         return sources is not None and bool(sources) and all(s in wanted for s in sources)
+
+    def _fold_safe(self) -> bool:
+        """No code of the file may set a ``TYPE_CHECKING`` (memoised per file): each
+        ``TYPE_CHECKING`` in it is imported (``from typing import …``) or read in a test
+        (``if`` / ``elif`` / ``while`` / ``… if … else …``, no ``:=`` there); no string
+        but a docstring holds the word (``globals()["TYPE_CHECKING"]``,
+        ``setattr(typing, "TYPE_CHECKING", …)``); and the file names no way to set a name
+        it does not spell (``globals``, ``vars``, ``setattr``, ``__dict__``,
+        ``sys.modules``, ``exec`` / ``eval``…). Another module setting it is not seen:
+        folding only takes code away from what a rule requires."""
+        if self._fold_ok is None:
+            self._fold_ok = all(
+                any(a.kind() == "import_from_statement" for a in ident.ancestors())
+                or _read_in_test(ident)
+                for ident in self._occurrences("TYPE_CHECKING", self.root)) and not any(
+                "TYPE_CHECKING" in string.text() and not _docstring(string)
+                for string in self.root.find_all(kind="string")) and not any(
+                self._occurrences(word, self.root) for word in _NAME_SETTERS) and not any(
+                _builtin_use(ident) for word in _RUNNER_WORDS
+                for ident in self._occurrences(word, self.root))
+        return self._fold_ok
 
     def _never(self, word: str, test: SgNode, certain: bool) -> str:
         """Why the body of ``word test:`` never runs (``TYPE_CHECKING`` said, when it decides)."""
@@ -558,6 +589,63 @@ def _consumed(gen: SgNode) -> bool:
     if kind == "yield":
         return any(c.kind() == "from" for c in holder.children())
     return False
+
+
+_NAME_SETTERS = ("globals", "vars", "locals", "__dict__", "__globals__", "setattr", "delattr",
+                 "__setattr__", "__delattr__", "modules", "__builtins__", "builtins")
+"""Names through which code may set a ``TYPE_CHECKING`` without spelling it (``_fold_safe``)."""
+_RUNNER_WORDS = ("exec", "eval")
+"""Names of builtins that run code from text (``model.eval()`` is another thing)."""
+_TEST_HOLDERS = ("if_statement", "elif_clause", "while_statement")
+
+
+def _bound_below(table: symtable.SymbolTable, name: str) -> bool:
+    """``name`` is bound in a scope nested in ``table`` (a class, a function, a lambda, a
+    comprehension: assigned, deleted, imported, a parameter)."""
+    for child in table.get_children():
+        try:
+            sym = child.lookup(name)
+        except KeyError:
+            sym = None
+        if sym is not None and (sym.is_assigned() or sym.is_imported() or sym.is_parameter()):
+            return True
+        if _bound_below(child, name):
+            return True
+    return False
+
+
+def _read_in_test(ident: SgNode) -> bool:
+    """The identifier (a name, or the attribute of ``m.TYPE_CHECKING``) is read in the test of
+    an ``if`` / ``elif`` / ``while`` or of a conditional expression, not bound by ``:=``
+    there."""
+    child = ident
+    for anc in ident.ancestors():
+        kind = anc.kind()
+        if kind in _TEST_HOLDERS:
+            test = anc.field("condition")
+            return test is not None and key(test) == key(child)
+        if kind == "conditional_expression":
+            parts = named_items(anc.children())
+            return len(parts) == 3 and key(parts[1]) == key(child)
+        if kind in ("named_expression", "lambda", "block", "module") or \
+                kind.endswith("statement") or kind in _SCOPE_KINDS:
+            return False
+        child = anc
+    return False
+
+
+def _docstring(string: SgNode) -> bool:
+    """A string that is a statement of its own (a docstring, or a no-op)."""
+    parent = string.parent()
+    return parent is not None and parent.kind() == "expression_statement" and \
+        len(named_items(parent.children())) == 1
+
+
+def _builtin_use(ident: SgNode) -> bool:
+    """``ident`` is a plain name (``exec``), not an attribute of something (``m.eval``)."""
+    parent = ident.parent()
+    return parent is None or parent.kind() != "attribute" or \
+        (obj := parent.field("object")) is None or key(obj) == key(ident)
 
 
 def _loop_of(jump: SgNode) -> SgNode | None:
