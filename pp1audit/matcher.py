@@ -112,6 +112,7 @@ from typing import TYPE_CHECKING
 
 from pp1audit.errors import SourceError
 from pp1audit.facts import Facts, class_hook_use
+from pp1audit.facts.reachability import not_run
 from pp1audit.identnorm import IdentifierError, nfkc_identifiers
 from pp1audit.patterns import (
     Hit,
@@ -317,7 +318,7 @@ class _Eval:
         (``runs_with``); None when it counts."""
         why = self.dead(node)
         if why is not None:
-            return f"unreachable, {why}"
+            return not_run(why)
         if self.runs_with(node, anchor):
             return None
         owner = self.facts.owner(node)
@@ -436,7 +437,7 @@ class _Eval:
                 fault = f"in another arm of `{short(fork, 30)}` at line {line(fork)} than it"
             else:
                 fault = self.dead(h.node)
-                fault = f"unreachable, {fault}" if fault else self.check(h, rule, b)
+                fault = not_run(fault) if fault else self.check(h, rule, b)
             if fault is None:
                 out.append(h)
             elif why is None:
@@ -858,7 +859,7 @@ def _evaluate_scope(inv: Invariant, facts: Facts, scope: SgNode,
             continue
         dead = facts.dead(h.node)
         if dead is not None:
-            elsewhere.append(f"{at}: unreachable, {dead}")
+            elsewhere.append(f"{at}: {not_run(dead)}")
             continue
         rebound, others = facts.rebinding(h.node)
         if rebound is not None:

@@ -199,8 +199,35 @@ def test_a_call_that_runs_per_item_counts(make_files: MakeFiles, code: str) -> N
     assert c.status is Status.PASS, c.message
 
 
-def test_yield_from_iterates_a_generator(make_files: MakeFiles) -> None:
-    code = "def f(x):\n    yield from (g(x) for _ in range(3))\n"
+@pytest.mark.parametrize("code", [
+    "y in (g(x) for _ in range(3))",  # review g1: `in` iterates what it searches
+    "y not in (g(x) for _ in range(3))",
+    "a, b = (g(x) for _ in range(2))",  # review g2: unpacked
+    "[a] = (g(x) for _ in range(1))",
+    "z = a, b = (g(x) for _ in range(2))",
+    "lst += (g(x) for _ in range(3))",  # review g3: list.__iadd__ iterates
+])
+def test_a_generator_visibly_iterated_counts(make_files: MakeFiles, code: str) -> None:
+    c = one(make_files, HAS_CALL, body(f"lst = []\n{code}"))
+    assert c.status is Status.PASS, c.message
+
+
+@pytest.mark.parametrize("code", [
+    "(g(x) for _ in range(3)) in ys",  # searched in, not searched
+    "a = (g(x) for _ in range(2))",  # bound to a name: data flow
+    "a, b = y, (g(x) for _ in range(2))",  # unpacks the tuple, not the generator
+])
+def test_a_generator_not_visibly_iterated_does_not_count(make_files: MakeFiles,
+                                                         code: str) -> None:
+    c = one(make_files, HAS_CALL, body(code))
+    assert c.status is Status.FAIL, c.message
+    assert "but in a generator expression nothing iterates (" in c.message, c.message
+    assert "unreachable" not in c.message, c.message
+
+
+@pytest.mark.parametrize("word", ["yield from", "yield"])  # review g8: `yield gen` too
+def test_yield_hands_a_generator_on(make_files: MakeFiles, word: str) -> None:
+    code = f"def f(x):\n    {word} (g(x) for _ in range(3))\n"
     assert one(make_files, HAS_CALL, code).status is Status.PASS
 
 
@@ -263,8 +290,8 @@ WHERE_CALL = "file: pkg/mod.py\npattern: 'def f($$$P): $$$B'\nwhere: {B: {contai
      "match never runs (it runs only if called)"),
     ("h = lambda: g(x)", "inside `lambda` at line 2, a nested lambda"),
     ("class K:\n    y = g(x)", "inside `class K` at line 2, a class body nested in this match"),
-    ("(g(x) for _ in range(3))", "unreachable, in the generator expression `(g(x) for _ in "
-     "range(3))` at line 2, which nothing iterates there"),
+    ("(g(x) for _ in range(3))", "in a generator expression nothing iterates (`(g(x) for _ "
+     "in range(3))` at line 2; a generator runs only when iterated"),
     ("for _ in ():\n    g(x)", "unreachable, in the body of the `for` at line 2, which "
      "iterates `()`: nothing"),
     ("return 1\ng(x)", "unreachable, after the `return` at line 2"),

@@ -181,9 +181,9 @@ class Reachability(Imports):
                 return (f"in `{short(comp, 40)}` at line {line(comp)}, whose `for` iterates "
                         f"`{short(over, 20)}`: nothing")
         if not certain and comp.kind() == "generator_expression" and not _consumed(comp):
-            return (f"in the generator expression `{short(comp, 40)}` at line {line(comp)}, "
-                    "which nothing iterates there (a generator runs only when iterated: "
-                    "passed to a call, a `for`, `*`, `yield from` or `return`)")
+            return (f"{NOT_ITERATED} (`{short(comp, 40)}` at line {line(comp)}; a generator "
+                    "runs only when iterated: passed to a call, a `for`, `in`, `*`, unpacked, "
+                    "`+=`, `yield` or `return`)")
         return None
 
     def _leaves(self, stop: SgNode, certain: bool) -> str:
@@ -565,18 +565,28 @@ def _empty(node: SgNode) -> bool:
 def _consumed(gen: SgNode) -> bool:
     """The generator expression ``gen`` is iterated where it stands, as far as the syntax
     shows: passed to a call (the call's only argument, a positional or keyword one), the
-    iterable of a ``for`` (or of a comprehension that is itself eager or iterated),
-    unpacked (``*gen``), delegated to (``yield from gen``) or returned. Bound to a name,
-    or an expression statement, it shows no iteration: whether the name is iterated
-    later is data flow, and what a rule requires is not read from it."""
+    iterable of a ``for`` (or of a comprehension that is itself eager or iterated), what
+    ``in`` / ``not in`` searches (``y in gen``), unpacked (``*gen``, ``a, b = gen``), the
+    value of an augmented assignment (``lst += gen``), delegated to or yielded (``yield
+    from gen``, ``yield gen``) or returned. Bound to a name, or an expression statement, it
+    shows no iteration: whether the name is iterated later is data flow, and what a rule
+    requires is not read from it."""
     node, holder = gen, gen.parent()
     while holder is not None and holder.kind() == "parenthesized_expression":
         node, holder = holder, holder.parent()
     if holder is None:
         return False
     kind = holder.kind()
-    if kind in ("argument_list", "list_splat", "parenthesized_list_splat", "return_statement"):
+    if kind in ("argument_list", "list_splat", "parenthesized_list_splat", "return_statement",
+                "yield"):
         return True
+    if kind == "comparison_operator":
+        before = node.prev()
+        return before is not None and before.kind() in ("in", "not in")
+    if kind in ("assignment", "augmented_assignment"):
+        value = holder.field("right")
+        return value is not None and key(value) == key(node) and (
+            kind == "augmented_assignment" or _unpacks(holder))
     if kind in ("call", "keyword_argument", "for_statement", "for_in_clause"):
         field = {"call": "arguments", "keyword_argument": "value"}.get(kind, "right")
         part = holder.field(field)
@@ -586,9 +596,33 @@ def _consumed(gen: SgNode) -> bool:
             return True
         comp = holder.parent()
         return comp is not None and (comp.kind() != "generator_expression" or _consumed(comp))
-    if kind == "yield":
-        return any(c.kind() == "from" for c in holder.children())
     return False
+
+
+def _unpacks(assignment: SgNode) -> bool:
+    """Some target of the (possibly chained: ``x = a, b = v``) assignment is a tuple or list
+    to unpack the value into."""
+    node: SgNode | None = assignment
+    while node is not None and node.kind() == "assignment":
+        left = node.field("left")
+        if left is not None and left.kind() in _UNPACKING:
+            return True
+        outer = node.parent()
+        right = outer.field("right") if outer is not None else None
+        node = outer if right is not None and key(right) == key(node) else None
+    return False
+
+
+_UNPACKING = ("pattern_list", "tuple_pattern", "list_pattern")
+NOT_ITERATED = "in a generator expression nothing iterates"
+"""How a requirement's match in a generator nothing iterates is left out (``dead``): not
+"unreachable" (``not_run`` says the others so)."""
+
+
+def not_run(why: str) -> str:
+    """Why code ``dead`` left out does not count, for a message: "unreachable, …", but for a
+    generator expression nothing iterates, which is said as it is."""
+    return why if why.startswith(NOT_ITERATED) else f"unreachable, {why}"
 
 
 _NAME_SETTERS = ("globals", "vars", "locals", "__dict__", "__globals__", "setattr", "delattr",
