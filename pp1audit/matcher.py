@@ -49,6 +49,22 @@ cannot hold on code that never runs or is not where the rule says:
   it); what a rule
   forbids (``not``, the matches ``every`` quantifies over) counts when it *may*
   run. Each ``not`` turns the direction round.
+* **Code that runs only for type checkers, or only when iterated.** What a rule requires
+  reads ``typing.TYPE_CHECKING`` as the ``False`` it is at run time: the body of ``if
+  TYPE_CHECKING:`` does not count, its ``else`` does (``not`` still sees both). Only when
+  nothing in the file may set it: the name (or ``typing``) bound nowhere but by a
+  module-level import from ``typing`` / ``typing_extensions``, read only in tests, and no
+  ``globals`` / ``vars`` / ``setattr`` / ``__dict__`` / ``sys.modules`` / ``exec`` or string
+  holding the word in the file; otherwise both arms count. Another module setting it is not
+  seen, so an ``in:`` definition under ``if TYPE_CHECKING:`` is still judged: each
+  definition the name may hold must hold the rule. A generator expression runs nothing
+  until iterated: for what a rule requires, its element, ``if`` and later ``for`` clauses
+  count only where the syntax shows it iterated (a call's argument, a ``for`` or
+  comprehension iterable, searched by ``in`` / ``not in``, ``*gen``, unpacked by ``a, b =
+  gen``, ``lst += gen``, ``yield`` / ``yield from``, ``return``), never bound to a name or
+  left as a statement; a failure says "in a generator expression nothing iterates". A
+  loop or comprehension over an empty literal (``for _ in ():``) runs nothing, in both
+  directions.
 * **Values, not spellings.** String and number literals in a pattern match by
   value (``'greedy'`` is ``"greedy"``), redundant parentheses around a captured
   node do not matter, and a ``guarded_by`` equality may be written either way
@@ -64,8 +80,12 @@ cannot hold on code that never runs or is not where the rule says:
   widening it can only close the gate.
 * **Nested code in a match.** What a rule requires of a match (``has``, a ``where``'s
   ``contains``) is not satisfied by code in a function, lambda or class nested in the
-  match (``_Eval.runs_with``): it runs only if called, as ``in:`` and ``follows`` read
-  it. ``not`` sees it (it may be called).
+  match (``_Eval.runs_with``): a function or lambda runs only if called; a class body runs
+  with its ``class`` statement, but is a namespace of its own (its names are the class's
+  attributes, not the match's variables), and ``in:`` and ``follows`` / ``precedes`` do
+  not read it as the enclosing code either: one reading for every relation, on the safe
+  side for a requirement. ``not`` sees all of it (it may be called). A failure names the
+  text found there and why it does not count (``_Eval.skip``).
 * **Assignments.** A pattern ``T = V`` also matches ``T: A = V``; under
   ``every`` and ``not`` (which must see every assignment) it also matches tuple
   targets, augmented assignments, ``for`` / ``with … as`` targets, ``:=`` and
@@ -80,7 +100,10 @@ cannot hold on code that never runs or is not where the rule says:
   same file, and in code the file attaches to them (``Cls.reset = _reset``).
 
 Data flow is out of reach of a syntactic matcher: a value overwritten between
-two matched statements is not noticed (the README says so).
+two matched statements is not noticed (the README says so). A blind spot of the grammar:
+tree-sitter reads ``*f(x)`` in a bare tuple or a display (``return a, *f(x)``,
+``[*f(x)]``) as a call of ``*f``, so no pattern ``f($X)`` matches there: a requirement
+fails (safe), but a ``not:`` does not see such a call.
 
 A file is accepted only when the stdlib parser accepts it: tree-sitter repairs
 broken code silently, and an invariant "holding" on repaired code would prove
