@@ -61,7 +61,7 @@ from functools import partial
 from typing import Protocol
 
 from pp1audit.errors import Pp1Error
-from pp1audit.inventory import Entry, kind_of_mode
+from pp1audit.inventory import Entry, kind_of_mode, what_it_is
 from pp1audit.safeio import Elsewhere, NotRegular, open_regular
 from pp1audit.sources import elsewhere
 from pp1audit.zipindex import ZipError, ZipIndex
@@ -356,7 +356,7 @@ def hash_here(entries: Sequence[Entry], *, wheel: str | None = None,
     out: dict[str, Digest] = {}
     for e in entries:
         if e.kind != "file":
-            out[e.path] = Digest(None, 0, error=e.error or f"is a {e.kind}; not opened")
+            out[e.path] = Digest(None, 0, error=e.error or f"{what_it_is(e)}; not opened")
     with _Reader(wheel, algorithm, SMALL) as reader:
         for e in entries:
             if e.kind == "file":
@@ -518,7 +518,7 @@ class HashRun:
     def add(self, e: Entry) -> None:
         """One entry of the listing: a large regular file starts hashing at once."""
         if e.kind != "file":
-            self.out[e.path] = Digest(None, 0, error=e.error or f"is a {e.kind}; not opened")
+            self.out[e.path] = Digest(None, 0, error=e.error or f"{what_it_is(e)}; not opened")
             return
         self._total += max(e.size, 1)
         if e.size < self._early:

@@ -119,6 +119,15 @@ def _ident(fd: int) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
+def what_it_is(e: Entry) -> str:
+    """``is a fifo`` / ``is a symlink``…, or for an entry that could not be examined,
+    ``could not be examined (why)``: a message reads "vllm/x.pyc could not be
+    examined (…)", never "is a entry that could not be examined"."""
+    if e.kind == UNREADABLE:
+        return f"could not be examined ({e.error})" if e.error else "could not be examined"
+    return f"is a {e.kind}"
+
+
 def _readlink(path: str) -> str | None:
     try:
         return os.readlink(path)

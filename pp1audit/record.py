@@ -55,7 +55,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from pp1audit.hashing import Digest, hash_entries
-from pp1audit.inventory import DIR, FILE, UNREADABLE, DirInventory, Entry, Inventory, WheelInventory
+from pp1audit.inventory import (
+    DIR,
+    FILE,
+    UNREADABLE,
+    DirInventory,
+    Entry,
+    Inventory,
+    WheelInventory,
+    what_it_is,
+)
 from pp1audit.sources import installed_path
 
 UNHASHED_OK = ("RECORD", "RECORD.jws", "RECORD.p7s")
@@ -513,7 +522,7 @@ def _irregular_bytecode(e: Entry) -> Problem:
     opens whatever is there (a link to code outside the tree, a FIFO that hangs
     the import), so it fails whether or not RECORD lists it; never opened."""
     return Problem(e.path, "not-regular",
-                   f"is a {e.kind} where Python reads bytecode (an import opens it and would "
+                   f"{what_it_is(e)} where Python reads bytecode (an import opens it and would "
                    "run or wait on what it finds); not opened",
                    actual=e.kind + (f" -> {e.link}" if e.link else ""))
 
