@@ -710,6 +710,13 @@ MUTATIONS = [
                  {"verify-greedy-compares-target-argmax": "fail"}, id="x9-greedy-stores-the-draft-always"),
     pytest.param(UTILS, GREEDY_STORED, GREEDY_STORED.replace("if accepted", "if verifying"),
                  {"verify-greedy-compares-target-argmax": "fail"}, id="x9b-greedy-stores-by-another-test"),
+    # B6a: the one-hot mask computed into another name, the residual the unmasked target.
+    pytest.param(UTILS, ("        residual_logits = tl.where(\n            block != rejected_draft_token,",
+                         ONE_HOT_END),
+                 ("        masked = tl.where(\n            block != rejected_draft_token,",
+                  ONE_HOT_END.replace("\n\n", "\n        residual_logits = target_logits\n", 1)),
+                 {"resample-three-branches": "fail", "utils-resample": "fail"},
+                 id="b6a-one-hot-mask-into-another-name"),
     pytest.param(UTILS, SYNTHETIC, SYNTHETIC.replace(
         "                    rate = tl.load(synthetic_conditional_rates_ptr + i)\n", "").replace(
         "u < rate", "u < 0.5") + "                accepted = u < 0.5\n",
@@ -978,6 +985,11 @@ HARMLESS = [
     pytest.param(UTILS, GREEDY_STORED,
                  "                    tl.where(accepted, draft_sampled, target_argmax),\n",
                  id="x9h-greedy-store-by-tl-where"),
+    # H6a: every arm's residual masked again to the vocabulary after the branches (-inf
+    # where the mask is off: no token gains probability).
+    pytest.param(UTILS, ONE_HOT_END, ONE_HOT_END.replace(
+        "\n\n", "\n    residual_logits = tl.where(mask, residual_logits, float(\"-inf\"))\n", 1),
+        id="h6a-residual-masked-again-after-the-arms"),
     # G7 gumbel_sample without its return annotation; G9 a comment in it naming a def.
     pytest.param(GUMBEL, "    use_fp64: bool = False,\n) -> torch.Tensor:\n    # Enforce contiguity",
                  "    use_fp64: bool = False,\n):\n    # Enforce contiguity",
