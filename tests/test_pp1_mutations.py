@@ -241,6 +241,7 @@ SYNTHETIC = """                if SYNTHETIC_MODE:
                     accepted = target_argmax == draft_sampled
 """
 GREEDY_STORED = "                    draft_sampled if accepted else target_argmax,\n"
+SAMPLE_POS = "    pos = pos.contiguous()\n    if logits_cache_col is not None:\n"
 ONE_HOT_END = "        ).to(tl.float32)\n\n    # Resample the rejected/bonus token.\n"
 REJECTED_LOAD = """    rejected_draft_token = tl.load(
         draft_sampled_ptr + resample_token_idx + 1,
@@ -710,6 +711,10 @@ MUTATIONS = [
                  {"verify-greedy-compares-target-argmax": "fail"}, id="x9-greedy-stores-the-draft-always"),
     pytest.param(UTILS, GREEDY_STORED, GREEDY_STORED.replace("if accepted", "if verifying"),
                  {"verify-greedy-compares-target-argmax": "fail"}, id="x9b-greedy-stores-by-another-test"),
+    # XB1: the seeds and the temperatures swapped at the Gumbel launch.
+    pytest.param(GUMBEL, "        seed,\n        pos,\n        temperature,\n",
+                 "        temperature,\n        pos,\n        seed,\n",
+                 {"gumbel-draws-at-temperature": "fail"}, id="xb1-launch-seeds-and-temperatures-swapped"),
     # B6a: the one-hot mask computed into another name, the residual the unmasked target.
     pytest.param(UTILS, ("        residual_logits = tl.where(\n            block != rejected_draft_token,",
                          ONE_HOT_END),
@@ -951,6 +956,28 @@ HARMLESS = [
                   "    cache = logits_cache\n    per_token_col = "), id="g11-cache-held-in-a-local"),
     pytest.param(GUMBEL, LAUNCH_TEMPERATURE, LAUNCH_TEMPERATURE.replace(
         "temperature,", "temperature.contiguous(),", 1), id="x2h-launch-temperature-contiguous"),
+    # GD/GD2 the temperatures upcast in gumbel_sample, GE at the launch; GC the parameter
+    # renamed (and its argument); GF the kernel's temp_ptr renamed and passed by keyword.
+    pytest.param(GUMBEL, SAMPLE_POS, SAMPLE_POS.replace(
+                     "\n", "\n    temperature = temperature.float()\n", 1),
+                 id="gd-sample-temperature-upcast"),
+    pytest.param(GUMBEL, SAMPLE_POS, SAMPLE_POS.replace(
+                     "\n", "\n    temperature = temperature.to(torch.float32)\n", 1),
+                 id="gd2-sample-temperature-to-fp32"),
+    pytest.param(GUMBEL, LAUNCH_TEMPERATURE, LAUNCH_TEMPERATURE.replace(
+        "temperature,", "temperature.float(),", 1), id="ge-launch-temperature-upcast"),
+    pytest.param(GUMBEL, ("    temperature: torch.Tensor,  # [max_num_reqs]\n", LAUNCH_TEMPERATURE),
+                 ("    temperatures: torch.Tensor,  # [max_num_reqs]\n",
+                  LAUNCH_TEMPERATURE.replace("temperature,", "temperatures,", 1)),
+                 id="gc-sample-temperature-parameter-renamed"),
+    pytest.param(GUMBEL, ("    pos_ptr,\n    temp_ptr,\n    vocab_size,\n",
+                          "        temp_ptr,\n        seeds_ptr,\n", LAUNCH_TEMPERATURE),
+                 ("    pos_ptr,\n    temperature_ptr,\n    vocab_size,\n",
+                  "        temperature_ptr,\n        seeds_ptr,\n",
+                  LAUNCH_TEMPERATURE.replace(
+                      "        temperature,\n        vocab_size,\n",
+                      "        vocab_size,\n        temperature_ptr=temperature,\n", 1)),
+                 id="gf-kernel-temperature-renamed-passed-by-keyword"),
     # D5b the top-k bias called with keywords only; D10 the division asked for by a test that
     # always holds (self.temperature is a tensor); R6 _verify without its return annotation.
     pytest.param(DSPARK, TOPK_BIAS, keywords(TOPK_BIAS, (None, "markov_embed", "logits", "values", "index")),
