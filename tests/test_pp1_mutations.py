@@ -1030,6 +1030,15 @@ HARMLESS = [
                  id="l4-legacy-request-ids-copied-by-list"),
     pytest.param(LEGACY, CACHED, CACHED.replace(TAKEN, TAKEN_IN_TEST),
                  id="l5-legacy-probabilities-bound-in-the-test"),
+    # H5a/H5b asserts of the cache's shape and of a request's draft count (before the
+    # fallback, or in the loop): no refusal of a missing request.
+    pytest.param(LEGACY, ROW_MAP, ROW_MAP.replace(
+        "        }\n", "        }; assert len(self._draft_prob_req_ids) == self._draft_probs.shape[0]\n", 1),
+        id="h5a-legacy-cache-shape-asserted"),
+    pytest.param(LEGACY, "            if num_draft == 0:\n                continue\n",
+                 "            if num_draft == 0: continue\n"
+                 "            assert num_draft <= self._draft_probs.shape[1]\n",
+                 id="h5b-legacy-draft-count-asserted-in-the-loop"),
 ]
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text
