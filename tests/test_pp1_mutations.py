@@ -242,6 +242,9 @@ SYNTHETIC = """                if SYNTHETIC_MODE:
 """
 GREEDY_STORED = "                    draft_sampled if accepted else target_argmax,\n"
 SAMPLE_POS = "    pos = pos.contiguous()\n    if logits_cache_col is not None:\n"
+GREEDY_STORE = ("                tl.store(\n                    sampled_ptr + req_idx * sampled_stride + i,\n"
+                "                    draft_sampled if accepted else target_argmax,\n                )\n"
+                "            elif USE_BLOCK_VERIFICATION:\n")
 ONE_HOT_END = "        ).to(tl.float32)\n\n    # Resample the rejected/bonus token.\n"
 REJECTED_LOAD = """    rejected_draft_token = tl.load(
         draft_sampled_ptr + resample_token_idx + 1,
@@ -715,6 +718,24 @@ MUTATIONS = [
     pytest.param(GUMBEL, "        seed,\n        pos,\n        temperature,\n",
                  "        temperature,\n        pos,\n        seed,\n",
                  {"gumbel-draws-at-temperature": "fail"}, id="xb1-launch-seeds-and-temperatures-swapped"),
+    # B9a a second store of the draft after the decided one; B9c the decided token stored on
+    # one arm (synthetic mode), the draft on the other; X9c the store masked by the decision.
+    pytest.param(UTILS, GREEDY_STORE, GREEDY_STORE.replace(
+        "                )\n",
+        "                ); tl.store(sampled_ptr + req_idx * sampled_stride + i, draft_sampled)\n"),
+        {"verify-greedy-compares-target-argmax": "fail"}, id="b9a-greedy-draft-stored-again"),
+    pytest.param(UTILS, GREEDY_STORE,
+                 "                if SYNTHETIC_MODE:\n"
+                 "                    tl.store(sampled_ptr + req_idx * sampled_stride + i,"
+                 " draft_sampled if accepted else target_argmax)\n                else:\n"
+                 "                    tl.store(sampled_ptr + req_idx * sampled_stride + i,"
+                 " draft_sampled)\n            elif USE_BLOCK_VERIFICATION:\n",
+                 {"verify-greedy-compares-target-argmax": "fail"},
+                 id="b9c-greedy-decided-on-one-arm-only"),
+    pytest.param(UTILS, GREEDY_STORED,
+                 "                    draft_sampled if accepted else target_argmax, accepted,\n",
+                 {"verify-greedy-compares-target-argmax": "fail"},
+                 id="x9c-greedy-store-masked-by-the-decision"),
     # B6a: the one-hot mask computed into another name, the residual the unmasked target.
     pytest.param(UTILS, ("        residual_logits = tl.where(\n            block != rejected_draft_token,",
                          ONE_HOT_END),
@@ -1012,6 +1033,19 @@ HARMLESS = [
     pytest.param(UTILS, GREEDY_STORED,
                  "                    tl.where(accepted, draft_sampled, target_argmax),\n",
                  id="x9h-greedy-store-by-tl-where"),
+    # H9a the store masked by what always holds; H9c the token cast; H9d/H9e tl.where on the
+    # rejection, the target first.
+    pytest.param(UTILS, GREEDY_STORED, "                    draft_sampled if accepted else target_argmax, "
+                 "mask=is_valid_draft | True,\n", id="h9a-greedy-store-mask-always-true"),
+    pytest.param(UTILS, GREEDY_STORED,
+                 "                    (draft_sampled if accepted else target_argmax).to(tl.int32),\n",
+                 id="h9c-greedy-store-cast"),
+    pytest.param(UTILS, GREEDY_STORED,
+                 "                    tl.where(not accepted, target_argmax, draft_sampled),\n",
+                 id="h9d-greedy-store-tl-where-not-accepted"),
+    pytest.param(UTILS, GREEDY_STORED,
+                 "                    tl.where(accepted == 0, target_argmax, draft_sampled),\n",
+                 id="h9e-greedy-store-tl-where-rejected-first"),
     # H6a: every arm's residual masked again to the vocabulary after the branches (-inf
     # where the mask is off: no token gains probability).
     pytest.param(UTILS, ONE_HOT_END, ONE_HOT_END.replace(
