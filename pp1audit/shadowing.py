@@ -68,7 +68,9 @@ would execute something other than the audited files:
   RECORD installs there; every module there is in the startup set, and a vouched
   one's bytecode is judged (``check_script_dirs``). ``importlib.metadata``
   searches that directory too: its distributions' entry points are judged
-  (``checks.record``).
+  (``checks.record``). The scripts themselves (``bin/vllm``: how a deployment
+  starts the package) are in the startup set too, RECORD's row being as easy
+  to re-hash as any (``check_script_startup``).
 * Top-level modules of the target root that no installed distribution lists
   (``torch/``, ``nt.py``): whatever imports that name runs them (``check_unlisted``).
 * ``pyvenv.cfg``: in the startup set by what it decides (``cfg_token``); a
@@ -124,7 +126,7 @@ from pp1audit.record import (
     read_record,
     read_small,
 )
-from pp1audit.safeio import NotRegular, TooLarge, is_within, open_regular, read_regular
+from pp1audit.safeio import Elsewhere, NotRegular, TooLarge, is_within, open_regular, read_regular
 from pp1audit.safetext import cut
 from pp1audit.sitemodel import (
     MODULE_SUFFIXES,
@@ -142,7 +144,7 @@ from pp1audit.sitemodel import (
     stdlib_zip,
 )
 from pp1audit.sources import kind_of_mode
-from pp1audit.treedigest import token_for
+from pp1audit.treedigest import MISSING, SCRIPT_HEAD, script_token, token_for
 from pp1audit.vouch import (
     Listed,
     Scope,
@@ -944,6 +946,90 @@ def script_dirs(inv: DirInventory, rows: list[RecordEntry]) -> list[ScriptDir]:
     return [out[k] for k in sorted(out)]
 
 
+@dataclass(frozen=True, slots=True)
+class ScriptFile:
+    """A file the audited distribution's RECORD installs into the scripts directory."""
+
+    path: str
+    """Its OS path, as the row names it from the site directory (symlinks kept)."""
+    shown: str
+    """As the RECORD row spells it (``../../../bin/vllm``): its name in the startup set."""
+
+
+def script_files(inv: DirInventory, rows: list[RecordEntry]) -> list[ScriptFile]:
+    """Every file the audited distribution's RECORD (its parsed ``rows``) lists in
+    the scripts directory ``<prefix>/bin`` of a ``<prefix>/lib/pythonX.Y/site-packages``
+    root (``../../../bin/vllm``): what ``vllm serve`` runs. Chosen by the row's
+    path alone, as the row spells it, so a ``bin`` made a link elsewhere still
+    names its scripts (``check_script_startup`` does not read them there)."""
+    prefix = os.path.dirname(os.path.dirname(os.path.dirname(inv.root)))
+    bindir = os.path.join(prefix, "bin")
+    out: dict[str, ScriptFile] = {}
+    for row in rows:
+        full = os.path.normpath(os.path.join(inv.root, logical_path(inv, row.path)))
+        if os.path.dirname(full) == bindir and os.path.basename(full) not in ("", ".", ".."):
+            out.setdefault(full, ScriptFile(full, os.path.relpath(full, inv.root).replace(os.sep, "/")))
+    return [out[k] for k in sorted(out)]
+
+
+def check_script_startup(inv: DirInventory, interp: Interpreter, rows: list[RecordEntry],
+                         report: ShadowReport) -> None:
+    """Put the audited distribution's console scripts (``script_files``) in the
+    startup set: ``bin/vllm`` is how a deployment starts the package, and RECORD
+    vouches for it only as it does for the rest (a re-hashed row passes), so
+    only the pin anchors it. Each is read in the prefix as the other startup
+    files are (``_script_token``); its ``#!`` header, which names the host's
+    path, in canonical form (``treedigest.script_token``), so identical venvs
+    share a digest. One not there is ``missing:``; one whose directory leads out
+    of the prefix is not read (None: the digest is not computable). Set after the
+    modules beside the scripts (``check_script_dirs``), so a listed script that
+    is also a module (``bin/rst2html.py``) has this token, the same in every venv."""
+    prefix = os.path.dirname(os.path.dirname(os.path.dirname(inv.root)))
+    given = interp.prefix or prefix
+    spellings = {os.fsencode(p) for p in (prefix, given, os.path.realpath(given))}
+    for s in script_files(inv, rows):
+        report.startup[s.shown] = _script_token(s, os.path.realpath(prefix), spellings)
+
+
+def _script_token(script: ScriptFile, prefix: str, spellings: set[bytes]) -> str | None:
+    """One console script's token (``check_script_startup``): its directory
+    resolved and required to be in the resolved ``prefix``; the script itself
+    examined there without following a link (``DirInventory.entry``: a link is
+    ``symlink:<target>``, a FIFO or device its type, never opened), a regular
+    file read through the safe opener, held to the identity listed and to that
+    directory. None when it cannot be read."""
+    bindir = os.path.realpath(os.path.dirname(script.path))
+    if not is_within(bindir, prefix):
+        return None
+    binv = DirInventory(bindir)
+    e = binv.entry(os.path.basename(script.path))
+    if e is None:
+        return MISSING
+    if e.kind != FILE:
+        return token_for(e, None)
+    try:
+        fd, _st = open_regular(e.ref, within=binv.root, same=e.ident)
+    except (OSError, NotRegular, Elsewhere, ValueError):
+        return None
+    try:
+        return script_token(_chunks(fd), spellings)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _chunks(fd: int) -> Iterator[bytes]:
+    """A file's content: a first chunk of ``SCRIPT_HEAD`` bytes (fewer only at the
+    end of the file), for the header, then blocks."""
+    head = b""
+    while len(head) < SCRIPT_HEAD and (chunk := os.read(fd, SCRIPT_HEAD - len(head))):
+        head += chunk
+    yield head
+    while chunk := os.read(fd, 1 << 20):
+        yield chunk
+
+
 def _record_rows(inv: Inventory, primary: str) -> list[RecordEntry]:
     """The audited distribution's RECORD rows ([] when it cannot be parsed), for a
     caller that has not parsed it already (``RecordRun`` has)."""
@@ -1220,6 +1306,8 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None,
                        stdlib_dirs(interp.stdlib, inv.root) if interp is not None else [], report)
     if interp is not None and rows:
         check_script_dirs(scope, rows, report)
+        if isinstance(inv, DirInventory):
+            check_script_startup(inv, interp, rows, report)
     if interp is not None and isinstance(inv, DirInventory):
         check_stdlib(inv.root, package, report, interp)
         check_system_site(interp, inv.root, scope, report)

@@ -32,7 +32,9 @@ per file of the shadowing check's startup set (``ShadowReport.startup``: every
 ``.pth`` ``site`` reads, path lines only or not, every ``sitecustomize`` /
 ``usercustomize`` found, the files of the modules a vouched ``.pth`` imports,
 every module in the directory of the audited distribution's console scripts
-(``bin/torch.py``: first on ``sys.path`` when one runs), and a venv's
+(``bin/torch.py``: first on ``sys.path`` when one runs), the console scripts
+themselves (every file the audited distribution's RECORD lists in
+``<prefix>/bin``: ``bin/vllm``, what ``vllm serve`` runs), and a venv's
 ``pyvenv.cfg``; ``__pycache__`` left to the bytecode check as above), sorted by
 the UTF-8 bytes of the path *as the report shows it*: relative to the target
 root for its own files, and for files outside it as RECORD names them
@@ -43,7 +45,15 @@ the file's hash, whose ``home``, ``executable`` and ``command`` lines name the
 host, but the SHA-256 of what it decides about startup, the same on every
 host: ``include-system-site-packages = true\n`` or ``= false\n`` as ``site``
 reads that file (absent is true); a symbolic link's is ``symlink:<target>``
-(never opened; the shadowing check fails it).
+(never opened; the shadowing check fails it). A console script's token is
+``script:<hex>`` when its ``#!`` header names an interpreter in the target's
+prefix: the SHA-256 of the file with that header in a canonical form,
+``#!<prefix>/bin/python\n`` (``script_header``: the host's path left out, the
+interpreter it names kept), else the file's hex SHA-256; ``missing:`` when
+RECORD lists it and it is not there, a link's or special file's as above
+(never followed or opened); one whose directory leads out of the prefix is not
+read. A wheel, or a directory not laid out as ``<prefix>/lib/pythonX.Y/site-packages``,
+has no scripts directory: nothing is added there.
 RECORD vouching cannot anchor these files, since whoever writes
 site-packages can write a ``*.dist-info`` too; the pin can. A file the audit
 does not open (a hook outside the site directory or inside a zip, which the
@@ -123,3 +133,91 @@ def tree_digest(entries: Iterable[Entry], digests: dict[str, Digest], package: s
     """Compute the tree digest over ``entries`` (those outside the tree are ignored)."""
     return listing_digest((e.path, token_for(e, digests.get(e.path)))
                           for e in entries if in_tree(e.path, package))
+
+
+SCRIPT_HEAD = 16 << 10
+"""The bytes of a console script read before its ``#!`` header is judged: the
+interpreter's path is at most ``PATH_MAX`` (4,096) bytes, quoted, in pip's longest form."""
+
+PREFIX_MARK = b"<prefix>"
+"""What the target's prefix is written as in a console script's canonical header."""
+
+MISSING = "missing:"
+"""The token of a console script the RECORD lists that is not there."""
+
+_SH_HEAD = b"#!/bin/sh\n'''exec' "
+_SH_TAIL = b' "$0" "$@"\n' + b"' '''\n"  # distlib ends the header with a line break
+_UNSAFE = (b" ", b"\t", b"\r", b"\n", b"\v", b"\f", b"\0")
+_UNSAFE_QUOTED = (b'"', b"$", b"`", b"\\", b"\n", b"\r", b"\0")
+_SH_PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@%") \
+    | frozenset(range(128, 256))
+"""The bytes an unquoted word holds that the shell takes literally (no glob, quote or expansion)."""
+
+
+def script_header(head: bytes, prefixes: Iterable[bytes]) -> tuple[bytes, int] | None:
+    r"""A console script's ``#!`` header in canonical form, and its length in
+    ``head`` (the file's first bytes), when the interpreter it names is in the
+    target's prefix (spelled as one of ``prefixes``, absolute, no trailing
+    ``/``); None otherwise.
+
+    pip writes the interpreter it ran under, so the header names the host's
+    path, and two identical venvs at different paths would differ by it. The
+    canonical header is ``#!<prefix>/bin/python\n``: the prefix written
+    ``<prefix>``, the rest of the interpreter's path (``bin/python``,
+    ``bin/python3``) kept, so a script pointed at another interpreter still
+    changes the digest. Both of pip's forms (distlib's ``_build_shebang``) are
+    read: ``#!<exe>\n``, and, for a path over 127 bytes or with a space,
+    ``#!/bin/sh\n'''exec' <exe> "$0" "$@"\n' '''\n`` (``<exe>`` maybe in double
+    quotes), which runs the same interpreter on the same file, so a venv at a
+    long path shares the digest too. Only an unambiguous header is read so: in
+    the first form no white space in ``<exe>`` (the kernel would split it); in
+    the second no quote, ``$``, backquote or backslash (the shell would expand
+    them), and unquoted nothing the shell reads as other than itself."""
+    exe: bytes | None = None
+    size = 0
+    if head.startswith(_SH_HEAD):
+        end = head.find(_SH_TAIL, len(_SH_HEAD))
+        word = head[len(_SH_HEAD):end] if end >= 0 else b""
+        if len(word) > 1 and word[:1] == word[-1:] == b'"':
+            word = word[1:-1]
+        elif not all(c in _SH_PLAIN for c in word):
+            word = b""
+        if word and not any(c in word for c in _UNSAFE_QUOTED):
+            exe, size = word, end + len(_SH_TAIL)
+    elif head.startswith(b"#!"):
+        end = head.find(b"\n")
+        word = head[2:end] if end >= 0 else b""
+        if word and not any(c in word for c in _UNSAFE):
+            exe, size = word, end + 1
+    if exe is None:
+        return None
+    for prefix in sorted(set(prefixes), key=len, reverse=True):
+        if prefix.startswith(b"/") and exe.startswith(prefix.rstrip(b"/") + b"/"):
+            return b"#!" + PREFIX_MARK + exe[len(prefix.rstrip(b"/")):] + b"\n", size
+    return None
+
+
+def script_token(chunks: Iterable[bytes], prefixes: Iterable[bytes]) -> str:
+    """A console script's token in the startup digest, from its content (``chunks``,
+    the first at least ``SCRIPT_HEAD`` bytes unless the file is shorter).
+
+    When its header names an interpreter in the target's prefix
+    (``script_header``): ``script:<hex>``, the SHA-256 of the canonical header
+    followed by the rest of the file, so identical venvs at different paths
+    share it; the ``script:`` keeps that apart from the plain SHA-256 a file
+    holding those bytes literally would have (its ``#!<prefix>/…`` is a path
+    relative to wherever it is run from). Any other file (no ``#!``; one naming
+    an interpreter outside the prefix, as a venv copied elsewhere still does):
+    the hex SHA-256 of its bytes, a file's token as everywhere."""
+    it = iter(chunks)
+    head = next(it, b"")
+    header = script_header(head, prefixes)
+    h = hashlib.sha256()
+    if header is None:
+        h.update(head)
+    else:
+        h.update(header[0])
+        h.update(head[header[1]:])
+    for chunk in it:
+        h.update(chunk)
+    return h.hexdigest() if header is None else "script:" + h.hexdigest()

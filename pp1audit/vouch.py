@@ -88,7 +88,9 @@ class ShadowReport:
     ``usercustomize`` found (the root, a directory or zip a path line adds, a base
     site-packages the venv lets in; a package of that name by its files), the
     files of the modules a vouched ``.pth`` imports, every module beside the
-    audited distribution's console scripts (``../../../bin/torch.py``), and the
+    audited distribution's console scripts (``../../../bin/torch.py``), those
+    scripts themselves (``../../../bin/vllm``: ``shadowing.check_script_startup``,
+    their ``#!`` header in a canonical form), and the
     venv's ``pyvenv.cfg`` (``../../../pyvenv.cfg``, by whether it lets the system
     site-packages start: ``shadowing.cfg_token``). Those modules' bytecode caches
     (``__pycache__``) are left to the bytecode check, as in the tree digest; a hook

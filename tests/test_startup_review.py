@@ -98,7 +98,9 @@ def test_every_module_beside_the_script_is_in_the_startup_set_whatever_its_form(
     rep = shadowing.check_shadowing(shadowing.DirInventory(str(root)), "pkg", "pkg-1.0.dist-info",
                                     site_dir=str(root))
     names = [p for p, _ in rep.startup_files()]
-    assert names == ["../../../bin/evil/__init__.py", "../../../bin/json.pyc", "../../../pyvenv.cfg"]
+    # The console script itself too (test_startup_scripts.py).
+    assert names == ["../../../bin/evil/__init__.py", "../../../bin/json.pyc", "../../../bin/pkgcli",
+                     "../../../pyvenv.cfg"]
     assert dict(rep.startup_files())["../../../bin/json.pyc"] == sha(v / "bin" / "json.pyc")
 
 
@@ -439,5 +441,5 @@ def test_a_pip_made_vllm_venv_has_no_finding() -> None:
     assert rep.findings == []
     assert rep.script_dirs == [os.path.realpath(BENCH / ".." / ".." / ".." / "bin")]
     assert [p for p, _ in rep.startup_files()] == [
-        "../../../pyvenv.cfg", "_distutils_hack/__init__.py", "_distutils_hack/override.py",
-        "distutils-precedence.pth"]
+        "../../../bin/vllm", "../../../pyvenv.cfg", "_distutils_hack/__init__.py",
+        "_distutils_hack/override.py", "distutils-precedence.pth"]

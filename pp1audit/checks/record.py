@@ -12,7 +12,8 @@ check that passes, plus one check per problem file:
 * ``startup`` — the startup digest (``actual``) over the code that runs at every
   interpreter start (the shadowing check's startup set: ``.pth`` files,
   ``sitecustomize`` / ``usercustomize``, the modules a vouched ``.pth``
-  imports, ``pyvenv.cfg``), compared with ``target.startup_sha256`` when
+  imports, ``pyvenv.cfg``, and the audited distribution's console scripts,
+  ``../../../bin/vllm``), compared with ``target.startup_sha256`` when
   pinned; on a mismatch the message names every file of the set with its
   digest. RECORD vouches for these files only against accidents (a forged
   ``*.dist-info`` or a re-hashed row vouches as well); the pin is the anchor, as
@@ -450,16 +451,19 @@ def _startup_check(rep: ShadowReport, pin: str | None) -> Check:
                      message=f"{base} matches the pin", expected=pin, actual=sd.sha256)
     listing = ", ".join(f"{path} {_short(token)}" for path, token in files) or "none"
     return Check(id="startup", kind=KIND, status=Status.FAIL,
-                 message=f"{base} differs from the pin: code run at every interpreter start was "
-                 f"added, removed or changed (RECORD vouching does not rule that out); the files: "
+                 message=f"{base} differs from the pin: code run at every interpreter start, or a "
+                 f"console script, was added, removed or changed (RECORD vouching does not rule that "
+                 f"out); the files: "
                  f"{listing}", expected=pin, actual=sd.sha256)
 
 
 def _short(token: str | None) -> str:
     """A startup file's token as the mismatch message shows it: 12 hex of a digest,
-    a symlink's or special file's token whole."""
+    a console script's ``script:`` and 12 hex, a symlink's or special file's token whole."""
     if token is None:
         return "not read"
+    if token.startswith("script:"):  # treedigest.script_token: a digest too
+        return token[:19]
     return token[:12] if ":" not in token else token
 
 
