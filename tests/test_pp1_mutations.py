@@ -977,6 +977,11 @@ HARMLESS = [
                   "    cache = logits_cache\n    per_token_col = "), id="g11-cache-held-in-a-local"),
     pytest.param(GUMBEL, LAUNCH_TEMPERATURE, LAUNCH_TEMPERATURE.replace(
         "temperature,", "temperature.contiguous(),", 1), id="x2h-launch-temperature-contiguous"),
+    # GJ the cache made contiguous at the launch, where it is one.
+    pytest.param(GUMBEL, LAUNCH_CACHE, LAUNCH_CACHE.replace(
+        "        logits_cache,\n",
+        "        logits_cache.contiguous() if logits_cache is not None else None,\n", 1),
+        id="gj-launch-cache-made-contiguous"),
     # GD/GD2 the temperatures upcast in gumbel_sample, GE at the launch; GC the parameter
     # renamed (and its argument); GF the kernel's temp_ptr renamed and passed by keyword.
     pytest.param(GUMBEL, SAMPLE_POS, SAMPLE_POS.replace(
