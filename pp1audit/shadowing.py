@@ -103,6 +103,7 @@ import contextlib
 import hashlib
 import os
 import posixpath
+import re
 import stat
 import sys
 from collections.abc import Iterator
@@ -956,19 +957,23 @@ class ScriptFile:
     """As the RECORD row spells it (``../../../bin/vllm``): its name in the startup set."""
 
 
-def script_files(inv: DirInventory, rows: list[RecordEntry]) -> list[ScriptFile]:
+def script_files(inv: DirInventory, rows: list[RecordEntry], prefix: str) -> list[ScriptFile]:
     """Every file the audited distribution's RECORD (its parsed ``rows``) lists in
     the scripts directory ``<prefix>/bin`` of a ``<prefix>/lib/pythonX.Y/site-packages``
     root (``../../../bin/vllm``): what ``vllm serve`` runs. Chosen by the row's
     path alone, as the row spells it, so a ``bin`` made a link elsewhere still
-    names its scripts (``check_script_startup`` does not read them there)."""
-    prefix = os.path.dirname(os.path.dirname(os.path.dirname(inv.root)))
-    bindir = os.path.join(prefix, "bin")
+    names its scripts (``check_script_startup`` does not read them there). The
+    row is placed in ``prefix`` as the site directory spells it (the
+    interpreter's), never in the resolved root: with ``<prefix>/lib`` a link, the
+    resolved root's ``../../..`` is another directory, and the real
+    ``<prefix>/bin/vllm`` would go unread."""
     out: dict[str, ScriptFile] = {}
     for row in rows:
-        full = os.path.normpath(os.path.join(inv.root, logical_path(inv, row.path)))
-        if os.path.dirname(full) == bindir and os.path.basename(full) not in ("", ".", ".."):
-            out.setdefault(full, ScriptFile(full, os.path.relpath(full, inv.root).replace(os.sep, "/")))
+        rel = posixpath.normpath(posixpath.join("lib/python/site-packages", logical_path(inv, row.path)))
+        name = posixpath.basename(rel)
+        if posixpath.dirname(rel) == "bin" and name not in ("", ".", ".."):
+            full = os.path.join(prefix, "bin", name)
+            out.setdefault(full, ScriptFile(full, f"../../../bin/{name}"))
     return [out[k] for k in sorted(out)]
 
 
@@ -984,20 +989,53 @@ def check_script_startup(inv: DirInventory, interp: Interpreter, rows: list[Reco
     of the prefix is not read (None: the digest is not computable). Set after the
     modules beside the scripts (``check_script_dirs``), so a listed script that
     is also a module (``bin/rst2html.py``) has this token, the same in every venv."""
-    prefix = os.path.dirname(os.path.dirname(os.path.dirname(inv.root)))
-    given = interp.prefix or prefix
-    spellings = {os.fsencode(p) for p in (prefix, given, os.path.realpath(given))}
-    for s in script_files(inv, rows):
-        report.startup[s.shown] = _script_token(s, os.path.realpath(prefix), spellings)
+    derived = os.path.dirname(os.path.dirname(os.path.dirname(inv.root)))
+    given = interp.prefix or derived
+    spellings = {os.fsencode(p) for p in (given, os.path.realpath(given))}
+    aliases = _interpreter_aliases(given)
+    for s in script_files(inv, rows, given):
+        report.startup[s.shown] = _script_token(s, os.path.realpath(given), spellings, aliases)
 
 
-def _script_token(script: ScriptFile, prefix: str, spellings: set[bytes]) -> str | None:
+_INTERPRETER_NAMES = re.compile(r"python(3(\.\d+)?)?")
+"""``python``, ``python3``, ``python3.11``: the names a venv's ``bin`` gives its interpreter."""
+
+
+def _interpreter_aliases(prefix: str) -> dict[bytes, bytes]:
+    """``{b"/bin/python3.11": b"/bin/python", …}`` for each of the venv's interpreter
+    names that resolves to the same file as ``bin/python``: pip writes the name it
+    was run as (``python3 -m pip``), and these are one interpreter, so a script
+    must hash the same whichever wrote it. A name that is another file keeps its
+    own spelling (a script pointed at it changes the digest)."""
+    bindir = os.path.join(prefix, "bin")
+    try:
+        main = os.stat(os.path.join(bindir, "python"))
+        names = os.listdir(bindir)
+    except OSError:
+        return {}
+    out: dict[bytes, bytes] = {}
+    for name in names:
+        if name == "python" or not _INTERPRETER_NAMES.fullmatch(name):
+            continue
+        try:
+            st = os.stat(os.path.join(bindir, name))
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (main.st_dev, main.st_ino) and stat.S_ISREG(st.st_mode):
+            out[os.fsencode(f"/bin/{name}")] = b"/bin/python"
+    return out
+
+
+def _script_token(script: ScriptFile, prefix: str, spellings: set[bytes],
+                  aliases: dict[bytes, bytes]) -> str | None:
     """One console script's token (``check_script_startup``): its directory
     resolved and required to be in the resolved ``prefix``; the script itself
     examined there without following a link (``DirInventory.entry``: a link is
     ``symlink:<target>``, a FIFO or device its type, never opened), a regular
     file read through the safe opener, held to the identity listed and to that
-    directory. None when it cannot be read."""
+    directory; one over ``SCRIPT_MODULE_MAX`` is not read (its size is its token:
+    a pinned digest then fails at once, where hashing it could hold the run).
+    None when it cannot be read."""
     bindir = os.path.realpath(os.path.dirname(script.path))
     if not is_within(bindir, prefix):
         return None
@@ -1008,11 +1046,13 @@ def _script_token(script: ScriptFile, prefix: str, spellings: set[bytes]) -> str
     if e.kind != FILE:
         return token_for(e, None)
     try:
-        fd, _st = open_regular(e.ref, within=binv.root, same=e.ident)
+        fd, st = open_regular(e.ref, within=binv.root, same=e.ident)
     except (OSError, NotRegular, Elsewhere, ValueError):
         return None
     try:
-        return script_token(_chunks(fd), spellings)
+        if st.st_size > SCRIPT_MODULE_MAX:
+            return f"too-large:{st.st_size}"
+        return script_token(_chunks(fd), spellings, aliases)
     except OSError:
         return None
     finally:

@@ -64,7 +64,7 @@ unreadable file in the tree.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pp1audit.hashing import Digest
@@ -149,12 +149,13 @@ _SH_HEAD = b"#!/bin/sh\n'''exec' "
 _SH_TAIL = b' "$0" "$@"\n' + b"' '''\n"  # distlib ends the header with a line break
 _UNSAFE = (b" ", b"\t", b"\r", b"\n", b"\v", b"\f", b"\0")
 _UNSAFE_QUOTED = (b'"', b"$", b"`", b"\\", b"\n", b"\r", b"\0")
-_SH_PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@%") \
+_SH_PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@%=~#") \
     | frozenset(range(128, 256))
 """The bytes an unquoted word holds that the shell takes literally (no glob, quote or expansion)."""
 
 
-def script_header(head: bytes, prefixes: Iterable[bytes]) -> tuple[bytes, int] | None:
+def script_header(head: bytes, prefixes: Iterable[bytes],
+                  aliases: Mapping[bytes, bytes] | None = None) -> tuple[bytes, int] | None:
     r"""A console script's ``#!`` header in canonical form, and its length in
     ``head`` (the file's first bytes), when the interpreter it names is in the
     target's prefix (spelled as one of ``prefixes``, absolute, no trailing
@@ -165,8 +166,11 @@ def script_header(head: bytes, prefixes: Iterable[bytes]) -> tuple[bytes, int] |
     canonical header is ``#!<prefix>/bin/python\n``: the prefix written
     ``<prefix>``, the rest of the interpreter's path (``bin/python``,
     ``bin/python3``) kept, so a script pointed at another interpreter still
-    changes the digest. Both of pip's forms (distlib's ``_build_shebang``) are
-    read: ``#!<exe>\n``, and, for a path over 127 bytes or with a space,
+    changes the digest; ``aliases`` maps the venv's other names of its one
+    interpreter (``/bin/python3.11`` when it is the same file as
+    ``bin/python``) to ``/bin/python``, as ``python3 -m pip`` writes its name.
+    Both of pip's forms (distlib's ``_build_shebang``) are read: ``#!<exe>\n``,
+    and, for a path over 127 bytes or with a space,
     ``#!/bin/sh\n'''exec' <exe> "$0" "$@"\n' '''\n`` (``<exe>`` maybe in double
     quotes), which runs the same interpreter on the same file, so a venv at a
     long path shares the digest too. Only an unambiguous header is read so: in
@@ -193,11 +197,13 @@ def script_header(head: bytes, prefixes: Iterable[bytes]) -> tuple[bytes, int] |
         return None
     for prefix in sorted(set(prefixes), key=len, reverse=True):
         if prefix.startswith(b"/") and exe.startswith(prefix.rstrip(b"/") + b"/"):
-            return b"#!" + PREFIX_MARK + exe[len(prefix.rstrip(b"/")):] + b"\n", size
+            rest = exe[len(prefix.rstrip(b"/")):]
+            return b"#!" + PREFIX_MARK + (aliases or {}).get(rest, rest) + b"\n", size
     return None
 
 
-def script_token(chunks: Iterable[bytes], prefixes: Iterable[bytes]) -> str:
+def script_token(chunks: Iterable[bytes], prefixes: Iterable[bytes],
+                 aliases: Mapping[bytes, bytes] | None = None) -> str:
     """A console script's token in the startup digest, from its content (``chunks``,
     the first at least ``SCRIPT_HEAD`` bytes unless the file is shorter).
 
@@ -211,7 +217,7 @@ def script_token(chunks: Iterable[bytes], prefixes: Iterable[bytes]) -> str:
     the hex SHA-256 of its bytes, a file's token as everywhere."""
     it = iter(chunks)
     head = next(it, b"")
-    header = script_header(head, prefixes)
+    header = script_header(head, prefixes, aliases)
     h = hashlib.sha256()
     if header is None:
         h.update(head)

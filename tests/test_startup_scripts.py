@@ -274,3 +274,59 @@ def test_pin_repins_the_startup_digest_over_the_console_script(
     item = next(i for i in json.loads(proc.stdout)["items"] if i["id"] == "startup")
     assert item["outcome"] == "changed" and item["old"] == old and item["new"] != old
     assert checks(sp, m, bytecode_cache)[0] == 0
+
+
+# --- review of the first version: size, the prefix as spelled, one interpreter's names ------
+
+def test_a_script_over_the_cap_is_not_read_and_its_size_is_its_token(tmp_path: Path) -> None:
+    """A 40 GB sparse ``bin/vllm`` held the run while it was hashed (the pin runs
+    without ``--record`` too): over ``SCRIPT_MODULE_MAX`` it is not read."""
+    from pp1audit.shadowing import SCRIPT_MODULE_MAX
+
+    v, root = with_script(tmp_path)
+    size = 40 << 30
+    os.truncate(v / "bin" / "pkg", size)
+    assert size > SCRIPT_MODULE_MAX
+    assert startup(root)[SCRIPT_ROW] == f"too-large:{size}"
+
+
+def test_scripts_are_read_in_the_prefix_the_site_directory_spells(tmp_path: Path) -> None:
+    """With ``<prefix>/lib`` a link, the resolved root's ``../../..`` is another
+    directory: the real ``<prefix>/bin/pkg`` (what runs) must be the one read."""
+    header = b"#!" + os.fsencode(tmp_path / "venv") + b"/bin/python\n"
+    v, root = with_script(tmp_path, header + BODY)
+    real = tmp_path / "store" / "lib"
+    real.parent.mkdir()
+    (v / "lib").rename(real)
+    (v / "lib").symlink_to(real)
+    linked = v / "lib" / root.relative_to(v / "lib")
+    files = dict(check_shadowing(DirInventory(str(linked)), "pkg", "pkg-1.0.dist-info",
+                                 VerifiedCache(None), site_dir=str(linked)).startup_files())
+    assert files[SCRIPT_ROW] == "script:" + hashlib.sha256(b"#!<prefix>/bin/python\n" + BODY).hexdigest()
+    (v / "bin" / "pkg").write_bytes(header + b"import os; os.system('evil')\n")
+    files = dict(check_shadowing(DirInventory(str(linked)), "pkg", "pkg-1.0.dist-info",
+                                 VerifiedCache(None), site_dir=str(linked)).startup_files())
+    assert files[SCRIPT_ROW] != "script:" + hashlib.sha256(b"#!<prefix>/bin/python\n" + BODY).hexdigest()
+
+
+def test_the_venvs_names_of_one_interpreter_share_a_token(tmp_path: Path) -> None:
+    """``python3 -m pip`` writes ``#!<prefix>/bin/python3``: the same interpreter as
+    ``bin/python`` when it is the same file; another file keeps its own name."""
+    prefix = os.fsencode(tmp_path / "venv")
+    v, root = with_script(tmp_path, b"#!" + prefix + b"/bin/python\n" + BODY)
+    plain = startup(root)[SCRIPT_ROW]
+    (v / "bin" / "python3").symlink_to("python")
+    (v / "bin" / "pkg").write_bytes(b"#!" + prefix + b"/bin/python3\n" + BODY)
+    assert startup(root)[SCRIPT_ROW] == plain
+    (v / "bin" / "python3").unlink()
+    (v / "bin" / "python3").write_bytes(b"#!/bin/sh\necho other\n")
+    assert startup(root)[SCRIPT_ROW] != plain
+
+
+def test_a_long_prefix_with_equals_tilde_or_hash_reads_as_the_short_form() -> None:
+    """pip leaves ``=``, ``~`` and ``#`` unquoted in its ``/bin/sh`` form (the shell
+    reads them literally inside a word): a venv there shares the short form's token."""
+    prefix = b"/srv/build=1~x#y/" + b"v" * 130
+    sh = b"#!/bin/sh\n'''exec' " + prefix + b"/bin/python \"$0\" \"$@\"\n' '''\n"
+    assert script_token([sh + BODY], [prefix]) == script_token([b"#!/opt/v/bin/python\n" + BODY],
+                                                               [b"/opt/v"])
