@@ -313,11 +313,9 @@ def test_a_directory_that_may_not_be_searched_is_said_so(tmp_path: Path, pinned:
 # 6. one JSON object at exit 2 too
 
 
-@pytest.mark.parametrize("extra", [[], ["--bogus"]], ids=["bad target", "usage error"])
-def test_json_at_exit_2_is_one_error_object(tmp_path: Path, pinned: tuple[Path, Path],
-                                            extra: list[str]) -> None:
-    _, manifest = pinned
-    proc = run_cli("check", str(tmp_path / "absent"), "-m", str(manifest), "--format", "json", *extra)
+def assert_one_error_object(proc: subprocess.CompletedProcess[str]) -> None:
+    """Exit 2 with one line on stderr and, on stdout, the ``pp1audit.error/1`` object
+    whose ``error`` is that line without its prefix (README: JSON at exit 2)."""
     assert proc.returncode == 2
     said = proc.stderr.removeprefix("pp1audit: error: ").removesuffix("\n")
     assert said != proc.stderr and "\n" not in said
@@ -325,6 +323,14 @@ def test_json_at_exit_2_is_one_error_object(tmp_path: Path, pinned: tuple[Path, 
         "format": "pp1audit.error/1", "tool": {"name": "pp1audit", "version": cli.__version__},
         "error": said, "exit": 2,
     }
+
+
+@pytest.mark.parametrize("extra", [[], ["--bogus"]], ids=["bad target", "usage error"])
+def test_json_at_exit_2_is_one_error_object(tmp_path: Path, pinned: tuple[Path, Path],
+                                            extra: list[str]) -> None:
+    _, manifest = pinned
+    proc = run_cli("check", str(tmp_path / "absent"), "-m", str(manifest), "--format", "json", *extra)
+    assert_one_error_object(proc)
     text = run_cli("check", str(tmp_path / "absent"), "-m", str(manifest), *extra)
     assert text.returncode == 2 and text.stdout == ""
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import on_a_terminal, run_cli
+from test_cli_contract_more import assert_one_error_object
 
-from pp1audit import cli
 from pp1audit.safetext import CODE_POINTS, as_code_points, printable
 
 
@@ -25,14 +25,7 @@ def test_schema_at_exit_2_prints_one_error_object(tmp_path: Path, case: str) -> 
     args = {"bad config": [], "unknown option": ["--bogus"], "extra argument": ["extra"]}[case]
     if case == "bad config":
         (tmp_path / "pp1audit.toml").write_text("[fetch]\ntimeout = 0\n", encoding="utf-8")
-    proc = run_cli("schema", *args, cwd=tmp_path)
-    assert proc.returncode == 2
-    said = proc.stderr.removeprefix("pp1audit: error: ").removesuffix("\n")
-    assert said != proc.stderr and "\n" not in said
-    assert json.loads(proc.stdout) == {
-        "format": "pp1audit.error/1", "tool": {"name": "pp1audit", "version": cli.__version__},
-        "error": said, "exit": 2,
-    }
+    assert_one_error_object(run_cli("schema", *args, cwd=tmp_path))
 
 
 def test_schema_at_exit_0_is_the_schema_alone(tmp_path: Path) -> None:
