@@ -116,13 +116,13 @@ def open_regular(path: str | Path, *, follow: bool = False, within: str | None =
 
 
 def read_regular(path: str | Path, limit: int, *, follow: bool = False,
-                 within: str | None = None) -> bytes:
+                 within: str | None = None, same: tuple[int, int] | None = None) -> bytes:
     """The whole content of the regular file at ``path``, at most ``limit`` bytes.
 
     ``NotRegular``, ``Elsewhere`` (outside ``within``) or ``TooLarge`` as above;
     ``OSError`` from the system (a final symlink is ``ELOOP`` unless ``follow``).
     """
-    fd, st = open_regular(path, follow=follow, within=within)
+    fd, st = open_regular(path, follow=follow, within=within, same=same)
     try:
         if st.st_size > limit:
             raise TooLarge(st.st_size)

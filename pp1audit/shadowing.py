@@ -145,7 +145,7 @@ from pp1audit.sitemodel import (
     stdlib_zip,
 )
 from pp1audit.sources import kind_of_mode
-from pp1audit.treedigest import MISSING, SCRIPT_HEAD, script_token, token_for
+from pp1audit.treedigest import MISSING, script_token, token_for
 from pp1audit.vouch import (
     Listed,
     Scope,
@@ -927,23 +927,19 @@ class ScriptDir:
     """One console script there (its OS path), for the messages."""
 
 
-def script_dirs(inv: DirInventory, rows: list[RecordEntry]) -> list[ScriptDir]:
+def script_dirs(inv: DirInventory, rows: list[RecordEntry], prefix: str) -> list[ScriptDir]:
     """Each directory into which the audited distribution's RECORD (its parsed
-    ``rows``) installs a console script (``../../../bin/vllm``). Only a ``bin``
-    inside the installation prefix of a ``<prefix>/lib/pythonX.Y/site-packages``
-    root: a row naming a host directory is not followed (RECORD is untrusted), and
-    nothing is looked up for it."""
-    prefix = os.path.dirname(os.path.dirname(os.path.dirname(inv.root)))
+    ``rows``) installs a console script (``../../../bin/vllm``). Only the ``bin``
+    of the installation ``prefix`` (as the site directory spells it, never the
+    resolved root's ``../../..``: with ``<prefix>/lib`` a link that is another
+    directory, and the real ``bin`` would go unread), and only while it resolves
+    inside the prefix: a row naming a host directory is not followed (RECORD is
+    untrusted), and nothing is looked up for it."""
     out: dict[str, ScriptDir] = {}
-    for row in rows:
-        path = logical_path(inv, row.path)
-        full = os.path.normpath(os.path.join(inv.root, path))
-        if is_within(full, inv.root) or not is_within(full, prefix):
-            continue
-        parent = os.path.realpath(os.path.dirname(full))
-        if os.path.basename(parent) == "bin" and is_within(parent, os.path.realpath(prefix)):
-            shown = os.path.relpath(os.path.dirname(full), inv.root).replace(os.sep, "/")
-            out.setdefault(parent, ScriptDir(parent, shown, full))
+    for s in script_files(inv, rows, prefix):
+        parent = os.path.realpath(os.path.dirname(s.path))
+        if is_within(parent, os.path.realpath(prefix)):
+            out.setdefault(parent, ScriptDir(parent, "../../../bin", s.path))
     return [out[k] for k in sorted(out)]
 
 
@@ -989,8 +985,7 @@ def check_script_startup(inv: DirInventory, interp: Interpreter, rows: list[Reco
     of the prefix is not read (None: the digest is not computable). Set after the
     modules beside the scripts (``check_script_dirs``), so a listed script that
     is also a module (``bin/rst2html.py``) has this token, the same in every venv."""
-    derived = os.path.dirname(os.path.dirname(os.path.dirname(inv.root)))
-    given = interp.prefix or derived
+    given = interp.prefix
     spellings = {os.fsencode(p) for p in (given, os.path.realpath(given))}
     aliases = _interpreter_aliases(given)
     for s in script_files(inv, rows, given):
@@ -1033,8 +1028,9 @@ def _script_token(script: ScriptFile, prefix: str, spellings: set[bytes],
     examined there without following a link (``DirInventory.entry``: a link is
     ``symlink:<target>``, a FIFO or device its type, never opened), a regular
     file read through the safe opener, held to the identity listed and to that
-    directory; one over ``SCRIPT_MODULE_MAX`` is not read (its size is its token:
-    a pinned digest then fails at once, where hashing it could hold the run).
+    directory, read at most to ``SCRIPT_MODULE_MAX`` (``safeio.read_regular``): one
+    over it, at the open or grown while read, has its size as its token (a pinned
+    digest then fails at once, where hashing it could hold the run).
     None when it cannot be read."""
     bindir = os.path.realpath(os.path.dirname(script.path))
     if not is_within(bindir, prefix):
@@ -1046,28 +1042,12 @@ def _script_token(script: ScriptFile, prefix: str, spellings: set[bytes],
     if e.kind != FILE:
         return token_for(e, None)
     try:
-        fd, st = open_regular(e.ref, within=binv.root, same=e.ident)
+        data = read_regular(e.ref, SCRIPT_MODULE_MAX, within=binv.root, same=e.ident)
+    except TooLarge as exc:  # over the cap at open, or grown past it while read
+        return f"too-large:{exc.size}"
     except (OSError, NotRegular, Elsewhere, ValueError):
         return None
-    try:
-        if st.st_size > SCRIPT_MODULE_MAX:
-            return f"too-large:{st.st_size}"
-        return script_token(_chunks(fd), spellings, aliases)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _chunks(fd: int) -> Iterator[bytes]:
-    """A file's content: a first chunk of ``SCRIPT_HEAD`` bytes (fewer only at the
-    end of the file), for the header, then blocks."""
-    head = b""
-    while len(head) < SCRIPT_HEAD and (chunk := os.read(fd, SCRIPT_HEAD - len(head))):
-        head += chunk
-    yield head
-    while chunk := os.read(fd, 1 << 20):
-        yield chunk
+    return script_token([data], spellings, aliases)
 
 
 def _record_rows(inv: Inventory, primary: str) -> list[RecordEntry]:
@@ -1079,7 +1059,7 @@ def _record_rows(inv: Inventory, primary: str) -> list[RecordEntry]:
         return []
 
 
-def check_script_dirs(scope: Scope, rows: list[RecordEntry], report: ShadowReport) -> None:
+def check_script_dirs(scope: Scope, rows: list[RecordEntry], prefix: str, report: ShadowReport) -> None:
     """What a console script of the audited distribution (``rows``: its RECORD) imports
     from its own directory.
 
@@ -1099,7 +1079,7 @@ def check_script_dirs(scope: Scope, rows: list[RecordEntry], report: ShadowRepor
     inv, package, version = scope.inv, scope.package, scope.version
     if not isinstance(inv, DirInventory):
         return
-    for d in script_dirs(inv, rows):
+    for d in script_dirs(inv, rows, prefix):
         report.looked_in.append(d.path)
         report.script_dirs.append(d.path)
         copy = _copy_in(d.path, package, version)
@@ -1345,7 +1325,7 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None,
         check_unlisted(scope, listed_at_root(inv, {primary: rows} if primary and rows else None),
                        stdlib_dirs(interp.stdlib, inv.root) if interp is not None else [], report)
     if interp is not None and rows:
-        check_script_dirs(scope, rows, report)
+        check_script_dirs(scope, rows, interp.prefix, report)
         if isinstance(inv, DirInventory):
             check_script_startup(inv, interp, rows, report)
     if interp is not None and isinstance(inv, DirInventory):

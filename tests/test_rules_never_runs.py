@@ -9,6 +9,7 @@ forbids (``not:``) still sees such code (fail closed).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -263,20 +264,23 @@ def _kept_type_checking(call: str) -> str:
 
 @pytest.mark.parametrize("keep", [_kept_generator, _kept_type_checking])
 def test_real_sampler_with_the_call_kept_where_it_never_runs(
-        vllm_tree: Path, tmp_path: Path, keep: object) -> None:
+        vllm_tree: Path, tmp_path: Path, keep: Callable[[str], str]) -> None:
     text = (vllm_tree / REJECTION).read_text(encoding="utf-8")
     call = text[text.index(CALL_START):text.index(CALL_END)]
-    assert callable(keep)
     tampered = text.replace(call, keep(call) + MADE_UP).replace(
         "from typing import Any\n", "from typing import TYPE_CHECKING, Any\n")
     pp1 = load_manifest(REPO / "manifests" / "pp1.yaml")
-    for name, code in (("same", text), ("tampered", tampered)):
+    # The control: the made-up line and import with the call left where it runs pass, so the
+    # tampered file fails for where the call is kept, not for the made-up line.
+    live = text.replace(call, MADE_UP + call).replace(
+        "from typing import Any\n", "from typing import TYPE_CHECKING, Any\n")
+    for name, code in (("same", text), ("live", live), ("tampered", tampered)):
         target = tmp_path / name / REJECTION
         target.parent.mkdir(parents=True)
         target.write_text(code, encoding="utf-8")
         check = next(c for c in audit(pp1, DirectorySource(tmp_path / name)).checks
                      if c.id == "verify-passes-draft-logits")
-        want = Status.PASS if name == "same" else Status.FAIL
+        want = Status.FAIL if name == "tampered" else Status.PASS
         assert check.status is want, check.message
 
 

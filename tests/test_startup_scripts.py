@@ -330,3 +330,20 @@ def test_a_long_prefix_with_equals_tilde_or_hash_reads_as_the_short_form() -> No
     sh = b"#!/bin/sh\n'''exec' " + prefix + b"/bin/python \"$0\" \"$@\"\n' '''\n"
     assert script_token([sh + BODY], [prefix]) == script_token([b"#!/opt/v/bin/python\n" + BODY],
                                                                [b"/opt/v"])
+
+
+def test_modules_beside_the_scripts_are_looked_for_in_the_prefix_the_site_directory_spells(
+        tmp_path: Path) -> None:
+    """As the scripts themselves: with ``<prefix>/lib`` a link, a ``bin/torch.py`` in the
+    real ``<prefix>/bin`` (first on ``sys.path`` when ``bin/pkg`` runs) is found."""
+    v, root = with_script(tmp_path)
+    (v / "bin" / "torch.py").write_text("print('evil')\n", encoding="utf-8")
+    real = tmp_path / "store" / "lib"
+    real.parent.mkdir()
+    (v / "lib").rename(real)
+    (v / "lib").symlink_to(real)
+    linked = v / "lib" / root.relative_to(v / "lib")
+    rep = check_shadowing(DirInventory(str(linked)), "pkg", "pkg-1.0.dist-info", VerifiedCache(None),
+                          site_dir=str(linked))
+    assert "../../../bin/torch.py" in dict(rep.startup_files())
+    assert any("torch" in f.message for f in rep.findings), [f.message for f in rep.findings]

@@ -64,6 +64,7 @@ from pp1audit.inventory import (
     Inventory,
     WheelInventory,
     inventory_for,
+    what_it_is,
 )
 from pp1audit.record import (
     Problem,
@@ -608,7 +609,7 @@ def _dir_plugins(rep: PluginReport, inv: Inventory, shown: str, package: str, pr
         if e.kind != FILE:
             rep.findings.append(PluginFinding(
                 f"plugin:{where}", where, "fail",
-                f"{where} is a {e.kind}: importlib.metadata opens it whenever {package} looks for "
+                f"{where} {what_it_is(e)}: importlib.metadata opens it whenever {package} looks for "
                 "plugins (a FIFO hangs it, a link reads what it names); not opened"))
             continue
         if e.size > ENTRY_POINTS_MAX:
