@@ -60,8 +60,9 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("pp1audit", appauthor=False))
 
 
-SHOWN_ROOT = "<cache>"
-"""How a message names the cache directory: an entry is ``<cache>/sha256/<hex>``."""
+SHOWN_DIR = "<cache>/sha256"
+"""How a message names the directory entries are stored in, an entry being
+``<cache>/sha256/<hex>`` (``Cache.shown``): never by its path (see ``Cache``)."""
 
 
 class Cache:
@@ -85,7 +86,7 @@ class Cache:
     @staticmethod
     def shown(sha256: str) -> str:
         """How a message names the entry of this digest: ``<cache>/sha256/<hex>``."""
-        return f"{SHOWN_ROOT}/sha256/{sha256.lower()}"
+        return f"{SHOWN_DIR}/{sha256.lower()}"
 
     def lookup(self, sha256: str) -> bytes | None:
         """The cached bytes, re-verified; None when absent.

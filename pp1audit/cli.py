@@ -666,33 +666,19 @@ def _diff_lines(path: Path, current: str, text: str,
     a byte that is not UTF-8); the second value names the encoding to say so."""
     import difflib
 
-    from pp1audit.safetext import as_code_points, printable, printable_code
+    from pp1audit.safetext import as_code_points, can_show, printable, printable_code
 
     diff = list(difflib.unified_diff(
         current.splitlines(keepends=True), text.splitlines(keepends=True),
         fromfile=str(path), tofile="generated",
     ))
     body = [printable_code(line.removesuffix("\n")) for line in diff[2:]]
-    escaped = None if _can_show("".join(body), encoding) else str(encoding)
+    escaped = None if can_show("".join(body), encoding) else str(encoding)
     head = [printable(line.removesuffix("\n")) for line in diff[:2]]
     if escaped is not None:
         body = [printable(line.removesuffix("\n")) for line in diff[2:]]
         head, body = ([as_code_points(line, escaped) for line in part] for part in (head, body))
     return [line + "\n" for line in head + body], escaped
-
-
-def _can_show(text: str, encoding: str | None) -> bool:
-    """Whether a stream in ``encoding`` writes ``text`` as it is (None, or one
-    Python does not know: assume it can, as the stream was made with it)."""
-    if encoding is None:
-        return True
-    try:
-        text.encode(encoding)
-    except UnicodeEncodeError:
-        return False
-    except LookupError:
-        return True
-    return True
 
 
 @cli.command()

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from pp1audit.cache import PART_PREFIX, SHOWN_ROOT, Cache, CachedTooLarge, FetchError, remove_stale_parts
+from pp1audit.cache import PART_PREFIX, SHOWN_DIR, Cache, CachedTooLarge, FetchError, remove_stale_parts
 from pp1audit.fetchpolicy import FetchPolicy
 from pp1audit.netreasons import network_reason, tls_reason
 from pp1audit.paths import url_problem
@@ -53,11 +53,6 @@ from pp1audit.transport import Deadline, watched_adapter
 
 CHUNK = 64 * 1024
 MAX_REDIRECTS = 5
-_SHOWN_DIR = f"{SHOWN_ROOT}/sha256"
-"""How a message names the directory downloads are stored in: as ``Cache.shown`` names
-an entry, never by its path, for under ``check --fetch`` the message becomes a check's,
-in a report or JSON result that must be the same bytes on every machine; ``fetch``'s
-last line says which directory ``<cache>`` is."""
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
 
@@ -341,7 +336,7 @@ def _store(response: Any, where: str, sha256: str, final: Path, policy: FetchPol
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=PART_PREFIX, dir=final.parent)
     except OSError as exc:
-        raise FetchError(f"{_SHOWN_DIR}: cannot write to the cache: {exc.strerror}") from None
+        raise FetchError(f"{SHOWN_DIR}: cannot write to the cache: {exc.strerror}") from None
     try:
         digest = hashlib.sha256()
         size = 0
@@ -372,7 +367,7 @@ def _store(response: Any, where: str, sha256: str, final: Path, policy: FetchPol
 
         if isinstance(exc, requests.RequestException):  # these are IOErrors too: the network
             raise
-        raise FetchError(f"{_SHOWN_DIR}: cannot write to the cache: {exc.strerror}") from None
+        raise FetchError(f"{SHOWN_DIR}: cannot write to the cache: {exc.strerror}") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

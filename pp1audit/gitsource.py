@@ -43,9 +43,6 @@ GIT_NOT_FOUND = ("git not found (needed for the manifest's git sources): install
                  "or set GIT_PYTHON_GIT_EXECUTABLE to its path")
 """The one line for a missing git executable: gitpython's own is ~900 characters."""
 
-_SHALLOW_FIX = "deepen it: {git} fetch --unshallow"
-
-
 class CloneError(Pp1Error):
     """git could not answer a question about a clone (a ref that does not peel to a
     commit, a broken ref store): the check's ``error``, never a verdict."""
@@ -183,6 +180,9 @@ class Clone:
         self.origin = origin or f"{path}: --repo {name}"
         self.shown = f"the {name} clone"
         """How check messages name the clone: never its path (see the class)."""
+        self.placeholder = f"<{name} clone>"
+        """How a command or a path in a message names the clone's directory
+        (``git -C <lane clone> fetch``): never its path (see the class)."""
         git = _import_git(self.origin)
         self._ref_names: frozenset[str] | None = None
         self._ref_problems: dict[str, str] | None = None
@@ -279,7 +279,7 @@ class Clone:
     def command(self, args: str) -> str:
         """A git command to run in the clone, as a message shows it: ``git -C <lane clone>
         fetch``. The user knows the path they gave; the report must not hold it."""
-        return f"git -C <{self.name} clone> {args}"
+        return f"git -C {self.placeholder} {args}"
 
     @property
     def common_dir(self) -> str:
@@ -295,8 +295,8 @@ class Clone:
         it resolves): a relative one (``lane``) could be any word of a message."""
         pairs: set[tuple[str, str]] = set()
         for where, shown in ((self.common_dir, "$GIT_DIR"), (self.repo.git_dir, "$GIT_DIR"),
-                             (self.repo.working_tree_dir, f"<{self.name} clone>"),
-                             (self.path, f"<{self.name} clone>")):
+                             (self.repo.working_tree_dir, self.placeholder),
+                             (self.path, self.placeholder)):
             if where is not None:
                 for form in (os.path.abspath(where), os.path.realpath(where)):
                     if form != os.sep:
@@ -320,10 +320,6 @@ class Clone:
     def _says(self, exc: Exception) -> str:
         """``_git_says`` with the clone's paths taken out (``_scrub``)."""
         return self._scrub(_git_says(exc))
-
-    def _in_git_dir(self, path: Path | str) -> str:
-        """A path inside the clone as ``$GIT_DIR/…`` (any other as it is)."""
-        return self._scrub(str(path))
 
     def tree_of(self, commit: str) -> str:
         """The root tree id named by a commit, read through its verified bytes
@@ -415,8 +411,8 @@ class Clone:
             inside = len(have) <= len(want) and all(
                 w in ("*", h) for w, h in zip(want[: len(have)], have, strict=True))
             if where == "packed-refs" or inside:
-                shown = self._in_git_dir(Path(self.common_dir) / where)
-                raise CloneError(f"cannot tell where '{name}' points in {self.shown}: {shown} {why}")
+                raise CloneError(f"cannot tell where '{name}' points in {self.shown}: "
+                                 f"$GIT_DIR/{where} {why}")
 
     def _git_dir_ref(self, name: str) -> tuple[str, str] | None:
         """``$GIT_DIR/<name>`` (``HEAD``, ``FETCH_HEAD``...): first in git's order.
@@ -553,7 +549,7 @@ class Clone:
 
     def unshallow_hint(self) -> str:
         """The command that deepens a shallow clone to its full history."""
-        return _SHALLOW_FIX.format(git=self.command("").rstrip())
+        return f"deepen it: {self.command('fetch --unshallow')}"
 
     def source(self, sha: str) -> GitSource | None:
         """A source over ``sha``'s tree, or None when the clone lacks the commit.
@@ -611,7 +607,7 @@ class Clone:
         try:
             dirs += _alternates(objects)
         except OSError as exc:
-            return self._scrub(f"{objects / 'info' / 'alternates'} cannot be read ({exc.strerror})")
+            return f"$GIT_DIR/objects/info/alternates cannot be read ({exc.strerror})"
         for where in dirs:
             found = _unreadable_loose(where, sha) or _unreadable_packs(where / "pack")
             if found:

@@ -136,12 +136,26 @@ def _code_points(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error(CODE_POINTS, _code_points)
 
 
+def can_show(text: str, encoding: str | None) -> bool:
+    """Whether a stream in ``encoding`` writes ``text`` as it is, no character of it
+    escaped. None, or an encoding Python does not know, can: the stream was made
+    with it, so a caller has nothing to fit or escape in advance."""
+    if encoding is None:
+        return True
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    except LookupError:
+        return True
+    return True
+
+
 def as_code_points(text: str, encoding: str) -> str:
     """``text`` as a stream in ``encoding`` with ``CODE_POINTS`` writes it (each
     character the encoding lacks as ``\\uNNNN``): for a caller that must know the
-    escaped text itself (``report --check``'s diff); an encoding Python does not
-    know leaves it as it is."""
-    try:
-        return text.encode(encoding, CODE_POINTS).decode(encoding)
-    except LookupError:
+    escaped text itself (``report --check``'s diff); text the encoding can write,
+    or an encoding Python does not know (``can_show``), leaves it as it is."""
+    if can_show(text, encoding):
         return text
+    return text.encode(encoding, CODE_POINTS).decode(encoding)

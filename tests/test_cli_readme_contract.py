@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import on_a_terminal, run_cli
 from test_cli_contract_more import assert_one_error_object
+from test_output_fitted_line import deep_tree
 
 from pp1audit.safetext import CODE_POINTS, as_code_points, printable
 
@@ -90,19 +91,10 @@ def test_code_points_past_the_bmp_and_bytes() -> None:
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _deep(tmp_path: Path, make_files: Callable[..., Path]) -> tuple[Path, Path]:
-    """A failing tree 150 columns down, and a manifest of one version pin."""
-    tree = make_files({"pkg/__init__.py": "", "pkg/_version.py": '__version__ = "1.0"\n'},
-                      tmp_path.joinpath(*(f"a_rather_long_directory_{i}" for i in range(6)), "tree"))
-    manifest = tmp_path / "m.yaml"
-    manifest.write_text('pp1audit: 1\ntarget: {package: pkg, version: "2.0"}\n', encoding="utf-8")
-    return tree, manifest
-
-
 @pytest.mark.parametrize("color", ["never", "always"])
 def test_on_a_terminal_the_first_line_fits_its_width_too(
         color: str, tmp_path: Path, make_files: Callable[..., Path]) -> None:
-    tree, manifest = _deep(tmp_path, make_files)
+    tree, manifest = deep_tree(tmp_path, make_files)
     assert len(str(tree)) > 80
     code, drawn = on_a_terminal(["check", str(tree), "-m", str(manifest), "--color", color],
                                 {"COLUMNS": "80", "NO_COLOR": ""})
@@ -137,7 +129,7 @@ def test_forced_colour_into_a_pipe_is_the_plain_rows(
         tmp_path: Path, make_files: Callable[..., Path]) -> None:
     """README: piped output keeps one check per line: ``--color always`` adds the
     escape codes and nothing else (no header row), whatever the verbosity."""
-    tree, manifest = _deep(tmp_path, make_files)
+    tree, manifest = deep_tree(tmp_path, make_files)
     for verbose in ([], ["-v"]):
         plain = run_cli("check", str(tree), "-m", str(manifest), *verbose)
         colour = run_cli("check", str(tree), "-m", str(manifest), "--color", "always", *verbose,

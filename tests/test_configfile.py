@@ -49,17 +49,40 @@ def test_given_wins_and_nothing_there_is_none(renamed: Path) -> None:
     assert configfile.config_file(None) == Path("elsewhere.toml")
 
 
-def test_a_plain_check_finds_the_file_without_importing_runconfig(tmp_path: Path) -> None:
-    tree = tmp_path / "tree"
+def _plain_check(cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``check`` of a one-file tree that passes, no provenance asked for, run in
+    ``cwd`` with ``-X importtime`` (stderr lists every module imported)."""
+    tree = cwd / "tree"
     (tree / "pkg").mkdir(parents=True)
     (tree / "pkg" / "__init__.py").write_text("")
     digest = hashlib.sha256(b"").hexdigest()
-    m = tmp_path / "m.yaml"
+    m = cwd / "m.yaml"
     m.write_text(f"pp1audit: 1\ntarget: {{package: pkg}}\nfiles:\n  pkg/__init__.py: {digest}\n")
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "pp1audit", "check", str(tree),
-                           "-m", str(m)], capture_output=True, text=True, cwd=tmp_path,
+    return subprocess.run([sys.executable, "-X", "importtime", "-m", "pp1audit", "check", str(tree),
+                           "-m", str(m)], capture_output=True, text=True, cwd=cwd,
                           env={**os.environ, "NO_COLOR": "1"}, timeout=120, check=False)
+
+
+def _imported(proc: subprocess.CompletedProcess[str]) -> set[str]:
+    return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+
+
+def test_a_plain_check_without_a_config_file_imports_neither_runconfig_nor_the_cache(
+        tmp_path: Path) -> None:
+    """No ``./pp1audit.toml``: the lookup (``configfile``) is all a plain check loads,
+    never ``runconfig`` and the cache and TOML code behind it."""
+    proc = _plain_check(tmp_path)
     assert proc.returncode == 0, proc.stderr
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+    imported = _imported(proc)
     assert "pp1audit.configfile" in imported
     assert not {"pp1audit.runconfig", "pp1audit.cache", "tomllib"} & imported
+
+
+def test_a_plain_check_finds_the_config_file_in_its_working_directory(tmp_path: Path) -> None:
+    """``./pp1audit.toml`` configuring only ``[fetch]``, which a plain check never
+    uses, is still found and read: a bad value in it is exit 2 naming the file."""
+    (tmp_path / "pp1audit.toml").write_text("[fetch]\ntimeout = 0\n", encoding="utf-8")
+    proc = _plain_check(tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    error = [line for line in proc.stderr.splitlines() if "pp1audit.toml" in line]
+    assert error and error[0].startswith("pp1audit: error: pp1audit.toml: "), proc.stderr

@@ -77,8 +77,9 @@ def test_on_a_terminal_a_typed_escape_and_a_byte_print_different_lines(
     assert first[0] != first[1], first
 
 
-def _deep(tmp_path: Path, make_files: Callable[..., Path], last: str = "tree") -> tuple[Path, Path]:
-    """A failing tree far down (``last`` its directory), and a manifest of one version pin."""
+def deep_tree(tmp_path: Path, make_files: Callable[..., Path], last: str = "tree") -> tuple[Path, Path]:
+    """A failing tree 150 columns down (``last`` its directory), and a manifest of one
+    version pin: a first line wider than any terminal the tests draw on."""
     tree = make_files({"pkg/__init__.py": "", "pkg/_version.py": '__version__ = "1.0"\n'},
                       tmp_path.joinpath(*(f"a_rather_long_directory_{i}" for i in range(6)), last))
     manifest = tmp_path / "m.yaml"
@@ -90,7 +91,7 @@ def test_an_ascii_terminal_gets_a_line_as_wide_as_it_is(
         tmp_path: Path, make_files: Callable[..., Path]) -> None:
     """The stream writes what ASCII lacks as ``\\uNNNN`` (``é`` six columns, not one):
     the line is measured so, and elided with ``...``, never ``\\u2026``."""
-    tree, manifest = _deep(tmp_path, make_files, "tr\u00e9e")
+    tree, manifest = deep_tree(tmp_path, make_files, "tr\u00e9e")
     code, drawn = on_a_terminal(["check", str(tree), "-m", str(manifest), "--color", "never"],
                                 {"COLUMNS": "80", "PYTHONIOENCODING": "ascii"})
     assert code == 1

@@ -112,7 +112,9 @@ def test_scrub_replaces_only_whole_paths_of_the_clone(lane: Lane, tmp_path: Path
 
 def test_worktree_places_read_as_a_plain_clones(lane: Lane, tmp_path: Path) -> None:
     """gitpython gives a worktree's common directory as ``…/worktrees/wt/../..``:
-    the places in it must read ``$GIT_DIR/objects``, as in a plain clone."""
+    ``common_dir`` normalises it, so a place in it (git's own words, an unreadable
+    pack) reads ``$GIT_DIR/objects/pack`` as in a plain clone, never
+    ``$GIT_DIR/../../objects/pack``."""
     from pp1audit.gitsource import Clone
 
     dest = shallow_clone(lane, tmp_path / "plain")
@@ -120,5 +122,27 @@ def test_worktree_places_read_as_a_plain_clones(lane: Lane, tmp_path: Path) -> N
                     str(tmp_path / "wt")], check=True)
     for where in (dest, tmp_path / "wt"):
         clone = Clone("lane", where)
-        assert clone._in_git_dir(Path(clone.common_dir) / "objects" / "pack") == \
+        assert clone._scrub(os.path.join(clone.common_dir, "objects", "pack")) == \
             "$GIT_DIR/objects/pack"
+
+
+def test_an_unreadable_alternates_file_is_named_from_git_dir(lane: Lane, tmp_path: Path) -> None:
+    """``objects/info/alternates`` that cannot be read (here a directory) is named
+    ``$GIT_DIR/…``, never by the clone's path: the message goes into the report."""
+    from pp1audit.gitsource import Clone
+
+    dest = shallow_clone(lane, tmp_path / "lane")
+    (dest / ".git" / "objects" / "info" / "alternates").mkdir(parents=True)
+    said = Clone("lane", dest).unreadable_objects(lane.base)
+    assert said == "$GIT_DIR/objects/info/alternates cannot be read (Is a directory)"
+
+
+def test_the_commands_name_the_clone_by_its_placeholder(lane: Lane, tmp_path: Path) -> None:
+    """``command`` and ``unshallow_hint`` spell the clone as ``_scrub`` does: one
+    placeholder, never the path."""
+    from pp1audit.gitsource import Clone
+
+    clone = Clone("lane", shallow_clone(lane, tmp_path / "lane"))
+    assert clone.command("fsck") == "git -C <lane clone> fsck"
+    assert clone.unshallow_hint() == "deepen it: git -C <lane clone> fetch --unshallow"
+    assert clone._scrub(str(tmp_path / "lane")) == "<lane clone>"

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from pp1audit.formats import counted, named_source, version_or_unknown
 from pp1audit.result import Check, Result, Status
-from pp1audit.safetext import as_code_points, printable
+from pp1audit.safetext import as_code_points, can_show, printable
 from pp1audit.spans import line_range
 
 _STYLE = {
@@ -226,14 +226,7 @@ the parent directories dropped."""
 def _ellipsis(encoding: str | None) -> str:
     """``…``, or ``...`` where a stream in ``encoding`` cannot write it (it would be
     ``\\u2026``, six columns and no longer read as an elision)."""
-    try:
-        if encoding is not None:
-            "…".encode(encoding)
-    except UnicodeEncodeError:
-        return "..."
-    except LookupError:  # an encoding Python does not know: the stream was made with it
-        pass
-    return "…"
+    return "…" if can_show("…", encoding) else "..."
 
 
 _UNIT = re.compile(r"\\(?:U[0-9a-f]{8}|u[0-9a-f]{4}|x[0-9a-f]{2}|.)|.", re.DOTALL)
