@@ -1,5 +1,5 @@
 """``python -m pp1audit``: the same entry point as the console script."""
 
-from pp1audit.cli import main
+from pp1audit.cli import entry
 
-main()
+entry()

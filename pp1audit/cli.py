@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TextIO, cast
 
 import click
 
@@ -949,3 +949,30 @@ def main(argv: list[str] | None = None) -> None:
     if terminated is not None:
         _end_by(terminated)
     sys.exit(code)
+
+
+def entry() -> NoReturn:
+    """The console script's and ``python -m pp1audit``'s entry point: ``main``, then
+    the process ends at once (``os._exit``) with the run's exit code, once stdout and
+    stderr are flushed.
+
+    Why: a ``--record`` run on vLLM leaves ~40,000 objects (entries, digests, RECORD
+    rows, kept sources) and every module it imported; the interpreter's shutdown
+    frees them one by one and runs a last collection over them, 15-25 ms after the
+    verdict is written, on one core, on every run (measured on vLLM 0.31.0: about a
+    twentieth of a ``check --record``). Nothing is left to do by then: outputs are
+    written atomically and closed, git helpers are stopped by their run, the
+    hashing threads have ended, and no ``atexit`` handler is registered. ``main``
+    itself still ends with ``sys.exit``, for callers that run it in their own
+    process (the tests). A signal that ended the run ended the process inside
+    ``main`` already (``_end_by``).
+    """
+    try:
+        main()
+        code: object = EXIT_OPEN  # pragma: no cover - main always raises SystemExit
+    except SystemExit as exc:
+        code = exc.code
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a reader gone: main has said what it could
+            stream.flush()
+    os._exit(code if isinstance(code, int) else (EXIT_OPEN if code is None else EXIT_USAGE))

@@ -92,6 +92,22 @@ def vllm_tree(vllm_wheel: Path) -> Path:
     return extract_wheel(vllm_wheel, CACHE / "trees" / vllm_wheel.stem)
 
 
+@pytest.fixture(scope="session")
+def vllm_venv(vllm_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the real 0.31.0 wheel installed by pip (no dependencies): RECORD,
+    INSTALLER, the console script, the ~2,800 ``.pyc`` files and setuptools'
+    ``distutils-precedence.pth`` exactly as pip writes them. Shared: never modified
+    (copy it with hard links to change a file)."""
+    venv = tmp_path_factory.mktemp("venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", "--no-index",
+         "--disable-pip-version-check", str(vllm_wheel)],
+        check=True,
+    )
+    return venv
+
+
 def linked_copy(src: Path, dst: Path) -> Path:
     """Copy a tree with hard links: cheap, and safe as long as files are *replaced*."""
     shutil.copytree(src, dst, copy_function=os.link)

@@ -40,19 +40,6 @@ def bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("pp1audit-cache")
 
 
-@pytest.fixture(scope="session")
-def vllm_venv(vllm_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with the real 0.31.0 wheel installed by pip (no dependencies)."""
-    venv = tmp_path_factory.mktemp("venv") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", "--no-index",
-         "--disable-pip-version-check", str(vllm_wheel)],
-        check=True,
-    )
-    return venv
-
-
 def site(venv: Path) -> Path:
     return venv / "lib" / PY / "site-packages"
 

@@ -33,8 +33,6 @@ from pp1audit.sources import DirectorySource
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 
-BENCH = Path("/tmp/benchvenv/lib/python3.11/site-packages")
-"""A venv pip made (setuptools' distutils-precedence.pth in it); read only."""
 
 NO_CACHE = {"PP1AUDIT_NO_CACHE": "1"}
 
@@ -250,14 +248,17 @@ def test_hooks_in_the_site_directory_are_in_the_startup_set(tmp_path: Path) -> N
     ]
 
 
-@pytest.mark.skipif(not (BENCH / "distutils-precedence.pth").is_file(), reason="no pip-made venv")
-def test_a_pip_made_venv_has_a_stable_digest_over_its_distutils_hack() -> None:
+@pytest.mark.vllm
+def test_a_pip_made_venv_has_a_stable_digest_over_its_distutils_hack(vllm_venv: Path) -> None:
     from pp1audit.checks.record import RecordRun
     from pp1audit.treedigest import listing_digest
 
+    bench = vllm_venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    assert (bench / "distutils-precedence.pth").is_file()  # the premise: setuptools' hook, as pip made it
+
     def once() -> tuple[list[tuple[str, str | None]], str | None]:
         # vLLM's RECORD, as RecordRun reads it: its console script is in the set too.
-        rep = check_shadowing(DirInventory(str(BENCH)), "vllm", "vllm-0.31.0.dist-info", VerifiedCache(None))
+        rep = check_shadowing(DirInventory(str(bench)), "vllm", "vllm-0.31.0.dist-info", VerifiedCache(None))
         files = rep.startup_files()
         return files, listing_digest(files).sha256
 
@@ -266,9 +267,9 @@ def test_a_pip_made_venv_has_a_stable_digest_over_its_distutils_hack() -> None:
     paths = [p for p, _ in files]
     assert "distutils-precedence.pth" in paths
     assert "_distutils_hack/__init__.py" in paths and "_distutils_hack/override.py" in paths
-    assert dict(files)["_distutils_hack/__init__.py"] == sha(BENCH / "_distutils_hack" / "__init__.py")
+    assert dict(files)["_distutils_hack/__init__.py"] == sha(bench / "_distutils_hack" / "__init__.py")
     assert not any("__pycache__" in p for p in paths)
-    with DirectorySource(BENCH) as source:  # the pin alone: no bytecode read, nothing written
+    with DirectorySource(bench) as source:  # the pin alone: no bytecode read, nothing written
         checks = RecordRun("vllm", source, record=False, startup_sha256=digest,
                            cache=VerifiedCache(None)).checks()
     startup = next(c for c in checks if c.id == "startup")

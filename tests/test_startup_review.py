@@ -428,18 +428,16 @@ def test_what_no_import_reaches_or_an_installer_lists_passes(tmp_path: Path) -> 
     assert bad(run(root)) == {}
 
 
-BENCH = Path("/tmp/benchvenv/lib/python3.11/site-packages")
-"""A venv pip made, vLLM installed; read only."""
-
-
-@pytest.mark.skipif(not (BENCH / "vllm-0.31.0.dist-info").is_dir(), reason="no pip-made vLLM venv")
-def test_a_pip_made_vllm_venv_has_no_finding() -> None:
+@pytest.mark.vllm
+def test_a_pip_made_vllm_venv_has_no_finding(vllm_venv: Path) -> None:
     from pp1audit.bytecode import VerifiedCache
 
-    rep = shadowing.check_shadowing(shadowing.DirInventory(str(BENCH)), "vllm", "vllm-0.31.0.dist-info",
-                                    VerifiedCache(None), site_dir=str(BENCH))
+    bench = vllm_venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+
+    rep = shadowing.check_shadowing(shadowing.DirInventory(str(bench)), "vllm", "vllm-0.31.0.dist-info",
+                                    VerifiedCache(None), site_dir=str(bench))
     assert rep.findings == []
-    assert rep.script_dirs == [os.path.realpath(BENCH / ".." / ".." / ".." / "bin")]
+    assert rep.script_dirs == [os.path.realpath(bench / ".." / ".." / ".." / "bin")]
     assert [p for p, _ in rep.startup_files()] == [
         "../../../bin/vllm", "../../../pyvenv.cfg", "_distutils_hack/__init__.py",
         "_distutils_hack/override.py", "distutils-precedence.pth"]

@@ -331,6 +331,11 @@ class RecordRun:
         # while the threads finish the tree; then any rows with another algorithm
         # than sha256 (read again, streamed).
         outside_digests = hash_here(outside, wheel=wheel)
+        # The shadowing check needs no digest (RECORD's rows only): made here, while
+        # the threads still hash, its few reads cost the run nothing after them.
+        shadow = None
+        if record or self.startup_sha256 is not None:
+            shadow = check_shadowing(inv, package, primary, self.cache, self.site_dir, rows=rows)
         digests = {**run.result(), **self._unread, **outside_digests}
         extra = other_algorithm_digests(rows, located, wheel)
 
@@ -343,9 +348,6 @@ class RecordRun:
         if record:
             checks.extend(_record_checks(ver, record_path, record_problem, package, files, digests))
         checks.append(_tree_check(files, digests, package, tree_sha256, ver, record_problem))
-        shadow = None
-        if record or self.startup_sha256 is not None:
-            shadow = check_shadowing(inv, package, primary, self.cache, self.site_dir, rows=rows)
         if record and shadow is not None:
             # No pyc in the tree (a wheel, an install without bytecode): the
             # verification cache is not even opened.
