@@ -167,7 +167,7 @@ _FOUND_HEADS = {"record": "record", "bytecode": "bytecode", "pth": "shadowing",
                 "shadow": "shadowing", "plugin": "shadowing", "pyvenv": "shadowing"}
 """How ``RecordRun`` names what it finds (``record:<path>``, ``bytecode:<pyc>``; the
 shadowing check's ``pth:<file>…``, ``shadow:<path>``, ``plugin:<where>``,
-``pyvenv:<cfg>``, in checks/record.py, shadowing.py, vouch.py,
+``pyvenv:<cfg>``, in checks/record_judge.py, shadowing.py, vouch.py,
 entrypoints.py), with the family evidence reaches such a check by: the ids come
 from the target, so no manifest can list them."""
 

@@ -27,7 +27,7 @@ group, or a file that is not UTF-8, makes ``entry_points()`` raise for every
 caller: it is malformed, an ``EntryPointsError`` naming the line, never a crash.
 
 Pure: bytes in, findings out. Reading the files (regular files only, size
-capped) is the caller's job (``pp1audit.checks.record``).
+capped) is the caller's job (``pp1audit.checks.record_judge``).
 """
 
 from __future__ import annotations

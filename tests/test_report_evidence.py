@@ -380,6 +380,6 @@ def test_the_findings_heads_are_those_the_record_run_writes() -> None:
     (Evidence ``shadowing`` reaches a finding of any head: ``audit._shadowing_finding``.)"""
     root = Path(__file__).resolve().parent.parent / "pp1audit"
     heads = set()
-    for rel in ("checks/record.py", "shadowing.py", "vouch.py", "entrypoints.py"):
+    for rel in ("checks/record.py", "checks/record_judge.py", "shadowing.py", "vouch.py", "entrypoints.py"):
         heads.update(re.findall(r'f"([a-z_]+):\{', (root / rel).read_text(encoding="utf-8")))
     assert heads == set(_FOUND_HEADS)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_recwheel_edges import make_wheel, wheel_path
 
-from pp1audit.checks.record import _member_escapes
+from pp1audit.checks.record_judge import _member_escapes
 from pp1audit.inventory import WheelInventory
 
 
