@@ -64,13 +64,17 @@ def files_of(tree: Path) -> list[str]:
 
 def deployed_venv(where: Path) -> Path:
     """A venv holding this checkout installed by pip (dependencies from the index
-    or pip's cache), as a deployment has it: the console script to time."""
-    script = where / "bin" / "pp1audit"
-    if not script.exists():
+    or pip's cache), as a deployment has it: the console script to time. A venv
+    given again gets the checkout installed again, so its figure is never an
+    older commit's."""
+    checkout = str(Path(__file__).resolve().parents[1])
+    pip = [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    if (where / "bin" / "python").exists():
+        subprocess.run([*pip, "--no-deps", "--force-reinstall", checkout], check=True)
+    else:
         subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
-        subprocess.run([str(where / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                        str(Path(__file__).resolve().parents[1])], check=True)
-    return script
+        subprocess.run([*pip, checkout], check=True)
+    return where / "bin" / "pp1audit"
 
 
 def median_time(fn, runs: int) -> float:  # type: ignore[no-untyped-def]
