@@ -35,6 +35,7 @@ import glob
 import hashlib
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,18 +63,23 @@ def files_of(tree: Path) -> list[str]:
     return sorted(paths)
 
 
-def deployed_venv(where: Path) -> Path:
+def deployed_venv(where: Path, scratch: Path) -> Path:
     """A venv holding this checkout installed by pip (dependencies from the index
-    or pip's cache), as a deployment has it: the console script to time. A venv
-    given again gets the checkout installed again, so its figure is never an
-    older commit's."""
-    checkout = str(Path(__file__).resolve().parents[1])
+    or pip's cache), as a deployment has it: the console script to time.
+
+    pip builds in the source tree it is given, and a ``build/`` left there by an
+    earlier build can put stale modules in the wheel: it is given a copy of the
+    checkout (working tree as it is, without ``build/``, ``.git`` or caches). A
+    venv given again gets its dependencies brought up to date and the checkout
+    installed again, so its figure is never an older commit's."""
+    src = scratch / "src"
+    shutil.copytree(Path(__file__).resolve().parents[1], src, ignore=shutil.ignore_patterns(
+        "build", ".git", "*.egg-info", "__pycache__", ".cache", "out", ".*_cache"))
     pip = [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    if (where / "bin" / "python").exists():
-        subprocess.run([*pip, "--no-deps", "--force-reinstall", checkout], check=True)
-    else:
+    if not (where / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
-        subprocess.run([*pip, checkout], check=True)
+    subprocess.run([*pip, str(src)], check=True)
+    subprocess.run([*pip, "--no-deps", "--force-reinstall", str(src)], check=True)
     return where / "bin" / "pp1audit"
 
 
@@ -160,7 +166,7 @@ def main() -> None:
     listing.write_bytes(b"\0".join(p.encode() for p in files) + b"\0")
     env = {**os.environ, "PP1AUDIT_CACHE_DIR": str(tmp / "cache")}
 
-    script = deployed_venv(Path(args.venv) if args.venv else tmp / "venv")
+    script = deployed_venv(Path(args.venv) if args.venv else tmp / "venv", tmp)
 
     def cli(target: Path, e: dict[str, str] = env, command: tuple[str, ...] = (str(script),)) -> None:
         proc = subprocess.run([*command, "check", str(target), "--manifest",

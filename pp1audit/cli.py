@@ -961,18 +961,24 @@ def entry() -> NoReturn:
     frees them one by one and runs a last collection over them, 15-25 ms after the
     verdict is written, on one core, on every run (measured on vLLM 0.31.0: about a
     twentieth of a ``check --record``). Nothing is left to do by then: outputs are
-    written atomically and closed, git helpers are stopped by their run, the
-    hashing threads have ended, and no ``atexit`` handler is registered. ``main``
-    itself still ends with ``sys.exit``, for callers that run it in their own
-    process (the tests). A signal that ended the run ended the process inside
-    ``main`` already (``_end_by``).
+    written atomically and closed, git helpers and bytecode worker pools are
+    stopped by the runs that started them (so the exit hooks ``multiprocessing``
+    and ``concurrent.futures`` register have nothing left to join), the hashing
+    threads have ended, and pp1audit registers no ``atexit`` hook of its own.
+    ``main`` itself still ends with ``sys.exit``, for callers that run it in
+    their own process (the tests). A signal that ended the run ended the process
+    inside ``main`` already (``_end_by``).
     """
     try:
         main()
         code: object = EXIT_OPEN  # pragma: no cover - main always raises SystemExit
     except SystemExit as exc:
         code = exc.code
+    if code is not None and not isinstance(code, int):  # as the interpreter does: said, exit 1
+        with contextlib.suppress(Exception):
+            print(code, file=sys.stderr)
+        code = 1
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # a reader gone: main has said what it could
             stream.flush()
-    os._exit(code if isinstance(code, int) else (EXIT_OPEN if code is None else EXIT_USAGE))
+    os._exit(EXIT_OPEN if code is None else code)

@@ -95,9 +95,10 @@ def vllm_tree(vllm_wheel: Path) -> Path:
 @pytest.fixture(scope="session")
 def vllm_venv(vllm_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the real 0.31.0 wheel installed by pip (no dependencies): RECORD,
-    INSTALLER, the console script, the ~2,800 ``.pyc`` files and setuptools'
-    ``distutils-precedence.pth`` exactly as pip writes them. Shared: never modified
-    (copy it with hard links to change a file)."""
+    INSTALLER, the console script and the ~2,800 ``.pyc`` files exactly as pip writes
+    them, and on Python 3.11 setuptools' ``distutils-precedence.pth`` (``venv`` installs
+    setuptools up to 3.11). Shared: never modified (copy it with hard links to change
+    a file)."""
     venv = tmp_path_factory.mktemp("venv") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run(

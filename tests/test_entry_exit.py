@@ -18,14 +18,13 @@ from pathlib import Path
 import pytest
 
 PROBE = (
-    "import atexit, sys\n"
+    "import atexit, runpy, sys\n"
     "atexit.register(lambda: sys.stderr.write('SHUTDOWN RAN\\n'))\n"
     "sys.argv = ['pp1audit', *sys.argv[1:]]\n"
-    "from pp1audit.cli import entry\n"
-    "entry()\n"
+    "runpy.run_module('pp1audit', run_name='__main__', alter_sys=True)\n"
 )
-"""Runs ``entry`` with an ``atexit`` hook registered first: the hook runs only if the
-interpreter's shutdown does."""
+"""``python -m pp1audit`` (its ``__main__``) with an ``atexit`` hook registered first:
+the hook runs only if the interpreter's shutdown does."""
 
 
 def probe(*args: str) -> subprocess.CompletedProcess[str]:
@@ -66,6 +65,23 @@ def test_exit_code_and_whole_output_without_shutdown(target: Path, tmp_path: Pat
     assert {p for p, s in files.items() if s != "pass"} == ({wrong} if wrong else set())
     assert result["verdict"] == ("pass" if code == 0 else "fail")
     assert "SHUTDOWN RAN" not in proc.stderr  # the process ended at once
+
+
+def test_output_file_is_whole_without_shutdown(target: Path, tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    proc = probe("check", str(target), "--manifest", str(manifest(tmp_path, None)), "--format", "json",
+                 "-o", str(out))
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    assert len(json.loads(out.read_text(encoding="utf-8"))["checks"]) == len(FILES)
+    assert "SHUTDOWN RAN" not in proc.stderr
+
+
+def test_the_console_script_is_entry() -> None:
+    """The installed ``pp1audit`` command runs ``entry`` (as ``python -m`` does, above)."""
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="pp1audit")
+    assert script.value == "pp1audit.cli:entry"
 
 
 def test_usage_error_is_still_exit_2_with_its_line(tmp_path: Path) -> None:

@@ -254,7 +254,8 @@ def test_a_pip_made_venv_has_a_stable_digest_over_its_distutils_hack(vllm_venv: 
     from pp1audit.treedigest import listing_digest
 
     bench = vllm_venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    assert (bench / "distutils-precedence.pth").is_file()  # the premise: setuptools' hook, as pip made it
+    if not (bench / "distutils-precedence.pth").is_file():  # the premise: setuptools' hook, as pip made it
+        pytest.skip("this Python's venv installs no setuptools (3.12 and later)")
 
     def once() -> tuple[list[tuple[str, str | None]], str | None]:
         # vLLM's RECORD, as RecordRun reads it: its console script is in the set too.

@@ -198,12 +198,14 @@ def judge(rr: RecordRun) -> list[Check]:
     # while the threads finish the tree; then any rows with another algorithm
     # than sha256 (read again, streamed).
     outside_digests = hash_here(outside, wheel=wheel)
-    # The shadowing check needs no digest (RECORD's rows only): made here, while
-    # the threads still hash, its few reads cost the run nothing after them.
+    digests = {**run.result(), **rr.unread, **outside_digests}
+    # Not before the threads are done, though it needs no digest: vouching for a
+    # startup module's bytecode (setuptools' _distutils_hack in every pip-made
+    # 3.11 venv) may fork compile workers, and a fork while the hashing threads
+    # run can leave a child holding a lock no thread of it will release.
     shadow = None
     if record or rr.startup_sha256 is not None:
         shadow = check_shadowing(inv, package, primary, rr.cache, rr.site_dir, rows=rows)
-    digests = {**run.result(), **rr.unread, **outside_digests}
     extra = other_algorithm_digests(rows, located, wheel)
 
     ver = None
