@@ -956,14 +956,15 @@ def entry() -> NoReturn:
     the process ends at once (``os._exit``) with the run's exit code, once stdout and
     stderr are flushed.
 
-    Why: a ``--record`` run on vLLM leaves ~40,000 objects (entries, digests, RECORD
-    rows, kept sources) and every module it imported; the interpreter's shutdown
-    frees them one by one and runs a last collection over them, 15-25 ms after the
-    verdict is written, on one core, on every run (measured on vLLM 0.31.0: about a
-    twentieth of a ``check --record``). Nothing is left to do by then: outputs are
-    written atomically and closed, git helpers and bytecode worker pools are
-    stopped by the runs that started them (so the exit hooks ``multiprocessing``
-    and ``concurrent.futures`` register have nothing left to join), the hashing
+    Why: a ``--record`` run on vLLM leaves tens of thousands of objects
+    (entries, digests, RECORD rows, kept sources) and every module it imported;
+    the interpreter's shutdown frees them one by one and runs a last collection
+    over them: 15-25 ms after the verdict is written, on one core (measured on
+    vLLM 0.31.0 with the machine busy: up to a twentieth of a ``check
+    --record``). Nothing is left to do by then: outputs are written atomically
+    and closed, git helpers and bytecode worker pools are stopped by the runs
+    that started them (so the exit hooks ``multiprocessing`` and
+    ``concurrent.futures`` register have nothing left to join), the hashing
     threads have ended, and pp1audit registers no ``atexit`` hook of its own.
     ``main`` itself still ends with ``sys.exit``, for callers that run it in
     their own process (the tests). A signal that ended the run ended the process
