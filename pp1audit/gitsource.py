@@ -146,10 +146,12 @@ class Ancestry:
 
 
 def _git_says(exc: Exception) -> str:
-    """git's own reason in one line: the first ``fatal:`` / ``error:`` line of its
-    stderr, else the first line of the exception (gitpython's are several lines)."""
+    """git's own reason in one line: the first ``fatal:`` line of its stderr, else
+    its first ``error:`` line, else the first line of the exception (gitpython's
+    are several lines). ``fatal:`` first: git says ``error:`` for what it went on
+    past (an ``alternates`` line naming no directory) before the reason it stopped."""
     text = str(getattr(exc, "stderr", "") or "")
-    found = re.search(r"(?:fatal|error): ([^\n']+)", text)
+    found = re.search(r"fatal: ([^\n']+)", text) or re.search(r"error: ([^\n']+)", text)
     if found:
         return found.group(1).strip()
     lines = str(exc).strip().splitlines()

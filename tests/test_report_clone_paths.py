@@ -146,3 +146,24 @@ def test_the_commands_name_the_clone_by_its_placeholder(lane: Lane, tmp_path: Pa
     assert clone.command("fsck") == "git -C <lane clone> fsck"
     assert clone.unshallow_hint() == "deepen it: git -C <lane clone> fetch --unshallow"
     assert clone._scrub(str(tmp_path / "lane")) == "<lane clone>"
+
+
+def test_git_says_the_reason_it_stopped_not_what_it_went_on_past(tmp_path: Path) -> None:
+    """An ``alternates`` line naming no directory makes git say ``error:`` first and go
+    on; the reason it then stopped is its ``fatal:`` line: that is the one told."""
+    import git
+
+    from pp1audit.gitsource import _git_says
+
+    repo = git.Repo.init(tmp_path / "r")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "t")
+        cw.set_value("user", "email", "t@example.invalid")
+    repo.index.commit("x")
+    (tmp_path / "r" / ".git" / "objects" / "info" / "alternates").write_text("/nonexistent/objects\n")
+    with pytest.raises(git.GitCommandError) as info:
+        repo.git.rev_parse("--verify", "0" * 39 + "1^{commit}")
+    assert "alternate" in str(info.value.stderr)  # the premise: git said both
+    assert _git_says(info.value) == "Needed a single revision"
+    # Only error: lines: the first of them.
+    assert _git_says(git.GitCommandError("x", 1, b"error: one\nerror: two\n")) == "one"
