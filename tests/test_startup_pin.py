@@ -33,7 +33,6 @@ from pp1audit.sources import DirectorySource
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 
-
 NO_CACHE = {"PP1AUDIT_NO_CACHE": "1"}
 
 

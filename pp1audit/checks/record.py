@@ -2,6 +2,8 @@
 
 One inventory and one parallel hashing pass feed every part, so each file is
 read once (sources and bytecode are kept in memory for the bytecode check).
+This module lists the tree and starts the hashing (``RecordRun``);
+``checks/record_judge.py`` makes the checks from what was hashed.
 To keep results readable on a 5,000-file package, each part yields one summary
 check that passes, plus one check per problem file:
 
