@@ -109,6 +109,21 @@ def vllm_venv(vllm_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return venv
 
 
+def site(venv: Path) -> Path:
+    """The site-packages directory of ``venv``."""
+    return venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+
+
+def setuptools_site(venv: Path) -> Path:
+    """``site(venv)`` when pip's venv holds setuptools' ``distutils-precedence.pth`` (the
+    premise of tests about it), else the test is skipped: ``venv`` installs setuptools
+    only up to Python 3.11."""
+    where = site(venv)
+    if not (where / "distutils-precedence.pth").is_file():
+        pytest.skip("this Python's venv installs no setuptools (3.12 and later)")
+    return where
+
+
 def linked_copy(src: Path, dst: Path) -> Path:
     """Copy a tree with hard links: cheap, and safe as long as files are *replaced*."""
     shutil.copytree(src, dst, copy_function=os.link)

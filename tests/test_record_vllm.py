@@ -22,11 +22,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, replace_file, run_cli
+from conftest import REPO, replace_file, run_cli, site
 
 pytestmark = pytest.mark.vllm
 
-PY = f"python{sys.version_info[0]}.{sys.version_info[1]}"
 TAG = sys.implementation.cache_tag
 SO = "vllm/_flashmla_extension_C.abi3.so"
 VERSION_PY = "vllm/_version.py"
@@ -38,10 +37,6 @@ SUMMARIES = {"record", "tree", "bytecode", "shadowing", "startup"}
 def bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A private verification cache for the session (the user's is never touched)."""
     return tmp_path_factory.mktemp("pp1audit-cache")
-
-
-def site(venv: Path) -> Path:
-    return venv / "lib" / PY / "site-packages"
 
 
 @pytest.fixture(scope="session")

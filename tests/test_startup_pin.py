@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, setuptools_site
 from test_record_units import bad, install, record_row, run, wheel_of
 from test_shadowing_hooks import HOOK, starts, venv, with_hack
 
@@ -252,9 +252,7 @@ def test_a_pip_made_venv_has_a_stable_digest_over_its_distutils_hack(vllm_venv: 
     from pp1audit.checks.record import RecordRun
     from pp1audit.treedigest import listing_digest
 
-    bench = vllm_venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    if not (bench / "distutils-precedence.pth").is_file():  # the premise: setuptools' hook, as pip made it
-        pytest.skip("this Python's venv installs no setuptools (3.12 and later)")
+    bench = setuptools_site(vllm_venv)
 
     def once() -> tuple[list[tuple[str, str | None]], str | None]:
         # vLLM's RECORD, as RecordRun reads it: its console script is in the set too.

@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import setuptools_site
 from test_record_units import bad, record_row, run, swap_pyc
 from test_shadowing_hooks import BASE_EXE, HACK, HOOK, PYVER, fake_base, starts, venv, with_hack
 from test_startup_more import MARK, OTHER, cfg_line, runs, with_script
@@ -432,9 +433,7 @@ def test_what_no_import_reaches_or_an_installer_lists_passes(tmp_path: Path) -> 
 def test_a_pip_made_vllm_venv_has_no_finding(vllm_venv: Path) -> None:
     from pp1audit.bytecode import VerifiedCache
 
-    bench = vllm_venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    if not (bench / "distutils-precedence.pth").is_file():  # the expected set names setuptools' hook
-        pytest.skip("this Python's venv installs no setuptools (3.12 and later)")
+    bench = setuptools_site(vllm_venv)  # the expected set names setuptools' hook
 
     rep = shadowing.check_shadowing(shadowing.DirInventory(str(bench)), "vllm", "vllm-0.31.0.dist-info",
                                     VerifiedCache(None), site_dir=str(bench))

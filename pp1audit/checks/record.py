@@ -41,19 +41,13 @@ check that passes, plus one check per problem file:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pp1audit.bytecode import keep_for_bytecode, pyc_name
+from pp1audit.bytecode import VerifiedCache, keep_for_bytecode, pyc_name
 from pp1audit.errors import TargetError
 from pp1audit.hashing import KEEP_FILE, Digest, HashRun, Progress, too_large
 from pp1audit.inventory import FILE, DirInventory, Entry, Inventory, WheelInventory, inventory_for
 from pp1audit.result import Check, Status
 from pp1audit.sitemodel import site_dir_as_given
 from pp1audit.sources import DirectorySource, Source
-
-if TYPE_CHECKING:
-    from pp1audit.bytecode import VerifiedCache
-
 
 KIND = "record"
 
