@@ -252,11 +252,11 @@ def test_a_pip_made_venv_has_a_stable_digest_over_its_distutils_hack(vllm_venv: 
     from pp1audit.checks.record import RecordRun
     from pp1audit.treedigest import listing_digest
 
-    bench = setuptools_site(vllm_venv)
+    where = setuptools_site(vllm_venv)
 
     def once() -> tuple[list[tuple[str, str | None]], str | None]:
         # vLLM's RECORD, as RecordRun reads it: its console script is in the set too.
-        rep = check_shadowing(DirInventory(str(bench)), "vllm", "vllm-0.31.0.dist-info", VerifiedCache(None))
+        rep = check_shadowing(DirInventory(str(where)), "vllm", "vllm-0.31.0.dist-info", VerifiedCache(None))
         files = rep.startup_files()
         return files, listing_digest(files).sha256
 
@@ -265,9 +265,9 @@ def test_a_pip_made_venv_has_a_stable_digest_over_its_distutils_hack(vllm_venv: 
     paths = [p for p, _ in files]
     assert "distutils-precedence.pth" in paths
     assert "_distutils_hack/__init__.py" in paths and "_distutils_hack/override.py" in paths
-    assert dict(files)["_distutils_hack/__init__.py"] == sha(bench / "_distutils_hack" / "__init__.py")
+    assert dict(files)["_distutils_hack/__init__.py"] == sha(where / "_distutils_hack" / "__init__.py")
     assert not any("__pycache__" in p for p in paths)
-    with DirectorySource(bench) as source:  # the pin alone: no bytecode read, nothing written
+    with DirectorySource(where) as source:  # the pin alone: no bytecode read, nothing written
         checks = RecordRun("vllm", source, record=False, startup_sha256=digest,
                            cache=VerifiedCache(None)).checks()
     startup = next(c for c in checks if c.id == "startup")

@@ -433,12 +433,12 @@ def test_what_no_import_reaches_or_an_installer_lists_passes(tmp_path: Path) -> 
 def test_a_pip_made_vllm_venv_has_no_finding(vllm_venv: Path) -> None:
     from pp1audit.bytecode import VerifiedCache
 
-    bench = setuptools_site(vllm_venv)  # the expected set names setuptools' hook
+    where = setuptools_site(vllm_venv)  # the expected set names setuptools' hook
 
-    rep = shadowing.check_shadowing(shadowing.DirInventory(str(bench)), "vllm", "vllm-0.31.0.dist-info",
-                                    VerifiedCache(None), site_dir=str(bench))
+    rep = shadowing.check_shadowing(shadowing.DirInventory(str(where)), "vllm", "vllm-0.31.0.dist-info",
+                                    VerifiedCache(None), site_dir=str(where))
     assert rep.findings == []
-    assert rep.script_dirs == [os.path.realpath(bench / ".." / ".." / ".." / "bin")]
+    assert rep.script_dirs == [os.path.realpath(where / ".." / ".." / ".." / "bin")]
     assert [p for p, _ in rep.startup_files()] == [
         "../../../bin/vllm", "../../../pyvenv.cfg", "_distutils_hack/__init__.py",
         "_distutils_hack/override.py", "distutils-precedence.pth"]

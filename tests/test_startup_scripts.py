@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import replace_file, run_cli
-from test_record_vllm import bytecode_cache, manifest, site, venv_copy  # noqa: F401
+from conftest import replace_file, run_cli, site
+from test_record_vllm import bytecode_cache, manifest, venv_copy  # noqa: F401
 from test_shadowing_hooks import venv
 
 from pp1audit.bytecode import VerifiedCache

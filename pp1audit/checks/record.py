@@ -52,7 +52,9 @@ from pp1audit.sources import DirectorySource, Source
 KIND = "record"
 
 
-def _error(cid: str, message: str, path: str | None = None) -> Check:
+def error_check(cid: str, message: str, path: str | None = None) -> Check:
+    """A check of the family that could not be made (status ``ERROR``): shared by the
+    listing here and the judging in ``record_judge``."""
     return Check(id=cid, kind=KIND, status=Status.ERROR, message=message, path=path)
 
 
@@ -97,7 +99,7 @@ class RecordRun:
         try:
             self.inv = inventory_for(source, package)
         except TargetError as exc:
-            self._early = [_error("record", str(exc))]
+            self._early = [error_check("record", str(exc))]
             return
         self.wheel = self.inv.location if self.inv.kind == "wheel" else None
         self.site_dir = _site_dir(source, self.inv)
@@ -109,14 +111,14 @@ class RecordRun:
             self.run.close()
         except TargetError as exc:  # the package directory leads outside the root
             self.run.cancel()
-            self._early = [_error("record", str(exc), package + "/")]
+            self._early = [error_check("record", str(exc), package + "/")]
             return
         except BaseException:
             self.run.cancel()
             raise
         if not self.files:
             self.run.cancel()
-            self._early = [_error("record", f"no files under {package}/ in the target", package + "/")]
+            self._early = [error_check("record", f"no files under {package}/ in the target", package + "/")]
 
     def _add(self, e: Entry) -> None:
         """Hand a listed entry to the hashing threads, except bytecode nothing will

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache
-from pp1audit.checks.record import KIND, _error
+from pp1audit.checks.record import KIND, error_check
 from pp1audit.entrypoints import (
     ENTRY_POINTS_MAX,
     EntryPointsError,
@@ -239,7 +239,7 @@ def _record_checks(ver: object, record_path: str | None, problem: str | None, pa
     from pp1audit.record import Verification
 
     if problem is not None or not isinstance(ver, Verification):
-        return [_error("record", problem or "RECORD could not be verified", record_path)]
+        return [error_check("record", problem or "RECORD could not be verified", record_path)]
     size = sum(d.size for d in digests.values() if d.sha256 is not None)
     ok = ver.verified
     summary = Check(
@@ -266,7 +266,7 @@ def _tree_check(files: list[Entry], digests: dict[str, Digest], package: str, pi
 
     td = tree_digest(files, digests, package)
     if td.sha256 is None:
-        return _error("tree", f"tree digest not computable: unreadable {', '.join(td.unreadable[:5])}",
+        return error_check("tree", f"tree digest not computable: unreadable {', '.join(td.unreadable[:5])}",
                       package + "/")
     base = f"tree digest over {td.files:,} files under {package}/ (dist-info and __pycache__ excluded)"
     if pin is None:
@@ -303,7 +303,7 @@ def _startup_check(rep: ShadowReport, pin: str | None) -> Check:
     files = rep.startup_files()
     sd = listing_digest(files)
     if sd.sha256 is None:
-        return _error("startup", "startup digest not computable: not read: "
+        return error_check("startup", "startup digest not computable: not read: "
                       + ", ".join(sd.unreadable[:5])
                       + (f" and {len(sd.unreadable) - 5} more" if len(sd.unreadable) > 5 else ""))
     base = f"startup code: {sd.files} file(s), digest {sd.sha256}"
