@@ -133,10 +133,12 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pp1audit import nodespans
 from pp1audit.errors import SourceError
 from pp1audit.facts import Facts, class_hook_use
 from pp1audit.facts.reachability import not_run
 from pp1audit.identnorm import IdentifierError, nfkc_identifiers
+from pp1audit.nodespans import lines_of, span_of, start_of
 from pp1audit.patterns import (
     Hit,
     assign_parts,
@@ -187,8 +189,7 @@ class Outcome:
 
 
 def _lines(node: SgNode) -> tuple[int, int]:
-    r = node.range()
-    return (r.start.line + 1, r.end.line + 1)
+    return lines_of(node)
 
 
 def _span_text(lines: tuple[int, int]) -> str:
@@ -210,9 +211,14 @@ class ParsedFile:
     path: str
     root: SgNode
     lines: list[str]
+    spans: nodespans.Table | None = None
+    """Where its nodes lie, when it has long lines (``nodespans``): answered from here
+    while this parse lives, from its first question (the facts' indexes) on."""
     facts: Facts = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.spans is not None:
+            nodespans.hold(self, self.spans)
         self.facts = Facts(self.root, "\n".join(self.lines))
 
 
@@ -324,7 +330,7 @@ class _Eval:
         extra = [h for h in keyword_hits(region, text, outer, anywhere=self.forbid)
                  if key(h.node) not in seen]
         if extra:
-            hits = sorted([*hits, *extra], key=lambda h: h.node.range().start.index)
+            hits = sorted([*hits, *extra], key=lambda h: start_of(h.node))
         out: list[Hit] = []
         for h in hits:
             why = self.left_out(h.node, region)
@@ -446,12 +452,12 @@ class _Eval:
         in the same pass of the same function; and why the first other candidate does not."""
         region = self.facts.function_of(node, self.scope)
         own = self.facts.owner(node)
-        here = node.range()
+        here_start, here_end = span_of(node)
         out: list[Hit] = []
         why: str | None = None
         for h in self.facts.search(region, rule.pattern.text, b, every_form=False):
-            r = h.node.range()
-            if (r.end.index > here.start.index) if earlier else (r.start.index < here.end.index):
+            their_start, their_end = span_of(h.node)
+            if (their_end > here_start) if earlier else (their_start < here_end):
                 continue
             theirs = self.facts.owner(h.node)
             if theirs is not None and (own is None or key(theirs) != key(own)):
@@ -625,7 +631,7 @@ class Engine:
         if unread is not None:
             return SourceError(path, f"line {unread}: the parser used for rules cannot read this "
                                "code (Python can); not judged")
-        return ParsedFile(path, root, text.split("\n"))
+        return ParsedFile(path, root, text.split("\n"), nodespans.place(root, text))
 
     def outcome(self, inv: Invariant) -> Outcome:
         """Evaluate (once) an invariant against the store's version of its file."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from pp1audit.nodespans import span_of, start_of
 from pp1audit.rules import metavariables
 from pp1audit.syntaxtree import Key, constant_name, key, literal, named_items, unparen
 
@@ -294,7 +295,7 @@ def keyword_hits(region: SgNode, text: str, bound: dict[str, SgNode], *,
         hit = _value_hit(given, pat, bound)
         if hit is not None:
             out.append(Hit(node, hit.caps, hit.multi))
-    out.sort(key=lambda h: h.node.range().start.index)
+    out.sort(key=lambda h: start_of(h.node))
     return out
 
 
@@ -430,8 +431,8 @@ def _argument_span(paren: SgNode) -> _Span | None:
     inner = unparen(paren)
     if key(inner) == key(paren) or inner.kind() in _NOT_BARE:
         return None
-    outer, core = paren.range(), inner.range()
-    return (outer.start.index, core.start.index, core.end.index, outer.end.index)
+    (outer, after), (core, core_end) = span_of(paren), span_of(inner)
+    return (outer, core, core_end, after)
 
 
 @dataclass
@@ -449,10 +450,10 @@ class _FileParens:
 
     def within(self, node: SgNode) -> list[_Span]:
         """The spans that lie inside ``node`` (itself included)."""
-        r = node.range()
-        first = bisect.bisect_left(self.starts, r.start.index)
-        last = bisect.bisect_right(self.starts, r.end.index)
-        return [s for s in self.spans[first:last] if s[3] <= r.end.index]
+        begin, end = span_of(node)
+        first = bisect.bisect_left(self.starts, begin)
+        last = bisect.bisect_right(self.starts, end)
+        return [s for s in self.spans[first:last] if s[3] <= end]
 
 
 _FILES: dict[int, _FileParens] = {}
@@ -496,7 +497,7 @@ def _reparsed(node: SgNode, spans: list[_Span]) -> SgNode | None:
     with it as syntax (``_same``), not by position."""
     from ast_grep_py import SgRoot
 
-    origin = node.range().start.index
+    origin = start_of(node)
     chars = list(node.text())
     for outer_start, core_start, core_end, outer_end in spans:
         for start, end in ((outer_start, core_start), (core_end, outer_end)):

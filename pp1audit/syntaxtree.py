@@ -15,6 +15,8 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from pp1audit.nodespans import lines_of, span_of
+
 if TYPE_CHECKING:  # pragma: no cover
     from ast_grep_py import SgNode
 
@@ -35,12 +37,11 @@ def parse_expression(text: str) -> ast.expr | None:
 
 def key(node: SgNode) -> Key:
     """Identity of a node across the separate ``SgNode`` objects ast-grep hands out."""
-    r = node.range()
-    return (r.start.index, r.end.index, node.kind())
+    return (*span_of(node), node.kind())
 
 
 def line(node: SgNode) -> int:
-    return node.range().start.line + 1
+    return lines_of(node)[0]
 
 
 def short(node: SgNode, limit: int = 60) -> str:
@@ -54,8 +55,8 @@ def short_text(text: str, limit: int = 60) -> str:
 
 
 def within(inner: SgNode, outer: SgNode) -> bool:
-    a, b = inner.range(), outer.range()
-    return b.start.index <= a.start.index and a.end.index <= b.end.index
+    (a, b), (c, d) = span_of(inner), span_of(outer)
+    return c <= a and b <= d
 
 
 def named_items(nodes: Iterable[SgNode]) -> list[SgNode]:

@@ -38,7 +38,7 @@ RUNNER = "class Runner:\n    def sample(self):\n        self.rejection_sampler(1
 
 WALKING = frozenset({"find", "find_all", "matches", "text"})
 """Node methods that walk the node's whole subtree (natively, in one call): they cost its
-size, counted as its length in characters."""
+size, counted as its length in characters. ``range()`` costs the columns it counts."""
 
 
 class Counted:
@@ -54,9 +54,18 @@ class Counted:
             return member
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            out = member(*args, **kwargs)
             self._calls[0] += 1 + (len(self._node.text()) if name in WALKING else 0)
-            return self._wrap(member(*args, **kwargs))
+            if name == "range":  # ast-grep counts both columns from the start of their lines
+                self._calls[0] += out.start.column + out.end.column
+            return self._wrap(out)
         return call
+
+    def __hash__(self) -> int:  # the node's own identity, as the file's table of spans knows it
+        return hash(self._node)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Counted) and self._node == other._node
 
     def _wrap(self, value: Any) -> Any:
         if type(value).__name__ == "SgNode":
@@ -198,6 +207,21 @@ def raising_parts(n: int) -> str:
         "        self.rejection_sampler(1)\n")
 
 
+def one_line(n: int) -> str:
+    """``3n`` statements on one line (minified code), each a binding read by the rule's
+    questions: asking ast-grep where a node lies costs its column, so every question cost
+    the line's length (26 s for 200 KB of ``x = 1; ``, before ``nodespans``). Both sizes
+    are over ``nodespans.LONG_LINE``: under it, ast-grep is asked, at a bounded cost."""
+    return RUNNER + "def f():\n    " + "; ".join(
+        f"x{i} = Runner.sample" for i in range(3 * n)) + "\n"
+
+
+def one_line_call(n: int) -> str:
+    """The matched call with ``10n`` arguments on one line."""
+    return RUNNER.replace("self.rejection_sampler(1)", "self.rejection_sampler(" + ", ".join(
+        f"a{i}" for i in range(10 * n)) + ")")
+
+
 @pytest.mark.parametrize(("make_code", "status"), [
     (guards, Status.PASS), (classes, Status.PASS), (objects, Status.PASS),
     (alias_chain, Status.PASS), (written, Status.FAIL), (stores, Status.PASS),
@@ -205,11 +229,12 @@ def raising_parts(n: int) -> str:
     (star_imports, Status.PASS), (stars_and_classes, Status.PASS), (except_names, Status.FAIL),
     (self_named_instances, Status.PASS), (maybe_walruses, Status.PASS),
     (hook_instances, Status.PASS), (hook_aliases, Status.FAIL), (eval_parameters, Status.PASS),
-    (raising_parts, Status.PASS)],
+    (raising_parts, Status.PASS), (one_line, Status.PASS), (one_line_call, Status.PASS)],
     ids=["guards", "classes", "setattr-on-another-object", "alias-chain", "alias-written",
          "registry-stores", "namespace-names", "local-aliases", "case-captures", "star-imports",
          "star-imports-and-classes", "except-names", "self-named-instances", "maybe-walruses",
-         "set-name-instances", "set-name-aliases", "eval-parameters", "raising-parts"])
+         "set-name-instances", "set-name-aliases", "eval-parameters", "raising-parts", "one-line",
+         "one-line-call"])
 def test_the_work_grows_linearly_with_the_file(make_files: MakeFiles,
                                                monkeypatch: pytest.MonkeyPatch,
                                                make_code: Callable[[int], str],

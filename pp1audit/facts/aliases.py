@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pp1audit.facts.imports import Imports
 from pp1audit.facts.shapes import _DISPLAYS, _NAMES, _SPLATS, _builtin, _dotted, _may_be
+from pp1audit.nodespans import span_of, start_of
 from pp1audit.syntaxtree import (
     ASSIGNING,
     Key,
@@ -226,8 +227,8 @@ class Aliases(Imports):
         is found by bisection (thousands of functions each binding ``C`` ask for theirs)."""
         if self._by_value is None:
             self._by_value = {}
-            for pair in sorted(self._alias_pairs(), key=lambda p: p.where.range().start.index):
-                start = pair.where.range().start.index
+            for pair in sorted(self._alias_pairs(), key=lambda p: start_of(p.where)):
+                start = start_of(pair.where)
                 for k in [*((t, False) for t in pair.mentions), *((t, True) for t in pair.maybe)]:
                     starts, pairs = self._by_value.setdefault(k, ([], []))
                     starts.append(start)
@@ -235,9 +236,9 @@ class Aliases(Imports):
         starts, pairs = self._by_value.get(value, ([], []))
         if scope is None:
             return pairs
-        span = scope.range()
-        return [p for p in pairs[bisect_left(starts, span.start.index):
-                                 bisect_left(starts, span.end.index)] if within(p.where, scope)]
+        first, last = span_of(scope)
+        return [p for p in pairs[bisect_left(starts, first):
+                                 bisect_left(starts, last)] if within(p.where, scope)]
 
 
 def _alias_pair(where: SgNode, target: SgNode, value: SgNode) -> AliasPair | None:

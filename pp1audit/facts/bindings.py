@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pp1audit.facts.reachability import Reachability
 from pp1audit.facts.shapes import _COMPREHENSIONS, _SCOPE_KINDS
+from pp1audit.nodespans import end_of, start_of
 from pp1audit.syntaxtree import (
     Key,
     assigned,
@@ -53,9 +54,9 @@ class _ForceTable:
         self.bindings = bindings
         self.kills = kills
         self.certain = certain
-        self._starts = [b.range().start.index for b in bindings]
-        self._order = sorted(range(len(bindings)), key=lambda i: bindings[i].range().end.index)
-        self._ends = [bindings[i].range().end.index for i in self._order]
+        self._starts = [start_of(b) for b in bindings]
+        self._order = sorted(range(len(bindings)), key=lambda i: end_of(bindings[i]))
+        self._ends = [end_of(bindings[i]) for i in self._order]
         self._by_kill = sorted((end, i) for i, end in enumerate(kills) if end is not None)
         self._added = 0  # bindings swept in, by end
         self._killed = 0  # entries of _by_kill swept out
@@ -109,7 +110,7 @@ class Bindings(Reachability):
             found = [s for s, end in zip(table.bindings, table.kills, strict=True) if end is None]
             found += self._stand_ins(scope, table, None)
             hit = self._final[k] = {key(s): s for s in sorted(
-                found, key=lambda s: s.range().start.index)}
+                found, key=start_of)}
         return hit
 
     def _force_table(self, scope: SgNode, name: str) -> _ForceTable:
@@ -136,7 +137,7 @@ class Bindings(Reachability):
                 kills[i] = min(ends, default=None)
                 parent = stmt.parent()
                 if parent is not None and not self.may_only(stmt, name):
-                    nearest[key(parent)] = stmt.range().end.index
+                    nearest[key(parent)] = end_of(stmt)
                     certain.append((stmt, parent))
             table = self._tables[k] = _ForceTable(found, kills, certain[::-1])
         return table
@@ -156,9 +157,9 @@ class Bindings(Reachability):
         count = len(stars) if place is None else bisect_right(ends, place)
         hidden: list[tuple[int, int]] = []
         for stmt, parent in table.certain:
-            if place is None or stmt.range().end.index <= place:
-                hidden.append((bisect_left(starts, parent.range().start.index),
-                               bisect_left(starts, stmt.range().start.index)))
+            if place is None or end_of(stmt) <= place:
+                hidden.append((bisect_left(starts, start_of(parent)),
+                               bisect_left(starts, start_of(stmt))))
         return [stars[i] for i in _uncovered(hidden, count)]
 
     def _star_index(self, scope: SgNode) -> tuple[list[SgNode], list[int], list[int]]:
@@ -168,8 +169,8 @@ class Bindings(Reachability):
             return [], [], []
         if self._stars is None:
             stars = self._bindings(scope, _ANY_NAME)
-            self._stars = (stars, [s.range().start.index for s in stars],
-                           [s.range().end.index for s in stars])
+            self._stars = (stars, [start_of(s) for s in stars],
+                           [end_of(s) for s in stars])
         return self._stars
 
     def _bindings(self, scope: SgNode, name: str) -> list[SgNode]:
@@ -251,13 +252,13 @@ class Bindings(Reachability):
         after it in a loop that also holds ``at`` (a later pass sees them). Empty: nothing
         in the body binds it before ``at``."""
         table = self._force_table(scope, name)
-        start = at.range().start.index
+        start = start_of(at)
         found = [*table.before(start), *self._stand_ins(scope, table, start)]
         loops = [a for a in at.ancestors() if a.kind() in ("for_statement", "while_statement")
                  and within(a, scope)]
         stars, starts, _ends = self._star_index(scope)
         for loop in loops:
-            end = loop.range().end.index
+            end = end_of(loop)
             later = stars[bisect_left(starts, start):bisect_left(starts, end)]
             found += [s for s in [*table.starting(start, end), *later] if within(s, loop)]
         return list({key(s): s for s in found}.values())

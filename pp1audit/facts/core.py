@@ -11,6 +11,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from pp1audit.facts.shapes import _SCOPE_KINDS, _binds_here
+from pp1audit.nodespans import span_of, start_of
 from pp1audit.syntaxtree import (
     Key,
     key,
@@ -88,11 +89,11 @@ class FactsCore:
             self._names_index = {}
             for ident in self.root.find_all(kind="identifier"):
                 starts, nodes = self._names_index.setdefault(ident.text(), ([], []))
-                starts.append(ident.range().start.index)
+                starts.append(start_of(ident))
                 nodes.append(ident)
         starts, nodes = self._names_index.get(name, ([], []))
-        span = region.range()
-        return nodes[bisect_left(starts, span.start.index):bisect_left(starts, span.end.index)]
+        first, last = span_of(region)
+        return nodes[bisect_left(starts, first):bisect_left(starts, last)]
 
     def _binders(self, region: SgNode, name: str) -> list[SgNode]:
         """Every identifier of ``region`` that binds the variable ``name`` (``_binds_here``),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from pp1audit.facts.runners import CodeRunners
 from pp1audit.facts.shapes import _SPLATS
 from pp1audit.facts.writes import Write, Writes
+from pp1audit.nodespans import end_of, span_of, start_of
 from pp1audit.patterns import Hit, Pat, assign_parts, at, find, parse_pattern
 from pp1audit.syntaxtree import (
     ASSIGNING,
@@ -75,11 +76,11 @@ class Matches(Writes, CodeRunners):
             if not final:
                 continue  # not reachable from the body's start (e.g. dead): judged elsewhere
             if key(stmt) not in final:
-                last = max(final.values(), key=lambda s: s.range().start.index)
+                last = max(final.values(), key=start_of)
                 return (f"`{name}` is bound again at line {line(last)} "
                         f"(`{short(last, 50)}`), which is the binding in force"), []
             after = [s for s in final.values() if self.may_only(s, name) and
-                     s.range().start.index >= stmt.range().end.index]
+                     start_of(s) >= end_of(stmt)]
             if after:
                 return (f"`{name}` may be bound again at line {line(after[0])} "
                         f"(`{short(after[0], 50)}`: {_maybe_how(after[0])}), which may then be "
@@ -150,7 +151,7 @@ class Matches(Writes, CodeRunners):
                 hits += self._assignment_forms(region, target, value, bound)
         seen: set[Key] = set()
         out = []
-        for h in sorted(hits, key=lambda h: h.node.range().start.index):
+        for h in sorted(hits, key=lambda h: start_of(h.node)):
             if key(h.node) not in seen:
                 seen.add(key(h.node))
                 out.append(h)
@@ -193,10 +194,10 @@ class Matches(Writes, CodeRunners):
         bisection in the file's writes, which are in source order."""
         writes = self.attribute_writes()
         if self._write_starts is None:
-            self._write_starts = [w[0].range().start.index for w in writes]
-        span = region.range()
-        return [w for w in writes[bisect_left(self._write_starts, span.start.index):
-                                  bisect_left(self._write_starts, span.end.index)]
+            self._write_starts = [start_of(w[0]) for w in writes]
+        first, last = span_of(region)
+        return [w for w in writes[bisect_left(self._write_starts, first):
+                                  bisect_left(self._write_starts, last)]
                 if within(w[0], region) and not _deletes(w[0]) and not _plain_target(w)]
 
     def may_assign(self, region: SgNode, text: str,
@@ -222,7 +223,7 @@ class Matches(Writes, CodeRunners):
                and (holder.kind() in _SPLATS or at(unparen(holder), objpat, bound) is not None)]
         out += [(n, "exec/eval run code the file does not show")
                 for n in self._runners_in(region)]
-        return sorted(out, key=lambda pair: pair[0].range().start.index)
+        return sorted(out, key=lambda pair: start_of(pair[0]))
 
 
 _DELETING = frozenset({"delattr", "__delattr__", "pop", "popitem", "__delitem__", "clear"})

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pp1audit.facts.imports import Imports
 from pp1audit.facts.shapes import _DISPLAYS, _SCOPE_KINDS, _SPLATS
+from pp1audit.nodespans import end_of, span_of, start_of
 from pp1audit.syntaxtree import (
     Key,
     branches,
@@ -86,7 +87,7 @@ class Reachability(Imports):
         ck = key(child)
         if kind in ("block", "module"):
             stop = self._exit(parent, certain)
-            if stop is None or child.range().start.index < stop.range().end.index:
+            if stop is None or start_of(child) < end_of(stop):
                 return None
             return "after " + self._leaves(stop, certain)
         if kind == "try_statement" and child.kind() == "else_clause":
@@ -326,7 +327,7 @@ class Reachability(Imports):
         text = test.text()
         if "TYPE_CHECKING" not in text:
             return text
-        origin = test.range().start.index
+        origin = start_of(test)
         spans: list[tuple[int, int]] = []
         for ident in test.find_all(kind="identifier"):
             if ident.text() != "TYPE_CHECKING":
@@ -334,8 +335,8 @@ class Reachability(Imports):
             parent = ident.parent()
             node = parent if parent is not None and parent.kind() == "attribute" else ident
             if self._is_type_checking(node):
-                r = node.range()
-                spans.append((r.start.index - origin, r.end.index - origin))
+                first, last = span_of(node)
+                spans.append((first - origin, last - origin))
         for start, end in sorted(spans, reverse=True):
             text = f"{text[:start]}(False){text[end:]}"
         return text
@@ -442,7 +443,7 @@ class Reachability(Imports):
             if kind in _HEADED else None
         if body is None:
             return None
-        return self.source[stmt.range().start.index:body.range().start.index].rstrip()
+        return self.source[start_of(stmt):start_of(body)].rstrip()
 
     def _failing_assert(self, stmt: SgNode) -> bool:
         """``assert False`` / ``assert 0, "…"``: a test that is constant and false."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pp1audit.facts.aliases import Aliases, AliasPair
 from pp1audit.facts.reachability import Reachability
 from pp1audit.facts.shapes import _binds_here, _may_be, _named_only, _namespace_of
+from pp1audit.nodespans import span_of, start_of
 from pp1audit.syntaxtree import (
     Key,
     constant_name,
@@ -53,12 +54,12 @@ class CodeRunners(Aliases, Reachability):
         the file's are found once, and a region's share by bisection."""
         if self._runners is None:
             found = sorted({key(n): n for n in self._all_runners()}.values(),
-                           key=lambda n: n.range().start.index)
-            self._runners = ([n.range().start.index for n in found], found)
+                           key=start_of)
+            self._runners = ([start_of(n) for n in found], found)
         starts, runners = self._runners
-        span = region.range()
-        return [n for n in runners[bisect_left(starts, span.start.index):
-                                   bisect_left(starts, span.end.index)] if within(n, region)]
+        first, last = span_of(region)
+        return [n for n in runners[bisect_left(starts, first):
+                                   bisect_left(starts, last)] if within(n, region)]
 
     def _all_runners(self) -> list[SgNode]:
         """Every place the file uses the builtin ``exec`` / ``eval`` (the call, or the value

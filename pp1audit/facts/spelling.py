@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pp1audit.facts.reachability import Reachability
 from pp1audit.facts.shapes import _COMPREHENSIONS, _SCOPE_KINDS, _SPLATS, _builtin
+from pp1audit.nodespans import end_of, start_of
 from pp1audit.syntaxtree import (
     Key,
     constant_name,
@@ -107,7 +108,7 @@ class Spelling(Reachability):
                 guards = [(parent, _membership(cond, name, "in"))]
             elif kind == "block":
                 guards = [next(((s, c) for end, s, c in self._guards(parent).get(name, [])
-                                if end <= child.range().start.index), (parent, None))]
+                                if end <= start_of(child)), (parent, None))]
             elif kind in _COMPREHENSIONS and inside:
                 clauses = [c for c in parent.children() if c.kind() == "if_clause"]
                 guards = [(c, _membership(t, name, "in")) for c in clauses
@@ -122,7 +123,7 @@ class Spelling(Reachability):
                     if container is not None else None
                 if items is None:
                     continue  # not a restriction the file shows: look further out
-                if any(b.range().start.index > test.range().start.index
+                if any(start_of(b) > start_of(test)
                        for b in self._binders(region, name)):
                     return None
                 values = [v for i in items if (v := constant_name(i)) is not None]
@@ -142,7 +143,7 @@ class Spelling(Reachability):
             for stmt in named_items(block.children()):
                 got = self._refusing(stmt)
                 if got is not None:
-                    hit.setdefault(got[0], []).append((stmt.range().end.index, stmt, got[1]))
+                    hit.setdefault(got[0], []).append((end_of(stmt), stmt, got[1]))
         return hit
 
     def _refusing(self, stmt: SgNode) -> tuple[str, SgNode] | None:
