@@ -10,7 +10,7 @@ more than two minutes at 1 MB (never waited out). So a file with a line over
 ``LONG_LINE`` characters has all its nodes placed once, in one pass over the tree
 and the text, and the answers are read from that table; every other file keeps
 asking ast-grep, whose answer is cheap on a short line (and which then costs no
-memory: the table takes ~100 bytes a node).
+memory: the table takes ~120 bytes a node).
 
 Placing a node: a leaf lies where the text after the previous leaf, past
 whitespace (and, failing that, line continuations), spells it, checked on the

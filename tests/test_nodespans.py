@@ -78,11 +78,12 @@ def test_real_modules_are_placed_as_ast_grep_places_them(vllm_tree: Path) -> Non
 def test_the_hidden_tokens_of_strings_and_format_specs() -> None:
     # Each on one long line: escapes amid a string's plain content (which is no child),
     # raw and byte strings, f-strings with format specs and nested fields, implicit
-    # concatenation, comments, a line continuation, and content starting with spaces.
+    # concatenation, comments, a line continuation, content starting with spaces, and
+    # characters outside the BMP (offsets count code points, as Python's do).
     line = "; ".join([
         r"a = 'x\ty\\n\'z'", r"b = r'\d+\s'", r"c = b'\x00\n'", "d = f'{v:>10.3f} {w!r:^{n}}'",
         "e = f'''  {x:%Y-%m-%d}  '''", "f = 'p' 'q'", r"g = '\N{BULLET} \u00e9'",
-        "h = u'  lead'", "k = f'{a}{{b}}{c:{d}.{e}}'"] * 60)
+        "h = u'  lead'", "k = f'{a}{{b}}{c:{d}.{e}}'", "ñ = '😀é' + f'{ß!s:😀^9}'"] * 60)
     code = (f"{line}\nx = (1 +  # comment\n     2)\ny = 1 + \\\n    2\n"
             "match x:\n    case [1, *rest] if rest:\n        pass\n    case {'k': v}:\n"
             "        pass\n" + line + "  # trailing\n")
