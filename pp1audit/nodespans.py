@@ -27,7 +27,8 @@ gives ast-grep's own offsets (the tests compare them on real files).
 A table lives exactly as long as the file's parse (``hold``): the keys are
 ``hash(node)`` (ast-grep hashes the tree-sitter node's identity), and no other live
 tree can hold a node of the same identity; a node of another tree (a pattern's)
-is simply not found and asked of ast-grep."""
+is simply not found and asked of ast-grep, as are two nodes of the file whose
+hashes are the same (``_AMBIGUOUS``)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,9 @@ _CONTENT = frozenset({"string_content", "format_specifier"})
 placed as a whole, their children inside them."""
 _SHIFT = 32
 _MASK = (1 << _SHIFT) - 1
+_AMBIGUOUS = -1
+"""The entry of a hash two nodes of the file share (SipHash of the node's identity: as
+good as never): both are asked of ast-grep rather than one given the other's place."""
 
 
 class Table:
@@ -98,7 +102,7 @@ def build(root: SgNode, text: str) -> Table:
     cursor = 0
 
     def put(node: SgNode, start: int, end: int) -> None:
-        spans[hash(node)] = start << _SHIFT | end
+        _put(spans, hash(node), start, end)
 
     def asked(node: SgNode) -> tuple[int, int]:
         r = node.range()
@@ -123,8 +127,9 @@ def build(root: SgNode, text: str) -> Table:
     while stack:
         node, kids = stack.pop()
         if kids is not None:  # its children are placed: it spans them, if its length says so
-            first, last = spans[hash(kids[0])] >> _SHIFT, spans[hash(kids[-1])] & _MASK
-            if last - first == len(node.text()):
+            head, tail = spans[hash(kids[0])], spans[hash(kids[-1])]
+            first, last = head >> _SHIFT, tail & _MASK
+            if head != _AMBIGUOUS != tail and last - first == len(node.text()):
                 put(node, first, last)
             else:
                 first, last = asked(node)
@@ -160,8 +165,13 @@ def _place_asked(node: SgNode, spans: dict[int, int]) -> None:
     while todo:
         x = todo.pop()
         r = x.range()
-        spans[hash(x)] = r.start.index << _SHIFT | r.end.index
+        _put(spans, hash(x), r.start.index, r.end.index)
         todo.extend(x.children())
+
+
+def _put(spans: dict[int, int], h: int, start: int, end: int) -> None:
+    """Each node is put once: a hash already there is another node's (``_AMBIGUOUS``)."""
+    spans[h] = _AMBIGUOUS if h in spans else start << _SHIFT | end
 
 
 def _breaks(text: str) -> list[int]:
@@ -175,11 +185,12 @@ def _breaks(text: str) -> list[int]:
 
 
 def _found(node: SgNode) -> tuple[Table, int] | None:
+    """The live table that places ``node``, and its packed span; None: ask ast-grep."""
     h = hash(node)
     for table in _LIVE:
         packed = table.spans.get(h)
         if packed is not None:
-            return table, packed
+            return None if packed == _AMBIGUOUS else (table, packed)
     return None
 
 

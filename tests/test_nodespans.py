@@ -140,3 +140,26 @@ def test_the_table_lives_as_long_as_the_parse(make_files: MakeFiles) -> None:
     del parsed, engine
     gc.collect()
     assert len(nodespans._LIVE) == before
+
+
+def test_a_hash_two_nodes_share_is_asked_of_ast_grep() -> None:
+    """Two nodes of one file with the same hash (never seen: SipHash of the node's
+    identity) both lose their entry: each is asked of ast-grep, neither given the other's
+    place."""
+    text = LONG + "y = 22\n"
+    root = SgRoot(text, "python").root()
+    y = root.children()[-1]
+    spans: dict[int, int] = {}
+    nodespans._put(spans, hash(y), 5, 6)
+    nodespans._put(spans, hash(y), 7, 9)  # another node with that hash
+
+    class Parse:
+        pass
+
+    owner = Parse()
+    nodespans.hold(owner, nodespans.Table(spans, []))
+    r = y.range()
+    assert nodespans.span_of(y) == (r.start.index, r.end.index) == (len(LONG), len(text) - 1)
+    assert nodespans.lines_of(y) == (2, 2)
+    del owner
+    gc.collect()
