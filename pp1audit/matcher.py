@@ -212,8 +212,8 @@ class ParsedFile:
     root: SgNode
     lines: list[str]
     spans: nodespans.Table | None = None
-    """Where its nodes lie, when it has long lines (``nodespans``): answered from here
-    while this parse lives, from its first question (the facts' indexes) on."""
+    """Where its nodes lie, when it has long lines (``nodespans``): held from its first
+    question (the facts' indexes) on, and for as long as this parse lives."""
     facts: Facts = field(init=False)
 
     def __post_init__(self) -> None:

@@ -32,7 +32,9 @@ hashes are the same (``_AMBIGUOUS``)."""
 
 from __future__ import annotations
 
+import itertools
 import weakref
+from array import array
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
@@ -45,13 +47,15 @@ then spends at most ~2 µs counting a column: below what judging a node costs an
 
 _WHITESPACE = frozenset(" \t\f\v\n\r")
 _CONTENT = frozenset({"string_content", "format_specifier"})
-"""Node kinds whose text holds hidden tokens around their children (escape sequences):
-placed as a whole, their children inside them."""
+"""Node kinds whose text holds hidden tokens around their children (escape sequences,
+a format spec's nested fields): placed as a whole, their children inside them."""
 _SHIFT = 32
 _MASK = (1 << _SHIFT) - 1
+_TAG = 64
+"""Where a live entry holds the number of its table (for its file's line breaks)."""
 _AMBIGUOUS = -1
-"""The entry of a hash two nodes of the file share (SipHash of the node's identity: as
-good as never): both are asked of ast-grep rather than one given the other's place."""
+"""The entry of a hash two nodes share (SipHash of the node's identity: as good as
+never): both are asked of ast-grep rather than one given the other's place."""
 
 
 class Table:
@@ -65,8 +69,12 @@ class Table:
         self.breaks = breaks
 
 
-_LIVE: list[Table] = []
-"""Tables of the files whose parse is alive (normally none: no long lines)."""
+_SPANS: dict[int, int] = {}
+"""The entries of every live table in one dict (normally empty: no long lines), each
+tagged with its table's number: one lookup however many files have long lines."""
+_TABLES: dict[int, tuple[list[int], array[int]]] = {}
+"""Live tables by number: their line breaks, and the hashes they entered in ``_SPANS``."""
+_NUMBERS = itertools.count(1)
 
 
 def has_long_line(text: str) -> bool:
@@ -90,26 +98,49 @@ def place(root: SgNode, text: str) -> Table | None:
 
 
 def hold(owner: object, table: Table) -> None:
-    """Answer from ``table`` for as long as ``owner`` (the parse holding its tree) lives."""
-    _LIVE.append(table)
-    weakref.finalize(owner, _LIVE.remove, table)
+    """Answer from ``table`` for as long as ``owner`` (the parse holding its tree) lives.
+    Its entries move into ``_SPANS`` (the table keeps its line breaks); a hash already
+    entered by another live table makes both nodes ``_AMBIGUOUS``."""
+    number = next(_NUMBERS)
+    tag = number << _TAG
+    for h, packed in table.spans.items():
+        _SPANS[h] = _AMBIGUOUS if packed == _AMBIGUOUS or h in _SPANS else tag | packed
+    _TABLES[number] = (table.breaks, array("q", table.spans))
+    table.spans.clear()
+    weakref.finalize(owner, _release, number)
 
 
-def build(root: SgNode, text: str) -> Table:
-    """The table of ``root``'s nodes (see the module's docstring for how they are placed)."""
-    spans: dict[int, int] = {hash(root): len(text)}  # the module: (0, its text's end)
-    n = len(text)
-    cursor = 0
+def _release(number: int) -> None:
+    """Take a table's entries out: its own, and the ambiguous ones among its hashes (the
+    other node of such a hash, in a table still live, is then not found: asked of
+    ast-grep, as it was)."""
+    _breaks, hashes = _TABLES.pop(number)
+    for h in hashes:
+        entry = _SPANS.get(h)
+        if entry is not None and (entry == _AMBIGUOUS or entry >> _TAG == number):
+            del _SPANS[h]
 
-    def put(node: SgNode, start: int, end: int) -> None:
-        _put(spans, hash(node), start, end)
 
-    def asked(node: SgNode) -> tuple[int, int]:
+class _Placer:
+    """One pass over a tree and its text, filling ``spans`` (see the module's docstring)."""
+
+    def __init__(self, text: str, spans: dict[int, int]) -> None:
+        self.text = text
+        self.spans = spans
+
+    def put(self, node: SgNode, start: int, end: int) -> None:
+        """Each node is put once: a hash already there is another node's."""
+        h = hash(node)
+        self.spans[h] = _AMBIGUOUS if h in self.spans else start << _SHIFT | end
+
+    def asked(self, node: SgNode) -> tuple[int, int]:
         r = node.range()
-        put(node, r.start.index, r.end.index)
+        self.put(node, r.start.index, r.end.index)
         return r.start.index, r.end.index
 
-    def locate(leaf: str, i: int) -> int | None:
+    def locate(self, leaf: str, i: int) -> int | None:
+        """Where the leaf spelt ``leaf`` starts, the previous one ending at ``i``."""
+        text, n = self.text, len(self.text)
         if not leaf:
             return None  # zero-width: where tree-sitter put it is not in the text
         if text.startswith(leaf, i):
@@ -122,56 +153,64 @@ def build(root: SgNode, text: str) -> Table:
             i += 2 if text[i] == "\\" else 1
         return i if text.startswith(leaf, i) else None
 
-    stack: list[tuple[SgNode, list[SgNode] | None]] = [
-        (child, None) for child in reversed(root.children())]
-    while stack:
-        node, kids = stack.pop()
-        if kids is not None:  # its children are placed: it spans them, if its length says so
-            head, tail = spans[hash(kids[0])], spans[hash(kids[-1])]
-            first, last = head >> _SHIFT, tail & _MASK
-            if head != _AMBIGUOUS != tail and last - first == len(node.text()):
-                put(node, first, last)
-            else:
-                first, last = asked(node)
-            cursor = last
-            continue
-        kids = node.children()
-        if kids and node.kind() not in _CONTENT:
-            stack.append((node, kids))
-            stack.extend((child, None) for child in reversed(kids))
-            continue
-        own = node.text()
-        at = locate(own, cursor)
-        if at is None:
-            at, cursor = asked(node)
-        else:
-            put(node, at, at + len(own))
-            cursor = at + len(own)
-        inside = 0
-        for child in kids:  # escape sequences, in order, in the content's own text
-            spelt = child.text()
-            j = own.find(spelt, inside) if spelt else -1
-            if j < 0 or child.children():
-                _place_asked(child, spans)
+    def run(self, nodes: list[SgNode], cursor: int) -> None:
+        """Place ``nodes`` (siblings, in order) and their subtrees, the text before the
+        first ending at ``cursor``."""
+        spans = self.spans
+        stack: list[tuple[SgNode, list[SgNode] | None]] = [
+            (node, None) for node in reversed(nodes)]
+        while stack:
+            node, kids = stack.pop()
+            if kids is not None:  # its children are placed: it spans them, if its length says so
+                head, tail = spans[hash(kids[0])], spans[hash(kids[-1])]
+                first, last = head >> _SHIFT, tail & _MASK
+                if head != _AMBIGUOUS != tail and last - first == len(node.text()):
+                    self.put(node, first, last)
+                else:
+                    first, last = self.asked(node)
+                cursor = last
                 continue
-            put(child, at + j, at + j + len(spelt))
-            inside = j + len(spelt)
+            kids = node.children()
+            if kids and node.kind() not in _CONTENT:
+                stack.append((node, kids))
+                stack.extend((child, None) for child in reversed(kids))
+                continue
+            own = node.text()
+            at = self.locate(own, cursor)
+            if at is None:
+                at, cursor = self.asked(node)
+            else:
+                self.put(node, at, at + len(own))
+                cursor = at + len(own)
+            self.inside(own, at, kids)
+
+    def inside(self, own: str, at: int, kids: list[SgNode]) -> None:
+        """The children of a node of ``_CONTENT`` (its text ``own``, at ``at``): each found
+        after the one before in that text, its own subtree (a format spec's nested
+        field) placed from there; one not found is asked of ast-grep."""
+        after = 0
+        for child in kids:
+            spelt = child.text()
+            j = own.find(spelt, after) if spelt else -1
+            if j < 0:
+                start, _end = self.asked(child)
+                grand = child.children()
+                if grand:
+                    self.run(grand, start)
+                continue
+            if child.children():
+                self.run([child], at + j)
+            else:
+                self.put(child, at + j, at + j + len(spelt))
+            after = j + len(spelt)
+
+
+def build(root: SgNode, text: str) -> Table:
+    """The table of ``root``'s nodes (see the module's docstring for how they are placed)."""
+    r = root.range()  # the module: from its first token (asked once)
+    spans: dict[int, int] = {hash(root): r.start.index << _SHIFT | r.end.index}
+    _Placer(text, spans).run(root.children(), 0)
     return Table(spans, _breaks(text))
-
-
-def _place_asked(node: SgNode, spans: dict[int, int]) -> None:
-    """A node and its subtree placed by asking ast-grep: what the text cannot place."""
-    todo = [node]
-    while todo:
-        x = todo.pop()
-        r = x.range()
-        _put(spans, hash(x), r.start.index, r.end.index)
-        todo.extend(x.children())
-
-
-def _put(spans: dict[int, int], h: int, start: int, end: int) -> None:
-    """Each node is put once: a hash already there is another node's (``_AMBIGUOUS``)."""
-    spans[h] = _AMBIGUOUS if h in spans else start << _SHIFT | end
 
 
 def _breaks(text: str) -> list[int]:
@@ -184,43 +223,39 @@ def _breaks(text: str) -> list[int]:
     return out
 
 
-def _found(node: SgNode) -> tuple[Table, int] | None:
-    """The live table that places ``node``, and its packed span; None: ask ast-grep."""
-    h = hash(node)
-    for table in _LIVE:
-        packed = table.spans.get(h)
-        if packed is not None:
-            return None if packed == _AMBIGUOUS else (table, packed)
-    return None
+def _found(node: SgNode) -> int | None:
+    """``node``'s tagged entry in a live table; None: ask ast-grep."""
+    entry = _SPANS.get(hash(node))
+    return None if entry is None or entry == _AMBIGUOUS else entry
 
 
 def span_of(node: SgNode) -> tuple[int, int]:
     """``node``'s start and end, character offsets in its file's text."""
-    if _LIVE and (hit := _found(node)) is not None:
-        return hit[1] >> _SHIFT, hit[1] & _MASK
+    if _SPANS and (entry := _found(node)) is not None:
+        return entry >> _SHIFT & _MASK, entry & _MASK
     r = node.range()
     return r.start.index, r.end.index
 
 
 def start_of(node: SgNode) -> int:
     """``node``'s start offset."""
-    if _LIVE and (hit := _found(node)) is not None:
-        return hit[1] >> _SHIFT
+    if _SPANS and (entry := _found(node)) is not None:
+        return entry >> _SHIFT & _MASK
     return node.range().start.index
 
 
 def end_of(node: SgNode) -> int:
     """``node``'s end offset."""
-    if _LIVE and (hit := _found(node)) is not None:
-        return hit[1] & _MASK
+    if _SPANS and (entry := _found(node)) is not None:
+        return entry & _MASK
     return node.range().end.index
 
 
 def lines_of(node: SgNode) -> tuple[int, int]:
     """The 1-based lines ``node`` starts and ends on (tree-sitter's rows, plus one)."""
-    if _LIVE and (hit := _found(node)) is not None:
-        table, packed = hit
-        return (bisect_left(table.breaks, packed >> _SHIFT) + 1,
-                bisect_left(table.breaks, packed & _MASK) + 1)
+    if _SPANS and (entry := _found(node)) is not None:
+        breaks = _TABLES[entry >> _TAG][0]
+        return (bisect_left(breaks, entry >> _SHIFT & _MASK) + 1,
+                bisect_left(breaks, entry & _MASK) + 1)
     r = node.range()
     return r.start.line + 1, r.end.line + 1

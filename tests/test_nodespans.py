@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from ast_grep_py import SgNode, SgRoot
 from test_invariants_rules import MakeFiles, one
+from test_invariants_scaling import Counted
 
 from pp1audit import nodespans
 from pp1audit.matcher import Engine
@@ -91,6 +92,34 @@ def test_the_hidden_tokens_of_strings_and_format_specs() -> None:
     assert disagreements(code) == []
 
 
+def test_a_module_starting_after_blank_lines_and_comments() -> None:
+    # The module starts at its first token (ast-grep's own answer), not at offset 0.
+    assert disagreements("\n   \n# lead\n" + LONG + "x = 1") == []
+    assert disagreements("\n\n" + LONG + "x = 1\n\n# end\n\n") == []
+
+
+def fields(n: int) -> str:
+    """``n`` f-strings with a nested format field each, on one line (its fields are
+    children of the format spec, whose text holds hidden tokens)."""
+    return LONG + "; ".join("f'{x:>{w}.{p}f}'" for _ in range(n)) + "\n"
+
+
+def test_nested_format_fields_are_placed_in_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted as ``test_invariants_scaling`` counts: each node call one, ``text()`` its
+    length, ``range()`` the columns ast-grep counts. Asking ast-grep for every nested
+    field made 20,000 of them on one line take 20 s."""
+    assert disagreements(fields(50)) == []
+
+    def work(n: int) -> int:
+        calls = [0]
+        text = fields(n)
+        nodespans.build(Counted(SgRoot(text, "python").root(), calls), text)
+        return calls[0]
+
+    small, large = work(500), work(2000)
+    assert large <= 5 * small, (small, large)  # linear: ~4x; quadratic: ~16x
+
+
 def test_short_lines_are_not_tabled() -> None:
     text = "x = 1\n" * 1000 + "y = " + "1" * (nodespans.LONG_LINE - 4) + "\n"
     assert not nodespans.has_long_line(text)
@@ -132,34 +161,47 @@ def test_verdicts_and_lines_on_a_long_line(make_files: MakeFiles, pad: int) -> N
 
 def test_the_table_lives_as_long_as_the_parse(make_files: MakeFiles) -> None:
     gc.collect()
-    before = len(nodespans._LIVE)
+    before = len(nodespans._TABLES)
     root = make_files({"pkg/__init__.py": "", "pkg/mod.py": LONG + "class Runner:\n    pass\n"})
     engine = Engine(FileStore(DirectorySource(root)))
     parsed = engine.parse("pkg/mod.py")
-    assert parsed.spans is not None and len(nodespans._LIVE) == before + 1
+    entries = len(nodespans._SPANS)
+    assert parsed.spans is not None and len(nodespans._TABLES) == before + 1
+    assert entries > 2 * len(LONG) // 7  # every node of the file (3 a statement, at least)
     del parsed, engine
     gc.collect()
-    assert len(nodespans._LIVE) == before
+    assert len(nodespans._TABLES) == before and len(nodespans._SPANS) < entries // 100
 
 
 def test_a_hash_two_nodes_share_is_asked_of_ast_grep() -> None:
-    """Two nodes of one file with the same hash (never seen: SipHash of the node's
-    identity) both lose their entry: each is asked of ast-grep, neither given the other's
-    place."""
+    """Two nodes with the same hash (never seen: SipHash of the node's identity), in one
+    file or in two live tables, both lose their entry: each is asked of ast-grep, neither
+    given the other's place."""
     text = LONG + "y = 22\n"
     root = SgRoot(text, "python").root()
     y = root.children()[-1]
-    spans: dict[int, int] = {}
-    nodespans._put(spans, hash(y), 5, 6)
-    nodespans._put(spans, hash(y), 7, 9)  # another node with that hash
+    r = y.range()
+    truth = ((r.start.index, r.end.index), (2, 2))
+    assert truth[0] == (len(LONG), len(text) - 1)
 
     class Parse:
         pass
 
-    owner = Parse()
-    nodespans.hold(owner, nodespans.Table(spans, []))
-    r = y.range()
-    assert nodespans.span_of(y) == (r.start.index, r.end.index) == (len(LONG), len(text) - 1)
-    assert nodespans.lines_of(y) == (2, 2)
-    del owner
+    spans: dict[int, int] = {}
+    placer = nodespans._Placer(text, spans)
+    placer.put(y, 5, 6)
+    placer.put(y, 7, 9)  # another node of the file with that hash
+    one_file = Parse()
+    nodespans.hold(one_file, nodespans.Table(spans, []))
+    assert (nodespans.span_of(y), nodespans.lines_of(y)) == truth
+    del one_file
     gc.collect()
+
+    first, second = Parse(), Parse()
+    nodespans.hold(first, nodespans.Table({hash(y): 5 << 32 | 6}, []))
+    assert nodespans.span_of(y) == (5, 6)  # what a table says is what is answered
+    nodespans.hold(second, nodespans.Table({hash(y): 7 << 32 | 9}, []))
+    assert (nodespans.span_of(y), nodespans.lines_of(y)) == truth
+    del first, second
+    gc.collect()
+    assert hash(y) not in nodespans._SPANS
