@@ -130,7 +130,7 @@ import json
 import re
 import tokenize
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING
 
 from pp1audit import nodespans
@@ -188,10 +188,6 @@ class Outcome:
     missing_file: bool = False
 
 
-def _lines(node: SgNode) -> tuple[int, int]:
-    return lines_of(node)
-
-
 def _span_text(lines: tuple[int, int]) -> str:
     """``line 7`` / ``lines 7-9`` for messages."""
     a, b = lines
@@ -211,14 +207,14 @@ class ParsedFile:
     path: str
     root: SgNode
     lines: list[str]
-    spans: nodespans.Table | None = None
+    spans: InitVar[nodespans.Table | None] = None
     """Where its nodes lie, when it has long lines (``nodespans``): held from its first
     question (the facts' indexes) on, and for as long as this parse lives."""
     facts: Facts = field(init=False)
 
-    def __post_init__(self) -> None:
-        if self.spans is not None:
-            nodespans.hold(self, self.spans)
+    def __post_init__(self, spans: nodespans.Table | None) -> None:
+        if spans is not None:
+            nodespans.hold(self, spans)
         self.facts = Facts(self.root, "\n".join(self.lines))
 
 
@@ -362,7 +358,7 @@ class _Eval:
 
     def skip(self, node: SgNode, why: str) -> None:
         """Remember a match left out (``skipped``): the first few, once each."""
-        said = f"`{short(node, 40)}` found at {_span_text(_lines(node))}, but {why}"
+        said = f"`{short(node, 40)}` found at {_span_text(lines_of(node))}, but {why}"
         if said not in self.skipped and len(self.skipped) < 3:
             self.skipped.append(said)
 
@@ -418,7 +414,7 @@ class _Eval:
             if not found:
                 detail = f" ({why})" if why else ""
                 return f"`{said}` does not {'precede' if earlier else 'follow'} it{detail}"
-            where = _span_text(_lines(found[-1 if earlier else 0].node))
+            where = _span_text(lines_of(found[-1 if earlier else 0].node))
             self.notes.append(f"{'after' if earlier else 'before'} `{said}` at {where}")
         if rule.not_ is not None:
             region = self.facts.function_of(node, self.scope)
@@ -470,7 +466,7 @@ class _Eval:
             if fault is None:
                 out.append(h)
             elif why is None:
-                why = f"the one at {_span_text(_lines(h.node))}: {fault}"
+                why = f"the one at {_span_text(lines_of(h.node))}: {fault}"
         return out, why
 
     def guarded(self, node: SgNode, guard: str, b: dict[str, SgNode]) -> bool:
@@ -502,7 +498,7 @@ def _present_as(node: SgNode) -> str:
     """Where a forbidden ``name = value`` is, for a message: a keyword argument of a call
     or class statement (or a ``"name": value`` of a ``**{…}`` passed to one) is said to
     be one, not an assignment."""
-    at = f"at {_span_text(_lines(node))}"
+    at = f"at {_span_text(lines_of(node))}"
     if node.kind() not in ("keyword_argument", "pair"):
         return at
     args = next((a for a in node.ancestors() if a.kind() == "argument_list"), None)
@@ -687,7 +683,7 @@ def _evaluate_in(inv: Invariant, parsed: ParsedFile) -> Outcome:
         if not found:
             first_notes = notes
         found += good
-    lines = _lines(found[0].node)
+    lines = lines_of(found[0].node)
     notes = [*first_notes, *scope_notes]
     if inv.every is not None:
         notes.append(f"every `{inv.every.pattern.short}` satisfies its relations")
@@ -696,7 +692,7 @@ def _evaluate_in(inv: Invariant, parsed: ParsedFile) -> Outcome:
     if len(found) > 1:
         notes.append(f"{len(found)} matches; the first shown")
     detail = f" ({'; '.join(notes)})" if notes else ""
-    spans = tuple(_lines(h.node) for h in found)
+    spans = tuple(lines_of(h.node) for h in found)
     return Outcome(
         HOLDS,
         f"`{inv.rule.pattern.short}` holds {where} at {_span_text(lines)}{detail}",
@@ -879,7 +875,7 @@ def _evaluate_scope(inv: Invariant, facts: Facts, scope: SgNode,
     elsewhere: list[str] = []  # candidates that do not count (nested, unreachable, re-bound)
     hits = facts.search(scope, rule.pattern.text, {}, every_form=False)
     for h in hits:
-        at = f"`{rule.pattern.short}` at {_span_text(_lines(h.node))}"
+        at = f"`{rule.pattern.short}` at {_span_text(lines_of(h.node))}"
         owner = facts.owner(h.node)
         if inv.scope and not facts.owned_by(h.node, scope):
             inside = f"inside `{_describe(owner)}` at line {line(owner)}" if owner is not None \
@@ -910,7 +906,7 @@ def _evaluate_scope(inv: Invariant, facts: Facts, scope: SgNode,
     for h, _, others in good:
         for other in others:
             if key(other) not in holding:
-                return (f"`{rule.pattern.short}` holds at {_span_text(_lines(h.node))}, but "
+                return (f"`{rule.pattern.short}` holds at {_span_text(lines_of(h.node))}, but "
                         f"line {line(other)} (`{short(other, 50)}`) may be the binding in force "
                         "instead (branches that cannot be ordered), and the rule does not hold "
                         "there"), [], []
@@ -968,7 +964,7 @@ def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
             why = _Eval(facts, region).check_relations(hit, rule, {})
             if why is not None:
                 home = _home(region, nearest, any_self, regions)
-                return (f"every: `{rule.pattern.short}` at {_span_text(_lines(hit.node))}"
+                return (f"every: `{rule.pattern.short}` at {_span_text(lines_of(hit.node))}"
                         f"{home}: {why}")
         for made, why in facts.may_assign(region, rule.pattern.text, {}):
             nearest = _nearest_class(made)
@@ -994,7 +990,7 @@ def _none_selected(rule: Rule, where: str, unselected: list[tuple[Hit, str]]) ->
     count = (f"its {len(unselected)} matches are" if len(unselected) > 1
              else "its one match is")
     return (f"every: `{rule.pattern.short}` {where}: {count} left out by its 'where' (the one "
-            f"at {_span_text(_lines(hit.node))}: {why}), and an 'every' rule needs at least "
+            f"at {_span_text(lines_of(hit.node))}: {why}), and an 'every' rule needs at least "
             "one match it selects")
 
 

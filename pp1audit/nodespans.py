@@ -20,9 +20,10 @@ that length is its own text's: the grammar's hidden tokens (a string's plain
 content, a format spec's text, the newline before a ``case`` block) are no
 children, so a node that starts or ends with one is asked of ast-grep instead,
 as is a zero-width node and a leaf not found. The children of ``string_content``
-and ``format_specifier`` (escape sequences, in order) are found in their parent's
-own text. On every node of vLLM 0.31.0's 2,771 modules (8.2 million) the table
-gives ast-grep's own offsets (the tests compare them on real files).
+and ``format_specifier`` (escape sequences, a format spec's nested fields, in order)
+are found in their parent's own text, a nested field's subtree placed from there.
+On every node of vLLM 0.31.0's 2,771 modules (8.2 million) the table gives
+ast-grep's own offsets (the tests compare them on real files).
 
 A table lives exactly as long as the file's parse (``hold``): the keys are
 ``hash(node)`` (ast-grep hashes the tree-sitter node's identity), and no other live
