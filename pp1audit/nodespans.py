@@ -105,10 +105,16 @@ def hold(owner: object, table: Table) -> None:
     number = next(_NUMBERS)
     tag = number << _TAG
     for h, packed in table.spans.items():
-        _SPANS[h] = _AMBIGUOUS if packed == _AMBIGUOUS or h in _SPANS else tag | packed
+        _enter(_SPANS, h, packed if packed == _AMBIGUOUS else tag | packed)
     _TABLES[number] = (table.breaks, array("q", table.spans))
     table.spans.clear()
     weakref.finalize(owner, _release, number)
+
+
+def _enter(entries: dict[int, int], h: int, entry: int) -> None:
+    """Each hash is entered once: one already there is another node's, and neither
+    node keeps a place (``_AMBIGUOUS``)."""
+    entries[h] = _AMBIGUOUS if h in entries else entry
 
 
 def _release(number: int) -> None:
@@ -130,9 +136,7 @@ class _Placer:
         self.spans = spans
 
     def put(self, node: SgNode, start: int, end: int) -> None:
-        """Each node is put once: a hash already there is another node's."""
-        h = hash(node)
-        self.spans[h] = _AMBIGUOUS if h in self.spans else start << _SHIFT | end
+        _enter(self.spans, hash(node), start << _SHIFT | end)
 
     def asked(self, node: SgNode) -> tuple[int, int]:
         r = node.range()
@@ -240,16 +244,12 @@ def span_of(node: SgNode) -> tuple[int, int]:
 
 def start_of(node: SgNode) -> int:
     """``node``'s start offset."""
-    if _SPANS and (entry := _found(node)) is not None:
-        return entry >> _SHIFT & _MASK
-    return node.range().start.index
+    return span_of(node)[0]
 
 
 def end_of(node: SgNode) -> int:
     """``node``'s end offset."""
-    if _SPANS and (entry := _found(node)) is not None:
-        return entry & _MASK
-    return node.range().end.index
+    return span_of(node)[1]
 
 
 def lines_of(node: SgNode) -> tuple[int, int]:

@@ -25,6 +25,10 @@ LONG = "_ = 0; " * (nodespans.LONG_LINE // 7 + 1) + "_ = 1\n"
 """A first line over ``LONG_LINE``: the file's nodes are then placed by its table."""
 
 
+class Owner:
+    """What a table's life follows in these tests (the matcher's is the parse)."""
+
+
 def every_node(root: SgNode) -> list[SgNode]:
     out, todo = [], [root]
     while todo:
@@ -37,14 +41,10 @@ def every_node(root: SgNode) -> list[SgNode]:
 def disagreements(text: str) -> list[str]:
     """Nodes whose span or lines from the file's table differ from ast-grep's (checked on a
     parse that holds the table, as the matcher's does)."""
-
-    class Parse:  # the owner whose life the table follows
-        pass
-
     root = SgRoot(text, "python").root()
     table = nodespans.place(root, text)
     assert table is not None, "no long line: nothing placed"
-    owner = Parse()
+    owner = Owner()
     nodespans.hold(owner, table)
     try:
         bad = []
@@ -104,7 +104,7 @@ def fields(n: int) -> str:
     return LONG + "; ".join("f'{x:>{w}.{p}f}'" for _ in range(n)) + "\n"
 
 
-def test_nested_format_fields_are_placed_in_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nested_format_fields_are_placed_in_linear_work() -> None:
     """Counted as ``test_invariants_scaling`` counts: each node call one, ``text()`` its
     length, ``range()`` the columns ast-grep counts. Asking ast-grep for every nested
     field made 20,000 of them on one line take 20 s."""
@@ -183,24 +183,25 @@ def test_a_hash_two_nodes_share_is_asked_of_ast_grep() -> None:
     r = y.range()
     truth = ((r.start.index, r.end.index), (2, 2))
     assert truth[0] == (len(LONG), len(text) - 1)
-
-    class Parse:
-        pass
-
     spans: dict[int, int] = {}
     placer = nodespans._Placer(text, spans)
     placer.put(y, 5, 6)
     placer.put(y, 7, 9)  # another node of the file with that hash
-    one_file = Parse()
+    one_file = Owner()
     nodespans.hold(one_file, nodespans.Table(spans, []))
     assert (nodespans.span_of(y), nodespans.lines_of(y)) == truth
     del one_file
     gc.collect()
 
-    first, second = Parse(), Parse()
-    nodespans.hold(first, nodespans.Table({hash(y): 5 << 32 | 6}, []))
+    def table_placing_y(start: int, end: int) -> nodespans.Table:
+        entries: dict[int, int] = {}
+        nodespans._Placer(text, entries).put(y, start, end)
+        return nodespans.Table(entries, [])
+
+    first, second = Owner(), Owner()
+    nodespans.hold(first, table_placing_y(5, 6))
     assert nodespans.span_of(y) == (5, 6)  # what a table says is what is answered
-    nodespans.hold(second, nodespans.Table({hash(y): 7 << 32 | 9}, []))
+    nodespans.hold(second, table_placing_y(7, 9))  # another live file, a node of that hash
     assert (nodespans.span_of(y), nodespans.lines_of(y)) == truth
     del first, second
     gc.collect()
