@@ -48,7 +48,7 @@ class AliasPair:
     operand of ``or`` / ``and``, the value of ``:=`` (what an instance alias follows)."""
     mentions: frozenset[str]
     """Every dotted name the value reads whole (``f(Cls)``, ``[Cls][0]``, ``{"k": Cls}``,
-    not ``Cls()`` or ``Cls.x``: ``_mentions``): what a class alias follows."""
+    not ``Cls()`` or ``Cls.x``: ``_WholeReads``): what a class alias follows."""
 
 
 class Aliases(Imports):
@@ -69,20 +69,23 @@ class Aliases(Imports):
         give the class nearest ``where`` (``_nearest_class``): only its methods' ``cls`` and
         ``self`` name it."""
         obj = unparen(obj)
-        selves = {"self", *self._first_parameters(where, cls)}
+
+        def a_self(text: str) -> bool:  # asked last: finding the method walks the ancestors
+            return text == "self" or text in self._first_parameters(where, cls)
+
         if where.kind() == "type_alias_statement":  # `type(self).name = …` (_misread_type_call)
-            return obj.text() in selves | {"cls"}
+            return obj.text() == "cls" or a_self(obj.text())
         if obj.kind() == "identifier":
-            return obj.text() == "cls" or (instance and obj.text() in selves)
+            return obj.text() == "cls" or (instance and a_self(obj.text()))
         if obj.kind() == "attribute":
             inner, attr = obj.field("object"), obj.field("attribute")
             return inner is not None and attr is not None and attr.text() == "__class__" and \
-                unparen(inner).text() in selves
+                a_self(unparen(inner).text())
         if obj.kind() == "call":
             fn, args = obj.field("function"), obj.field("arguments")
             items = named_items(args.children()) if args is not None else []
             return _builtin(fn) == "type" and len(items) == 1 and \
-                items[0].text() in selves | {"cls"}
+                (items[0].text() == "cls" or a_self(items[0].text()))
         return False
 
     def _first_parameters(self, node: SgNode, cls: SgNode) -> set[str]:
@@ -205,8 +208,9 @@ class Aliases(Imports):
                 if name is not None and value is not None and body is not None:
                     found.append((body, name, value))
             self._bindings_made = found
+            reads = _WholeReads(self.root)
             self._pairs = [p for where, target, value in found
-                           if (p := _alias_pair(where, target, value)) is not None]
+                           if (p := _alias_pair(where, target, value, reads)) is not None]
         return self._pairs
 
     def _pairs_in_class(self) -> dict[Key, list[AliasPair]]:
@@ -241,7 +245,8 @@ class Aliases(Imports):
                                  bisect_left(starts, last)] if within(p.where, scope)]
 
 
-def _alias_pair(where: SgNode, target: SgNode, value: SgNode) -> AliasPair | None:
+def _alias_pair(where: SgNode, target: SgNode, value: SgNode,
+                reads: _WholeReads) -> AliasPair | None:
     """One binding as ``_alias_pairs`` keeps it: its target can be named (a name or a dotted
     name) and its value names something (or may be ``type(self)``)."""
     target = unparen(target)
@@ -249,7 +254,7 @@ def _alias_pair(where: SgNode, target: SgNode, value: SgNode) -> AliasPair | Non
         return None
     maybe = _may_be(value)
     texts = frozenset(t for v in maybe if (t := _dotted(v)) is not None)
-    mentions = texts | _mentions(value)
+    mentions = texts | reads.within(value)
     if not mentions and not any(v.kind() == "call" for v in maybe):
         return None
     return AliasPair(where, target, unparen(value), texts, mentions)
@@ -260,35 +265,47 @@ _DEFAULTED: Any = {"rule": {"any": [{"kind": "default_parameter"},
 """Parameters with a default value: ``C=Cls`` binds ``C`` to it unless the caller passes one."""
 
 
-def _mentions(value: SgNode) -> frozenset[str]:
-    """The dotted names ``value`` reads whole: not a callee (``Cls()`` is what the call
-    returns), nor a ``default_factory=Cls`` (a field's factory: the field holds what calling
-    it returns), not the object of an attribute (``Cls.helper`` is another thing), not an
-    attribute's or a keyword's own name."""
-    out: set[str] = set()
-    seen: set[Key] = set()
-    for node in [unparen(value), *value.find_all(_NAMES)]:
-        if key(node) in seen:
-            continue
-        seen.add(key(node))
-        parent = node.parent()
-        if parent is not None:
-            pk = parent.kind()
-            field = "function" if pk == "call" else "name" if pk == "keyword_argument" else None
-            if pk == "attribute":
-                if any((f := parent.field(n)) is not None and key(f) == key(node)
-                       for n in ("object", "attribute")):
-                    continue
-            elif field is not None and (f := parent.field(field)) is not None and \
-                    key(f) == key(node):
+class _WholeReads:
+    """The dotted names a value reads whole, for every value of the file at once: not a
+    callee (``Cls()`` is what the call returns), nor a ``default_factory=Cls`` (a field's
+    factory: the field holds what calling it returns), not the object of an attribute
+    (``Cls.helper`` is another thing), not an attribute's or a keyword's own name.
+
+    Whether a name is read whole depends on its parent alone, so the file's names are
+    found by one search, in source order, and a value's share by bisection. The names not
+    read whole are found from their parents' fields: asking each name for its parent costs
+    tree-sitter a walk down from the root, and asking each of a file's thousands of values
+    to search itself, then each of its names for its parent, took most of the time spent
+    reading aliases."""
+
+    def __init__(self, root: SgNode) -> None:
+        skip: set[SgNode | None] = set()  # a field a node lacks adds None: harmless
+        for call in root.find_all(kind="call"):
+            skip.add(call.field("function"))
+        for argument in root.find_all(kind="keyword_argument"):
+            name = argument.field("name")
+            skip.add(name)
+            if name is not None and name.text() == "default_factory":
+                skip.add(argument.field("value"))
+        self._starts: list[int] = []
+        self._reads: list[tuple[int, str]] = []  # (end, dotted text), as _starts orders
+        for node in root.find_all(_NAMES):  # an attribute comes before its parts
+            if node.kind() == "attribute":
+                skip.add(node.field("object"))
+                skip.add(node.field("attribute"))
+            if node in skip:
                 continue
-            if pk == "keyword_argument" and (k := parent.field("name")) is not None and \
-                    k.text() == "default_factory":
-                continue
-        text = _dotted(node)
-        if text is not None:
-            out.add(text)
-    return frozenset(out)
+            text = _dotted(node)
+            if text is not None:
+                start, end = span_of(node)
+                self._starts.append(start)
+                self._reads.append((end, text))
+
+    def within(self, value: SgNode) -> frozenset[str]:
+        """The names ``value`` (or a part of it) reads whole."""
+        first, last = span_of(value)
+        return frozenset(text for end, text in self._reads[
+            bisect_left(self._starts, first):bisect_left(self._starts, last)] if end <= last)
 
 
 def _assigned_pairs(node: SgNode) -> Iterator[tuple[SgNode, SgNode]]:
