@@ -125,6 +125,16 @@ class NotAFile(ZipError):
     """The path is no regular file (a FIFO, a device, a directory): never opened for reading."""
 
 
+def compressed_bound(member: Member) -> int:
+    """The most compressed bytes a member of its declared size can hold: stored data is
+    its size; deflate's worst case is fixed-Huffman blocks (9 bits for a literal byte,
+    1.125x) or stored blocks (5 bytes per 64 KiB), so 1.125x plus a KiB is a bound no
+    real encoder exceeds (zlib's own ``deflateBound`` is below it)."""
+    if member.method == 0:
+        return member.size
+    return member.size + (member.size + 7) // 8 + 1024
+
+
 @dataclass(frozen=True)
 class Member:
     """What is needed to read one member and to judge its type."""
@@ -399,6 +409,12 @@ class ZipIndex:
             raise ZipError("encrypted member")
         if member.method not in (0, 8):
             raise ZipError(f"unsupported compression method {member.method}")
+        if member.compressed_size > compressed_bound(member):
+            # Refused before a byte is read: ``read`` takes the compressed range whole,
+            # and a few-KB sparse wheel can declare gigabytes of it for a 6-byte file.
+            raise ZipError(f"compressed size {member.compressed_size} is more than "
+                           f"{'stored' if member.method == 0 else 'deflated'} data of "
+                           f"{member.size} bytes can take")
         fh = self._fh
         fh.seek(member.header_offset)
         header = fh.read(_LOCAL.size)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import random
 import re
 import shutil
 import struct
@@ -402,3 +403,91 @@ def test_a_fifo_in_place_of_the_archive_is_refused_without_waiting(tmp_path: Pat
         t.join(10)
         pytest.fail("ZipIndex blocked opening a FIFO")
     assert isinstance(outcome[0], ZipError) and str(outcome[0]) == "not a regular file; not opened"
+
+
+def _sparse_wheel(path: Path, method: int, declared: int) -> Path:
+    """One member, ``pkg/__init__.py`` (6 bytes), whose headers declare ``declared``
+    compressed bytes: the archive's central directory sits past a sparse hole, so the
+    file is a few KB on disk whatever it declares (a hostile wheel's shape)."""
+    data = b"x = 1\n"
+    body = zlib_raw(data) if method == 8 else data
+    name = b"pkg/__init__.py"
+    crc = zlib_crc(data)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, method, 0, 0, crc,
+                            declared, len(data), len(name), 0) + name + body)
+        cd_at = 30 + len(name) + declared
+        f.seek(cd_at)
+        cen = struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, method, 0, 0, crc,
+                          declared, len(data), len(name), 0, 0, 0, 0, 0o100644 << 16, 0) + name
+        f.write(cen + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 1, 1, len(cen), cd_at, 0))
+    return path
+
+
+def zlib_raw(data: bytes) -> bytes:
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return c.compress(data) + c.flush()
+
+
+def zlib_crc(data: bytes) -> int:
+    import zlib
+
+    return zlib.crc32(data)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_compressed_size_no_member_of_its_size_can_take_is_refused_unread(
+        tmp_path: Path, method: int) -> None:
+    """``read`` takes the compressed range whole: 3 GB declared for a 6-byte file would
+    be 3 GB of memory (seen: 3.9 GB resident for a wheel 8 KB on disk)."""
+    index = ZipIndex(_sparse_wheel(tmp_path / "t.whl", method, 3 << 30))
+    member = index.member("pkg/__init__.py")
+    assert member is not None and member.compressed_size == 3 << 30
+    kind = "stored" if method == 0 else "deflated"
+    words = f"compressed size {3 << 30} is more than {kind} data of 6 bytes can take"
+    with pytest.raises(ZipError, match=words):
+        index.read(member, limit=1 << 20)
+    with pytest.raises(ZipError, match=words):
+        list(index.stream(member))
+    index.close()
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_compressed_size_within_the_bound_is_read(tmp_path: Path, method: int) -> None:
+    """The honest sizes of the same member read as before (the refusal is the bound's)."""
+    honest = 6 if method == 0 else len(zlib_raw(b"x = 1\n"))
+    index = ZipIndex(_sparse_wheel(tmp_path / "t.whl", method, honest))
+    member = index.member("pkg/__init__.py")
+    assert member is not None and index.read(member) == b"x = 1\n"
+    assert b"".join(index.stream(member)) == b"x = 1\n"
+
+
+@pytest.mark.parametrize("level", [0, 1, 6, 9])
+@pytest.mark.parametrize("size", [0, 1, 100, 70_000, 3 << 20])
+def test_the_bound_holds_for_what_real_encoders_write(level: int, size: int) -> None:
+    """Incompressible data, each zlib level (0 writes stored blocks) and zlib-ng: never
+    over the bound, so no real wheel is refused."""
+    import zlib
+
+    data = random.Random(size).randbytes(size)
+    for lib in (zlib, zipindex.codec()[0]):
+        c = lib.compressobj(level, zlib.DEFLATED, -15)
+        packed = c.compress(data) + c.flush()
+        member = zipindex.Member("m", 8, 0, len(packed), size, 0, 0, 0)
+        assert len(packed) <= zipindex.compressed_bound(member), (lib, level, size)
+
+
+def test_check_of_a_wheel_declaring_gigabytes_is_an_error_check_at_once(tmp_path: Path) -> None:
+    wheel = _sparse_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", 0, 3 << 30)
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("pp1audit: 1\ntarget:\n  package: pkg\nfiles:\n"
+                        f"  pkg/__init__.py: {hashlib.sha256(b'x = 1').hexdigest()}\n")
+    proc = run_cli("check", str(wheel), "-m", str(manifest), "--format", "json", timeout=20)
+    assert proc.returncode == 1, proc.stderr
+    import json
+
+    (check,) = [c for c in json.loads(proc.stdout)["checks"] if c["kind"] == "file"]
+    assert check["status"] == "error"
+    assert "is more than stored data of 6 bytes can take" in check["message"], check
