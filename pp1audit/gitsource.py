@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pp1audit.errors import MissingFile, Pp1Error, SourceError, TargetError
-from pp1audit.safeio import NotRegular, TooLarge, open_regular, read_regular
+from pp1audit.safeio import NotRegular, TooLarge, open_regular, read_regular, realpath
 from pp1audit.sources import MAX_READ, Source, kind_of_mode, too_large
 
 SHALLOW_MAX = 64 << 20
@@ -51,6 +51,17 @@ class CloneError(Pp1Error):
 class ObjectMismatch(CloneError):
     """An object whose bytes do not hash to the id that named it: the object store
     was damaged or altered, so nothing read through it can be judged."""
+
+
+class ObjectTooLarge(ObjectMismatch):
+    """An object whose header declares more bytes than its kind may take: not read, and
+    so judged like a mismatch (nothing read through it). A 13 MB loose object can
+    claim 3 GB; reading it whole held 5.9 GB resident before its hash was refused."""
+
+
+OBJECT_LIMITS = {"blob": MAX_READ, "tree": 64 << 20, "commit": 64 << 20}
+"""The most bytes read whole for each kind: a blob as a file of a directory; a tree or a
+commit far over any real one (a tree of 100,000 entries is about 5 MB)."""
 
 
 def _import_git(origin: str) -> Any:
@@ -256,14 +267,22 @@ class Clone:
             return False
         return bool(kind == "commit")
 
-    def read_object(self, sha: str, kind: str) -> bytes:
+    def read_object(self, sha: str, kind: str, size: int | None = None) -> bytes:
         """The bytes of object ``sha``, checked to hash to ``sha`` as a ``kind``.
 
         ``ObjectMismatch`` when they do not (an object file rewritten in place, a
         bad pack entry: git's ``cat-file`` returns such bytes unchecked); any other
         exception when git cannot give the object at all (``unreadable`` names it).
         Loose and packed objects alike: the check is on the bytes git returns.
+        ``ObjectTooLarge`` before anything is read when the header declares more than
+        ``OBJECT_LIMITS`` allows (``size``: the header's size, when already asked).
         """
+        if size is None:
+            size = self.object_size(sha)
+        limit = OBJECT_LIMITS[kind]
+        if size > limit:
+            raise ObjectTooLarge(f"{kind} {sha[:12]} in {self.shown} declares {size:,} bytes, "
+                                 f"over the {limit >> 20} MiB read whole for a {kind}: not read")
         got = self.repo.odb.stream(bytes.fromhex(sha))
         data: bytes = got.read()
         actual_kind = got.type.decode("ascii", "replace")
@@ -300,7 +319,7 @@ class Clone:
                              (self.repo.working_tree_dir, self.placeholder),
                              (self.path, self.placeholder)):
             if where is not None:
-                for form in (os.path.abspath(where), os.path.realpath(where)):
+                for form in (os.path.abspath(where), realpath(where)):
                     if form != os.sep:
                         pairs.add((form, shown))
         return sorted(pairs, key=lambda p: (-len(p[0]), p))
@@ -345,8 +364,8 @@ class Clone:
             self._trees[sha] = hit
         return hit
 
-    def blob_size(self, sha: str) -> int:
-        """A blob's size from its header alone (before deciding to read it)."""
+    def object_size(self, sha: str) -> int:
+        """An object's size from its header alone (before deciding to read it)."""
         return int(self.repo.odb.info(bytes.fromhex(sha)).size)
 
     def _refs(self) -> frozenset[str]:
@@ -764,13 +783,13 @@ class GitSource(Source):
     def read(self, path: str) -> bytes:
         blob = self._entry(path).hexsha
         try:
-            size = self.clone.blob_size(blob)  # the header only: nothing is loaded yet
+            size = self.clone.object_size(blob)  # the header only: nothing is loaded yet
         except Exception as exc:
             raise self.clone.unreadable(path, "blob", blob, exc) from None
         if size > MAX_READ:  # as for a file of a directory: an error, never exhausted memory
             raise SourceError(path, too_large(size))
         try:
-            return self.clone.read_object(blob, "blob")
+            return self.clone.read_object(blob, "blob", size)
         except ObjectMismatch as exc:
             raise SourceError(path, f"cannot be trusted: {exc}") from None
         except Exception as exc:

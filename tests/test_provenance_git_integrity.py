@@ -207,6 +207,60 @@ def test_a_commit_rewritten_to_name_another_tree_is_an_error(
     assert checks["lane-greedy"]["message"] == commit["message"]
 
 
+def declare_huge(repo: Path, sha: str, kind: str, declared: int) -> None:
+    """The loose object of ``sha`` replaced by a header declaring ``declared`` bytes and
+    a megabyte of zeros: a small file whose every reader that trusts the header would
+    hold gigabytes (seen: 5.9 GB resident for a 13 MB object claiming 3 GB)."""
+    path = loose(repo, sha)
+    path.unlink()
+    path.write_bytes(zlib.compress(b"%s %d\0" % (kind.encode(), declared) + bytes(1 << 20)))
+
+
+def test_a_commit_declaring_gigabytes_is_an_error_unread(
+    lane: Lane, tree: Path, tmp_path: Path
+) -> None:
+    declare_huge(lane.path, lane.third, "commit", 3_000_000_000)
+    assert "3000000000" in subprocess.run(  # git takes the header at its word
+        ["git", "-C", str(lane.path), "cat-file", "-s", lane.third],
+        capture_output=True, text=True, check=True).stdout
+    m = tmp_path / "m.yaml"
+    m.write_text(manifest(lane.third))
+    proc = run_cli("check", str(tree), "-m", str(m), "--format", "json",
+                   "--repo", f"lane={lane.path}", timeout=30)
+    assert proc.returncode == 1, proc.stderr
+    checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+    commit = checks["lane:commit"]
+    assert commit["status"] == "error"
+    assert commit["message"] == (f"commit {lane.third[:12]} in the lane clone declares "
+                                 "3,000,000,000 bytes, over the 64 MiB read whole for a "
+                                 "commit: not read"), commit
+    assert checks["lane-greedy"]["status"] == "error"
+
+
+@pytest.mark.parametrize("kind", ["tree", "blob"])
+def test_a_tree_or_blob_declaring_gigabytes_is_an_error_unread(
+    lane: Lane, tree: Path, tmp_path: Path, kind: str
+) -> None:
+    sha = blob_of(lane.path, lane.third, "pkg" if kind == "tree" else MOD)
+    declare_huge(lane.path, sha, kind, 3_000_000_000)
+    m = tmp_path / "m.yaml"
+    m.write_text(manifest(lane.third))
+    proc = run_cli("check", str(tree), "-m", str(m), "--format", "json",
+                   "--repo", f"lane={lane.path}", timeout=30)
+    assert proc.returncode == 1, proc.stderr
+    checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["lane:commit"]["status"] == "pass"  # the commit itself is intact
+    for cid in ("lane-fixed", "lane-greedy"):
+        assert checks[cid]["status"] == "error", checks[cid]
+        if kind == "tree":
+            assert checks[cid]["message"] == (
+                f"{MOD} cannot be trusted: tree {sha[:12]} in the lane clone declares "
+                "3,000,000,000 bytes, over the 64 MiB read whole for a tree: not read")
+        else:  # a blob is a file of the commit: too large, as a file of a directory is
+            assert checks[cid]["message"].startswith(
+                f"{MOD} is too large to read whole (3,000,000,000 bytes; "), checks[cid]
+
+
 def _patch_packed_blob(repo: Path, old: bytes, new: bytes) -> None:
     """Replace a blob's bytes inside a pack written uncompressed (zlib "stored"
     blocks), fixing the zlib checksum so that git inflates it without complaint."""
