@@ -36,6 +36,7 @@ from pathlib import Path
 
 from pp1audit.errors import Pp1Error
 from pp1audit.fdio import write_all
+from pp1audit.safeio import realpath
 
 
 def _mode_for(path: Path) -> int:
@@ -211,7 +212,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     if kind == "stream":
         _write_stream(path, blob)
         return
-    target = Path(os.path.realpath(path)) if os.path.islink(path) else path
+    target = Path(realpath(path)) if os.path.islink(path) else path
     directory = target.parent if str(target.parent) else Path(".")
     mode = _mode_for(target)
     remove_stale_temps(directory, target.name)

@@ -28,6 +28,7 @@ from pp1audit.configfile import config_file
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, EXIT_USAGE, Pp1Error
 from pp1audit.fdio import write_all
 from pp1audit.formats import FORMATS, named_source
+from pp1audit.safeio import realpath
 
 if TYPE_CHECKING:
     from pp1audit.manifest import Manifest
@@ -607,7 +608,7 @@ def _names(m: Manifest, manifest: Path | None, target: Path | None) -> Names:
     def last(path: Path) -> str:
         # The name's bytes as UTF-8 (undecodable ones kept as surrogates): under a C
         # locale the file-system encoding would give `é` as two surrogates.
-        real = os.fsencode(os.path.realpath(path)).decode("utf-8", "surrogateescape")
+        real = os.fsencode(realpath(path)).decode("utf-8", "surrogateescape")
         return os.path.basename(real) or real  # "/" has no last component
 
     return Names(default_manifest_path().name if manifest is None else last(manifest),

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from pp1audit.errors import TargetError
-from pp1audit.safeio import Elsewhere, check_place, is_within
+from pp1audit.safeio import Elsewhere, check_place, fd_path, is_within, realpath
 from pp1audit.sources import DEVICE as DEVICE  # the type names live with the sources
 from pp1audit.sources import DIR as DIR
 from pp1audit.sources import FIFO as FIFO
@@ -239,7 +239,7 @@ class DirInventory(Inventory):
     kind = "directory"
 
     def __init__(self, root: str) -> None:
-        self.root = os.path.realpath(root)
+        self.root = realpath(root)
         self.location = root
 
     def _os(self, path: str) -> str:
@@ -287,7 +287,7 @@ class DirInventory(Inventory):
         while the run goes on is never listed or read through, whether or not
         ``/proc`` can say where a descriptor leads."""
         start = self._os(top)
-        real = os.path.realpath(start)
+        real = realpath(start)
         if not is_within(real, self.root):
             raise TargetError(f"{top.rstrip('/')}/ resolves outside the target root ({real}): "
                               "symlink escape, not audited")
@@ -462,7 +462,7 @@ class DirInventory(Inventory):
         """Why a directory no longer the one listed is not listed (or, the top, not
         audited): where its path leads now when that is outside the root (resolved
         for the wording only: nothing is opened there), else that it was replaced."""
-        where = os.path.realpath(path)
+        where = realpath(path)
         return elsewhere(None if is_within(where, self.root) else where, undone)
 
     def _list(self, fd: int, real_dir: str, prefix: str, add: Callable[[Entry], None]) -> list[
@@ -581,11 +581,47 @@ class DirInventory(Inventory):
         path leads when outside the root (the escape's wording, resolved for it
         only), else that the links loop (or changed while resolved): not followed."""
         parent, name = os.path.split(real)
-        where = f"{os.path.realpath(parent)}/{name}"
+        where = f"{realpath(parent)}/{name}"
         if not is_within(where, self.root):
             return elsewhere(where)
         return (f"reached through a symbolic link ({rel}/) that loops, or led outside the "
                 "target root while it was resolved: not followed")
+
+    def entry_outside(self, path: str, within: str) -> Entry | None:
+        """The entry at ``path`` outside the root (a RECORD row ``../../../bin/x`` the
+        caller admitted), found only inside the resolved directory ``within``.
+
+        The caller resolved the row's directories once; a directory on the way swapped
+        for a symlink since could take a lookup by path anywhere on the host. So the
+        parent is opened (following links, as Python would) and asked where it leads
+        (``/proc``), and the entry is ``lstat``ed in it: what it names is inside
+        ``within`` or it is an ``UNREADABLE`` entry, never examined; its identity and
+        ``within`` as its root bind the hashing's open to the same file (an identity
+        that changed is judged by where the descriptor leads). Without ``/proc`` the
+        caller's resolution is all there is."""
+        real = self._os(path)
+        parent, name = os.path.split(real)
+        try:
+            fd = os.open(parent, _PIN_FLAGS)
+        except OSError as exc:
+            return _not_examined(path, real, exc)
+        try:
+            where = fd_path(fd)
+            led = None if where is None else os.path.join(where, name)
+            if led is not None and (led == within or not is_within(led, within)):
+                return Entry(path, UNREADABLE, 0, None, real, None,
+                             f"leads outside the installation ({led}) since its directories "
+                             "were resolved: not examined")
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError as exc:
+                return _not_examined(path, real, exc)
+            kind = kind_of_mode(st.st_mode)
+            link = _readlink_at(name, fd) if kind == SYMLINK else None
+        finally:
+            os.close(fd)
+        return Entry(path, kind, st.st_size, int(st.st_mtime), real, link,
+                     ident=(st.st_dev, st.st_ino), root=within)
 
     def _lstat_entry(self, path: str, real: str) -> Entry | None:
         """An entry outside the root (a RECORD row ``../../bin/x`` the caller admitted) or
@@ -713,8 +749,8 @@ def _split_as_given(location: str) -> tuple[str, str]:
             break
         path = os.path.dirname(stripped)
     if os.path.basename(stripped) in ("..", ""):
-        stripped = os.path.realpath(stripped)
-    return os.path.realpath(os.path.dirname(stripped)), os.path.basename(stripped)
+        stripped = realpath(stripped)
+    return realpath(os.path.dirname(stripped)), os.path.basename(stripped)
 
 
 def inventory_for(source: Source, package: str) -> Inventory:

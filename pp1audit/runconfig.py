@@ -38,6 +38,7 @@ from pp1audit.cache import CACHE_ENV, default_cache_dir
 from pp1audit.configfile import config_file
 from pp1audit.errors import Pp1Error
 from pp1audit.fetchpolicy import FetchPolicy
+from pp1audit.safeio import realpath
 
 MAX_TIMEOUT = 3600.0
 """Longest accepted timeout, in seconds: beyond an hour a value is a typo (ms?)."""
@@ -223,7 +224,7 @@ def _merge_repos(base: dict[str, Path], values: tuple[str, ...]) -> tuple[dict[s
 
 
 def _same_path(a: Path, b: Path) -> bool:
-    return a == b or os.path.realpath(a) == os.path.realpath(b)
+    return a == b or realpath(a) == realpath(b)
 
 
 def resolve_options(

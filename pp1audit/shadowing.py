@@ -127,7 +127,7 @@ from pp1audit.record import (
     read_record,
     read_small,
 )
-from pp1audit.safeio import Elsewhere, NotRegular, TooLarge, is_within, open_regular, read_regular
+from pp1audit.safeio import Elsewhere, NotRegular, TooLarge, is_within, open_regular, read_regular, realpath
 from pp1audit.safetext import cut
 from pp1audit.sitemodel import (
     MODULE_SUFFIXES,
@@ -320,7 +320,7 @@ def _startup_os_path(scope: Scope, report: ShadowReport, path: str) -> None:
 
 def _package_dir(inv: Inventory, package: str) -> str | None:
     """The audited package directory with symlinks resolved (directories only)."""
-    return os.path.realpath(os.path.join(inv.root, package)) if isinstance(inv, DirInventory) else None
+    return realpath(os.path.join(inv.root, package)) if isinstance(inv, DirInventory) else None
 
 
 def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) -> None:
@@ -335,7 +335,7 @@ def _path_line(scope: Scope, pth: str, n: int, line: str, report: ShadowReport) 
     # site: os.path.abspath(os.path.join(sitedir, line)), added when it exists
     # (through symlinks). The OS then resolves the symlinks on every import.
     added = os.path.normpath(os.path.join(scope.site_dir or inv.root, line))
-    real = os.path.realpath(added)
+    real = realpath(added)
     head = f"{pth}:{n} adds {added} to sys.path"
     try:
         st = os.stat(real)
@@ -775,7 +775,7 @@ def check_stdlib(root: str, package: str, report: ShadowReport, interp: Interpre
 
 def _customize_note(path: str, report: ShadowReport) -> None:
     """Name a stdlib ``sitecustomize``/``usercustomize``: it runs first, and is not audited."""
-    real = os.path.realpath(path)
+    real = realpath(path)
     link = f" (-> {real})" if real != os.path.abspath(path) and os.path.exists(real) else ""
     report.notes.append(f"{path}{link} in the base interpreter's standard library is imported by site "
                         "at every interpreter start, before any package; not audited here")
@@ -937,8 +937,8 @@ def script_dirs(inv: DirInventory, rows: list[RecordEntry], prefix: str) -> list
     untrusted), and nothing is looked up for it."""
     out: dict[str, ScriptDir] = {}
     for s in script_files(inv, rows, prefix):
-        parent = os.path.realpath(os.path.dirname(s.path))
-        if is_within(parent, os.path.realpath(prefix)):
+        parent = realpath(os.path.dirname(s.path))
+        if is_within(parent, realpath(prefix)):
             out.setdefault(parent, ScriptDir(parent, "../../../bin", s.path))
     return [out[k] for k in sorted(out)]
 
@@ -986,10 +986,10 @@ def check_script_startup(inv: DirInventory, interp: Interpreter, rows: list[Reco
     modules beside the scripts (``check_script_dirs``), so a listed script that
     is also a module (``bin/rst2html.py``) has this token, the same in every venv."""
     given = interp.prefix
-    spellings = {os.fsencode(p) for p in (given, os.path.realpath(given))}
+    spellings = {os.fsencode(p) for p in (given, realpath(given))}
     aliases = _interpreter_aliases(given)
     for s in script_files(inv, rows, given):
-        report.startup[s.shown] = _script_token(s, os.path.realpath(given), spellings, aliases)
+        report.startup[s.shown] = _script_token(s, realpath(given), spellings, aliases)
 
 
 _INTERPRETER_NAMES = re.compile(r"python(3(\.\d+)?)?")
@@ -1032,7 +1032,7 @@ def _script_token(script: ScriptFile, prefix: str, spellings: set[bytes],
     over it, at the open or grown while read, has its size as its token (a pinned
     digest then fails at once, where hashing it could hold the run).
     None when it cannot be read."""
-    bindir = os.path.realpath(os.path.dirname(script.path))
+    bindir = realpath(os.path.dirname(script.path))
     if not is_within(bindir, prefix):
         return None
     binv = DirInventory(bindir)

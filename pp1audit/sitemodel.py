@@ -53,7 +53,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from pp1audit.safeio import NotRegular, TooLarge, read_regular
+from pp1audit.safeio import NotRegular, TooLarge, read_regular, realpath
 
 CFG_MAX = 1 << 20
 """Largest ``pyvenv.cfg`` read (venv writes a few hundred bytes)."""
@@ -80,7 +80,7 @@ def site_dir_as_given(location: str, real_root: str, *, package_given: bool) -> 
     path = os.path.abspath(location)
     if package_given:
         path = os.path.dirname(path)
-    return path if os.path.realpath(path) == real_root else real_root
+    return path if realpath(path) == real_root else real_root
 
 
 class Release(NamedTuple):
@@ -260,7 +260,7 @@ def venv_release(prefix: str, home: str, stdlib: str, version: tuple[int, int] |
         if directory and (exe := running_binary(directory)) is not None:
             return Release(number, f"{exe}, the interpreter running pp1audit")
     mine = os.path.dirname(os.__file__)
-    if home and os.path.isdir(stdlib) and os.path.realpath(stdlib) == os.path.realpath(mine):
+    if home and os.path.isdir(stdlib) and realpath(stdlib) == realpath(mine):
         return Release(number, f"{stdlib}, the standard library of the Python running pp1audit")
     return None
 
@@ -284,7 +284,7 @@ def running_binary(directory: str) -> str | None:
             continue
         if not stat.S_ISREG(st.st_mode):
             continue
-        if os.path.realpath(exe) in _running() or _same_bytes(exe, st.st_size):
+        if realpath(exe) in _running() or _same_bytes(exe, st.st_size):
             return exe
     return None
 
@@ -292,7 +292,7 @@ def running_binary(directory: str) -> str | None:
 @functools.lru_cache(maxsize=1)
 def _running() -> frozenset[str]:
     """The binaries running the audit, links resolved."""
-    return frozenset(os.path.realpath(p) for p in (getattr(sys, "_base_executable", ""), sys.executable) if p)
+    return frozenset(realpath(p) for p in (getattr(sys, "_base_executable", ""), sys.executable) if p)
 
 
 @functools.lru_cache(maxsize=1)
@@ -523,9 +523,9 @@ def base_site_dirs(stdlib: str, root: str) -> list[str]:
                   os.path.join(prefix, "lib", "python3", "dist-packages"),
                   os.path.join(stdlib, "dist-packages")]
     out: list[str] = []
-    seen = {os.path.realpath(root)}
+    seen = {realpath(root)}
     for d in candidates:
-        real = os.path.realpath(d)
+        real = realpath(d)
         if real not in seen and os.path.isdir(real):
             seen.add(real)
             out.append(d)
@@ -539,7 +539,7 @@ def stdlib_dirs(stdlib: str, root: str) -> list[str]:
     zipped standard library before them: ``stdlib_zip``).
     """
     out = [stdlib, os.path.join(stdlib, "lib-dynload")]
-    return [d for d in out if os.path.isdir(d) and os.path.realpath(d) != os.path.realpath(root)]
+    return [d for d in out if os.path.isdir(d) and realpath(d) != realpath(root)]
 
 
 def stdlib_zip(stdlib: str) -> str | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pp1audit.errors import MissingFile, SourceError, TargetError
 from pp1audit.paths import path_problem
-from pp1audit.safeio import Elsewhere, NotRegular, TooLarge, is_within, read_regular
+from pp1audit.safeio import Elsewhere, NotRegular, TooLarge, is_within, read_regular, realpath
 from pp1audit.zipindex import Member, ZipError, ZipIndex, install_name
 
 MAX_READ = 512 << 20
@@ -120,7 +120,7 @@ class DirectorySource(Source):
     kind = "directory"
 
     def __init__(self, base: Path, mount: str | None = None) -> None:
-        self.base = os.path.realpath(base)
+        self.base = realpath(base)
         self.mount = mount
         self.location = str(base)
 
@@ -134,7 +134,7 @@ class DirectorySource(Source):
                 rel = path[len(self.mount) + 1 :]
             else:
                 raise SourceError(path, f"outside the package directory '{self.mount}'")
-        real = os.path.realpath(os.path.join(self.base, rel))
+        real = realpath(os.path.join(self.base, rel))
         if not is_within(real, self.base):
             raise SourceError(path, ESCAPE)
         return real

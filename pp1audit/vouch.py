@@ -41,6 +41,7 @@ from pp1audit.record import (
     read_small,
     verify,
 )
+from pp1audit.safeio import realpath
 from pp1audit.sitemodel import Interpreter, Release, imports_as, module_files
 from pp1audit.treedigest import path_order, token_for
 
@@ -150,9 +151,9 @@ def owners_at(inv: DirInventory, path: str, digest: bytes) -> Owners:
     """Distributions whose RECORD lists the file at OS path ``path``, outside the root
     (a module beside the console scripts, ``../../../bin/x.py``): rows matched by
     the path they resolve to from the root, as ``owners_of`` matches root files."""
-    target, base = os.path.realpath(path), os.path.basename(path)
+    target, base = realpath(path), os.path.basename(path)
     return _owners(inv, base.encode(), lambda row: os.path.basename(row.path) == base and
-                   os.path.realpath(os.path.join(inv.root, row.path)) == target, digest)
+                   realpath(os.path.join(inv.root, row.path)) == target, digest)
 
 
 def _owners(inv: Inventory, needle: bytes, lists: Callable[[RecordEntry], bool], digest: bytes,

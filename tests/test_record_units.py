@@ -29,7 +29,7 @@ import pytest
 
 from pp1audit.checks.record import RecordRun
 from pp1audit.hashing import hash_entries, hash_path
-from pp1audit.inventory import FIFO, DirInventory
+from pp1audit.inventory import FIFO, UNREADABLE, DirInventory
 from pp1audit.progress import for_terminal
 from pp1audit.record import RecordError, parse_record
 from pp1audit.result import Check, Status
@@ -506,6 +506,67 @@ def test_data_files_under_the_installation_prefix_are_verified(tmp_path: Path) -
     changed = bad(run(root))
     assert list(changed) == ["record:../../../share/pkg/data.txt"]
     assert "outside the installation" not in changed["record:../../../share/pkg/data.txt"].message
+
+
+def _outside_layout(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A standard layout whose RECORD lists ``../../../bin/sub/tool`` (inside the
+    prefix, so admitted), and a host directory beside the prefix holding its own
+    ``tool``: (root, ``prefix/bin/sub``, the host directory)."""
+    prefix = tmp_path / "prefix"
+    root = install(prefix / "lib" / "python3.11" / "site-packages")
+    sub = prefix / "bin" / "sub"
+    sub.mkdir(parents=True)
+    (sub / "tool").write_text("#!/bin/sh\n", encoding="utf-8")
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "tool").write_text("host secret\n", encoding="utf-8")
+    rec = root / "pkg-1.0.dist-info" / "RECORD"
+    rec.write_text(rec.read_text() + ",".join(record_row(root, "../../../bin/sub/tool")) + "\n",
+                   encoding="utf-8")
+    return root, sub, host
+
+
+def _swap_for_link(directory: Path, to: Path) -> None:
+    moved = directory.with_name(directory.name + ".moved")
+    directory.rename(moved)
+    directory.symlink_to(to)
+
+
+def test_an_admitted_row_is_examined_only_where_its_directory_leads_now(tmp_path: Path) -> None:
+    """The row's directories were resolved when it was admitted; ``bin/sub`` swapped for
+    a link to a host directory since, the lookup is made in the directory opened and
+    asked where it leads: the host file is never ``lstat``ed, its size never shown."""
+    from pp1audit.checks.record_judge import _installation
+
+    root, sub, host = _outside_layout(tmp_path)
+    inv = DirInventory(str(root))
+    allowed = _installation(inv)
+    before = inv.entry_outside("../../../bin/sub/tool", allowed)
+    assert before is not None and before.kind == "file" and before.root == allowed
+    _swap_for_link(sub, host)
+    after = inv.entry_outside("../../../bin/sub/tool", allowed)
+    assert after is not None and after.kind == UNREADABLE and after.size == 0
+    assert after.error == (f"leads outside the installation ({host.resolve()}/tool) since its "
+                           "directories were resolved: not examined")
+
+
+def test_an_admitted_row_swapped_after_it_was_examined_is_not_hashed(tmp_path: Path) -> None:
+    """The entry holds the identity found inside and the installation as its root: the
+    hashing's open by path, led to the host file by a swap after the lookup, is closed
+    unread (its digest would be a leak of a host file's content)."""
+    from pp1audit.checks.record_judge import _installation
+    from pp1audit.hashing import hash_here
+
+    root, sub, host = _outside_layout(tmp_path)
+    inv = DirInventory(str(root))
+    entry = inv.entry_outside("../../../bin/sub/tool", _installation(inv))
+    assert entry is not None and entry.kind == "file"
+    assert hash_here([entry])[entry.path].sha256 is not None  # unswapped: hashed
+    _swap_for_link(sub, host)
+    got = hash_here([entry])[entry.path]
+    assert got.sha256 is None
+    assert got.error == f"resolves outside the target root ({host.resolve()}/tool): " \
+                        "symlink escape, not read"
 
 
 def test_bytecode_cache_is_used_only_when_no_one_else_can_write_it(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ from pp1audit.record import (
     verify,
 )
 from pp1audit.result import Check, Status
-from pp1audit.safeio import is_within
+from pp1audit.safeio import is_within, realpath
 from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
 from pp1audit.sitemodel import Release
 from pp1audit.sources import installed_path
@@ -105,16 +105,33 @@ def _refused(inv: Inventory, path: str) -> bool:
     if path.startswith("/"):
         return True
     root = inv.root  # already resolved
-    parent = os.path.realpath(os.path.join(root, os.path.dirname(path)))
+    parent = realpath(os.path.join(root, os.path.dirname(path)))
     if is_within(parent, root):
         return False
+    allowed = _installation(inv)
+    real = realpath(os.path.join(inv.root, path))
+    return real == allowed or not is_within(real, allowed)
+
+
+def _installation(inv: DirInventory) -> str:
+    """Where a RECORD row outside the root may lead (``_refused``): the prefix of a
+    ``<prefix>/lib/pythonX.Y/site-packages`` root, else ``bin`` beside the root's
+    grandparent. Asked again when the row is examined (``DirInventory.entry_outside``),
+    so a directory swapped between the two cannot lead the lookup elsewhere."""
+    root = inv.root
     lib = os.path.dirname(os.path.dirname(root))
     prefix = os.path.dirname(lib)
     standard = (os.path.basename(os.path.dirname(root)).startswith("python")
                 and os.path.basename(lib) == "lib" and prefix != os.path.dirname(prefix))
-    allowed = prefix if standard else os.path.join(prefix, "bin")
-    real = os.path.realpath(os.path.join(inv.root, path))
-    return real == allowed or not is_within(real, allowed)
+    return prefix if standard else os.path.join(prefix, "bin")
+
+
+def _examined(inv: Inventory, path: str) -> Entry | None:
+    """The entry of a RECORD row the listing did not find: inside the root as any
+    entry; outside it (a row ``_refused`` admitted) only inside the installation."""
+    if isinstance(inv, DirInventory) and not inv.inside(path):
+        return inv.entry_outside(path, _installation(inv))
+    return inv.entry(path)
 
 
 def _member_escapes(inv: Inventory) -> dict[str, str]:
@@ -192,7 +209,7 @@ def judge(rr: RecordRun) -> list[Check]:
                or (row.path not in by_path and _refused(inv, row.path))}
     for row in rows:
         located[row.path] = None if row.path in refused else (
-            by_path.get(row.path) or inv.entry(row.path))
+            by_path.get(row.path) or _examined(inv, row.path))
     outside = [e for p, e in located.items() if e is not None and p not in by_path]
     # The dist-info files and scripts RECORD lists (a few kB), in this thread
     # while the threads finish the tree; then any rows with another algorithm
