@@ -234,7 +234,7 @@ def _anchor(raw: dict[str, Any] | None) -> Anchor | None:
     )
 
 
-def _invariants(loaded: Loaded, file: str, raw: dict[str, Any]) -> dict[str, Invariant]:
+def _invariants(loaded: Loaded, file: str, raw: dict[str, Any], text: str = "") -> dict[str, Invariant]:
     """Parse ``invariants``; a rule error points at its key (``rules.RuleError``)."""
     if not raw.get("invariants"):
         return {}
@@ -245,8 +245,10 @@ def _invariants(loaded: Loaded, file: str, raw: dict[str, Any]) -> dict[str, Inv
         try:
             out[iid] = parse_invariant(iid, rec)
         except RuleError as exc:
-            raise _fail(loaded, file, ("invariants", iid, *exc.keypath), exc.message,
-                        key=exc.key) from None
+            path = ("invariants", iid, *exc.keypath)
+            hint = (_read_as_text_hint(text, loaded, path, exc.not_text)
+                    if exc.not_text is not None else None)
+            raise _fail(loaded, file, path, hint or exc.message, key=exc.key) from None
     return out
 
 
@@ -547,7 +549,7 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
             return TARGET
         return None if provenance is None else provenance.kind_of(name)
 
-    invariants = _invariants(loaded, file, raw)
+    invariants = _invariants(loaded, file, raw, text)
     for iid, inv in invariants.items():
         if inv.source is not None and kind_of(inv.source) is None:
             raise _fail(loaded, file, ("invariants", iid, "source"),

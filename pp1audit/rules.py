@@ -92,11 +92,15 @@ CONSTRAINT_KEYS = ("has", "contains", "is", "regex", "any", "not")
 class RuleError(Exception):
     """A rule problem found at load time; ``keypath`` is relative to the invariant."""
 
-    def __init__(self, keypath: tuple[str | int, ...], message: str, *, key: bool = False) -> None:
+    def __init__(self, keypath: tuple[str | int, ...], message: str, *, key: bool = False,
+                 not_text: object = None) -> None:
         self.keypath = keypath
         self.message = message
         self.key = key
         """True when the problem is the key itself (point at the key, not its value)."""
+        self.not_text = not_text
+        """The number or boolean YAML made of what belongs there as text (None: not that
+        problem): the manifest can then show what was written, as the schema's errors do."""
         super().__init__(message)
 
 
@@ -531,6 +535,9 @@ def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool) -> Constr
     if "any" in raw and (not isinstance(raw["any"], list) or not raw["any"]):
         raise RuleError((*keypath, "any"), "'any' is a non-empty list of constraints")
     regex = raw.get("regex")
+    if "regex" in raw and not isinstance(regex, str):  # nested (not / any): no schema saw it
+        raise RuleError((*keypath, "regex"), f"a regex is text (RE2 syntax), not {_kind(regex)}",
+                        not_text=regex if isinstance(regex, int | float) else None)
     if regex is not None:
         problem = regex_problem(regex)
         if problem:
@@ -549,7 +556,25 @@ def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool) -> Constr
     )
 
 
+def _kind(value: object) -> str:
+    """What YAML made of a value, for "not text" and "not a mapping" messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "text"
+
+
 def _where(raw: Any, pattern: Pattern, keypath: tuple[str | int, ...]) -> dict[str, Constraint]:
+    if raw is not None and not isinstance(raw, dict):  # a nested rule's: no schema saw it
+        raise RuleError(keypath, "'where' is a mapping of metavariable name -> constraint, "
+                        f"not {_kind(raw)}")
     out: dict[str, Constraint] = {}
     for key, value in (raw or {}).items():
         name = key.lstrip("$")

@@ -320,6 +320,41 @@ def test_a_key_typo_lists_the_valid_keys(invariant: str, words: str) -> None:
         assert "did you mean" not in text
 
 
+# --- 5b. nested constraints and rules, which no schema sees, are typed too --------------
+
+@pytest.mark.parametrize(("where", "words"), [
+    ("{X: {any: [{regex: 5}]}}",
+     "m.yaml:7:31: 5 is read as a number, not as text: quote it ('5') "
+     "(at invariants.r.where.X.any[0].regex)"),
+    ("{X: {not: {regex: true}}}",
+     "m.yaml:7:30: true is read as a boolean, not as text: quote it ('true') "
+     "(at invariants.r.where.X.not.regex)"),
+    ("{X: {not: {not: {regex: 1.50}}}}",
+     "1.50 is read as a number (1.5), not as text: quote it ('1.50') "
+     "(at invariants.r.where.X.not.not.regex)"),
+    ("{X: {any: [{regex: [a]}]}}", "a regex is text (RE2 syntax), not a list "
+     "(at invariants.r.where.X.any[0].regex)"),
+    ("{X: {not: {regex: {a: 1}}}}", "a regex is text (RE2 syntax), not a mapping"),
+    ("{X: {not: {regex: null}}}", "a regex is text (RE2 syntax), not null"),
+])
+def test_a_nested_regex_that_is_not_text_is_refused_where_it_is(where: str, words: str) -> None:
+    """Found by fuzzing: these reached RE2 (or a set) and ended in an internal error."""
+    text = refused(f"file: pkg/mod.py\npattern: g($X)\nwhere: {where}\n")
+    assert words in text, text
+
+
+@pytest.mark.parametrize("relation", ["inside", "has", "follows", "precedes", "not", "every"])
+@pytest.mark.parametrize(("value", "kind"), [("5", "a number"), ("[a]", "a list"),
+                                             ("x", "text"), ("true", "a boolean")])
+def test_a_nested_rules_where_that_is_not_a_mapping_is_refused(relation: str, value: str,
+                                                                kind: str) -> None:
+    text = refused(f"file: pkg/mod.py\npattern: g($X)\n{relation}: {{pattern: f($Y), "
+                   f"where: {value}}}\n")
+    assert text.endswith(f"'where' is a mapping of metavariable name -> constraint, not {kind} "
+                         f"(at invariants.r.{relation}.where)"), text
+    assert text.startswith("m.yaml:7:"), text
+
+
 # --- 6. an unknown version is said in words -------------------------------------------
 
 def test_report_and_diff_say_version_unknown_not_none(make_files: MakeFiles,
