@@ -374,8 +374,14 @@ class Note:
             entry[2] = None
             return True
         if token is None:
-            mapping.yaml_add_eol_comment("#", key, column=0)
-            token = mapping.ca.items[key][2]
+            # Set in the slot itself: ruamel's yaml_add_eol_comment extends slot 3 (the
+            # comment lines before a mapping value's first key) with a token where it
+            # wants a list, a TypeError whenever such lines are there.
+            from ruamel.yaml.tokens import CommentToken
+
+            slot = mapping.ca.items.setdefault(key, [None, None, None, None])
+            slot.extend([None] * (4 - len(slot)))
+            token = slot[2] = CommentToken("#", CommentMark(0))
         token.value = first + nl + rest
         if not kept:
             token.start_mark = CommentMark(0)

@@ -193,6 +193,42 @@ def test_note_in_the_tree_keeps_the_lines_after_the_entry() -> None:
     assert dump(marked, unmark) == text
 
 
+def test_note_on_a_mapping_whose_first_lines_are_comments() -> None:
+    """``i1:`` then a comment line, then its keys: ruamel holds those lines in the slot
+    its own eol-comment call extends with a token (a TypeError: every pin of the
+    shipped manifest that marked ``verify-passes-draft-logits`` ended in an internal
+    error). The mark goes on the key's line, the comment lines stay, and go back."""
+    text = "inv:\n  i1:\n    # about i1\n\n    # more\n    file: a\n  i2:\n    file: b\n"
+
+    def mark(data: object) -> None:
+        assert isinstance(data, dict)
+        assert Note("M", "M: why").apply(data["inv"], "i1")
+
+    marked = dump(text, mark)
+    assert marked == ("inv:\n  i1:  # M: why\n    # about i1\n\n    # more\n    file: a\n"
+                      "  i2:\n    file: b\n")
+
+    def unmark(data: object) -> None:
+        assert isinstance(data, dict)
+        assert Note("M").apply(data["inv"], "i1")
+
+    assert dump(marked, unmark) == text
+
+
+def test_pin_marks_an_invariant_whose_mapping_starts_with_a_comment(
+        make_files: Callable[..., Path], tmp_path: Path) -> None:
+    root = make_files({"pkg/__init__.py": "", "pkg/inv.py": "def f(x):\n    return g(x)\n"})
+    m = tmp_path / "m.yaml"
+    m.write_text("pp1audit: 1\ntarget:\n  package: pkg\ninvariants:\n  i1:\n"
+                 "    # a comment line right after the id\n    file: pkg/inv.py\n"
+                 "    pattern: h($X)\n")
+    out = tmp_path / "out.yaml"
+    assert pin(root, m, out, "--allow-unresolved") == 1
+    assert out.read_text().splitlines()[4:6] == [
+        f"  i1:  # {MARK}: `h($X)` not found in pkg/inv.py",
+        "    # a comment line right after the id"]
+
+
 def test_note_on_a_block_scalar_goes_after_its_header() -> None:
     text = "a:\n  x: |\n    line\n  # after the block\n  y: 1\n"
 
