@@ -336,6 +336,19 @@ def _target_mode(target: Path) -> int:
         raise TargetError(f"{target}: cannot be reached: {exc.strerror or exc}") from None
 
 
+def _wheel_of(target: Path, package: str) -> WheelSource:
+    """The wheel as a source, or ``TargetError`` when it installs no file under
+    ``package/``: as for a directory without the package, nothing of the manifest
+    could be judged there (every pin would "fail" as missing, which says the wrong
+    wheel was given, not that the package changed)."""
+    source = WheelSource(target)
+    if next(source.iter_files(package), None) is None:
+        source.close()
+        raise TargetError(f"{target}: no '{package}' package in this wheel (it installs no "
+                          f"file under {package}/)")
+    return source
+
+
 def open_target(target: Path, package: str) -> Source:
     """Build the source for a target given on the command line.
 
@@ -361,6 +374,6 @@ def open_target(target: Path, package: str) -> Source:
         )
     if stat.S_ISREG(mode):
         if target.suffix == ".whl":
-            return WheelSource(target)
+            return _wheel_of(target, package)
         raise TargetError(f"{target}: not a directory or a .whl file")
     raise TargetError(f"{target}: not a directory or a regular file")

@@ -327,3 +327,41 @@ def test_an_error_naming_an_odd_path_stays_one_line(tmp_path: Path) -> None:
     proc = run_cli("check", str(odd), "-m", str(REPO / "manifests/examples/vllm-0.31.0.yaml"))
     assert proc.returncode == 2
     assert proc.stderr == f"pp1audit: error: {tmp_path}/no\\nsuch\\x1b[2J: no such file or directory\n"
+
+
+@pytest.mark.parametrize("command", [("check",), ("report",), ("pin",), ("show", "pkg/a.py:1")])
+def test_a_target_without_the_package_is_exit_2_for_a_directory_and_a_wheel(
+        tmp_path: Path, command: tuple[str, ...]) -> None:
+    """Nothing could be judged on either (every pin would be "missing"): the wrong target
+    was given. A wheel of another project used to be judged, every check a fail."""
+    import zipfile
+
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(GOOD + "files:\n  pkg/a.py: " + H + "\n")
+    (tmp_path / "site" / "other").mkdir(parents=True)
+    wheel = tmp_path / "other-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("other/__init__.py", "")
+        zf.writestr("pkg.py", "")  # a module named like the package is not the package
+    name, *rest = command
+    for target, words in ((tmp_path / "site", "no 'pkg' package here; give site-packages, the "
+                           "package directory or a .whl file"),
+                          (wheel, "no 'pkg' package in this wheel (it installs no file under "
+                           "pkg/)")):
+        proc = run_cli(name, str(target), *rest, "-m", str(manifest))
+        assert proc.returncode == 2, (target, proc.stdout, proc.stderr)
+        assert proc.stderr == f"pp1audit: error: {target}: {words}\n", proc.stderr
+
+
+def test_a_wheel_installing_the_package_from_its_data_directory_is_judged(tmp_path: Path) -> None:
+    import zipfile
+
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(GOOD + "files:\n  pkg/a.py: "
+                        + hashlib.sha256(b"a = 1\n").hexdigest() + "\n")
+    wheel = tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("pkg-1.0.data/platlib/pkg/a.py", "a = 1\n")
+        zf.writestr("pkg-1.0.data/platlib/pkg/_version.py", "__version__ = '1.0'\n")
+    proc = run_cli("check", str(wheel), "-m", str(manifest), "--format", "json")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
