@@ -583,13 +583,16 @@ def report(
                                                          require_all=require_all), options=options), m)
     text = render(m.raw, result, excerpts=excerpts, names=_names(m, manifest, target))
     gate = EXIT_OPEN if result is None or result.gate_open else EXIT_CLOSED
+    if check_file is None:
+        # Written first: a document that cannot be written is exit 2 with one line, not
+        # a verdict line followed by an error that overrules it.
+        _emit(text, output, utf8=True)
     if result is not None:  # the verdict, open or closed: stdout is the document
         from pp1audit.formats.text_format import summary
 
         _say(f"{target}: {summary(result)}")
     if check_file is not None:  # the document's freshness is the question asked
         return _check_generated(check_file, text)
-    _emit(text, output, utf8=True)
     return gate
 
 
