@@ -36,6 +36,18 @@ if TYPE_CHECKING:
     from pp1audit.result import Check, Result
     from pp1audit.runconfig import ProvenanceOptions
 
+
+class PathParam(click.Path):
+    """``click.Path`` that refuses an empty argument: pathlib reads ``""`` as ``.``, so
+    ``check "$SITE"`` with the variable unset judged the current directory, and
+    ``-o ""`` tried to write to it."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str | bytes) and not value:
+            self.fail("an empty path (an unset shell variable?)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 _DEFAULT_MANIFEST = "(the shipped PP1 manifest)"
 
 def _load_manifest(path: Path | None) -> Manifest:
@@ -314,7 +326,7 @@ class _Seconds(click.FloatRange):
 
 
 manifest_option = click.option(
-    "--manifest", "-m", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    "--manifest", "-m", type=PathParam(path_type=Path, dir_okay=False), default=None,
     help="Manifest YAML (default: the PP1 manifest shipped with pp1audit).",
 )
 
@@ -433,10 +445,10 @@ def provenance_options(fn: Any) -> Any:
     fn = click.option("--max-bytes", type=click.IntRange(min=1), default=None,
                       help="Size cap of a remote pin, downloaded or read from the cache "
                       "(default 32 MiB, or [fetch] max_bytes).")(fn)
-    fn = click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False),
+    fn = click.option("--cache-dir", type=PathParam(path_type=Path, file_okay=False),
                       default=None, help="Remote-pin cache (default: the user cache directory, "
                       "or $PP1AUDIT_CACHE_DIR).")(fn)
-    fn = click.option("--config", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    fn = click.option("--config", type=PathParam(path_type=Path, dir_okay=False), default=None,
                       help="TOML file with [repos], [cache] and [fetch] settings "
                       "(default: ./pp1audit.toml when present).")(fn)
     return click.option("--repo", "repos", multiple=True, metavar="NAME=PATH",
@@ -490,11 +502,11 @@ def fetch(
 
 
 @cli.command()
-@click.argument("target", type=click.Path(path_type=Path))
+@click.argument("target", type=PathParam(path_type=Path))
 @manifest_option
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text",
               show_default=True, help="Output format.")
-@click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
+@click.option("--output", "-o", type=PathParam(path_type=Path, dir_okay=False), default=None,
               help="Write the result to FILE (atomically) instead of stdout.")
 @click.option("--allow-drift", is_flag=True, help="Cited spans found at other lines do not close the gate.")
 @click.option("--require-all", is_flag=True, help="Skipped checks close the gate.")
@@ -540,13 +552,13 @@ def check(
 
 
 @cli.command()
-@click.argument("target", type=click.Path(path_type=Path), required=False)
+@click.argument("target", type=PathParam(path_type=Path), required=False)
 @manifest_option
 @provenance_options
-@click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
+@click.option("--output", "-o", type=PathParam(path_type=Path, dir_okay=False), default=None,
               help="Write the Markdown to FILE (atomically) instead of stdout.")
 @click.option("--excerpts", is_flag=True, help="Add the cited code under each evidence line.")
-@click.option("--check", "check_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+@click.option("--check", "check_file", type=PathParam(path_type=Path, dir_okay=False), default=None,
               help="Exit 1 with a unified diff when FILE differs from what would be generated now.")
 @click.option("--allow-drift", is_flag=True, help="As for check: drift does not close the gate.")
 @click.option("--require-all", is_flag=True, help="As for check: skipped checks close the gate.")

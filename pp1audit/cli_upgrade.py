@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pp1audit.cli import ConfiguredCommand, _emit, provenance_options, tell
+from pp1audit.cli import ConfiguredCommand, PathParam, _emit, provenance_options, tell
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, Pp1Error
 
 if TYPE_CHECKING:
     from pp1audit.manifest import Manifest
 
 _manifest_option = click.option(
-    "--manifest", "-m", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    "--manifest", "-m", type=PathParam(path_type=Path, dir_okay=False), default=None,
     help="Manifest YAML (default: the PP1 manifest shipped with pp1audit).",
 )
 _color_option = click.option(
@@ -71,7 +71,7 @@ def _note(text: str) -> None:
 
 
 @click.command(cls=ConfiguredCommand)
-@click.argument("target", type=click.Path(path_type=Path))
+@click.argument("target", type=PathParam(path_type=Path))
 @click.option("--package", "-p", required=True, help="Package directory name under the target root.")
 @click.option("--cite", "cites", multiple=True, required=True, metavar="[ID=]PATH:A-B",
               help="A span to cite (repeatable); ID defaults to <prefix><file>-<A>-<B>.")
@@ -81,7 +81,7 @@ def _note(text: str) -> None:
 @click.option("--context", type=click.IntRange(0, 20), default=2, show_default=True,
               help="Lines of code quoted before and after each span (anchor prefix/suffix); "
               "blank lines are not counted, as the lines around a top-level def are blank.")
-@click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
+@click.option("--output", "-o", type=PathParam(path_type=Path, dir_okay=False), default=None,
               help="Write the manifest to FILE (atomically) instead of stdout.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 def init(
@@ -122,9 +122,9 @@ def init(
 
 
 @click.command(cls=ConfiguredCommand)
-@click.argument("target", type=click.Path(path_type=Path))
+@click.argument("target", type=PathParam(path_type=Path))
 @_manifest_option
-@click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
+@click.option("--output", "-o", type=PathParam(path_type=Path, dir_okay=False), default=None,
               help="Write the re-pinned manifest to FILE.")
 @click.option("--in-place", is_flag=True, help="Rewrite the manifest itself.")
 @click.option("--allow-unresolved", is_flag=True,
@@ -200,7 +200,7 @@ def pin(
 
 
 @click.command(cls=ConfiguredCommand)
-@click.argument("target", type=click.Path(path_type=Path))
+@click.argument("target", type=PathParam(path_type=Path))
 @click.argument("spec", metavar="(CITATION-ID | PATH:A-B)")
 @_manifest_option
 @click.option("--package", "-p", default=None,
@@ -249,8 +249,8 @@ def show(
 
 
 @click.command("diff", cls=ConfiguredCommand)
-@click.argument("old", type=click.Path(path_type=Path))
-@click.argument("new", type=click.Path(path_type=Path))
+@click.argument("old", type=PathParam(path_type=Path))
+@click.argument("new", type=PathParam(path_type=Path))
 @_manifest_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")

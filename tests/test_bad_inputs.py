@@ -365,3 +365,29 @@ def test_a_wheel_installing_the_package_from_its_data_directory_is_judged(tmp_pa
         zf.writestr("pkg-1.0.data/platlib/pkg/_version.py", "__version__ = '1.0'\n")
     proc = run_cli("check", str(wheel), "-m", str(manifest), "--format", "json")
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
+
+
+@pytest.mark.parametrize(("args", "param", "command"), [
+    (["check", "", "-m", "{m}"], "'TARGET'", "check"),
+    (["check", "{t}", "-m", ""], "'--manifest' / '-m'", "check"),
+    (["check", "{t}", "-m", "{m}", "-o", ""], "'--output' / '-o'", "check"),
+    (["check", "{t}", "-m", "{m}", "--config", ""], "'--config'", "check"),
+    (["check", "{t}", "-m", "{m}", "--cache-dir", ""], "'--cache-dir'", "check"),
+    (["report", "", "-m", "{m}"], "'[TARGET]'", "report"),
+    (["diff", "{t}", "", "-m", "{m}"], "'NEW'", "diff"),
+    (["pin", "", "-m", "{m}"], "'TARGET'", "pin"),
+])
+def test_an_empty_path_is_refused_not_read_as_the_current_directory(
+        tmp_path: Path, make_files: Callable[..., Path], args: list[str], param: str,
+        command: str) -> None:
+    """pathlib reads "" as ".": ``check "$SITE"`` with SITE unset judged the current
+    directory (here one holding the package, so it would have passed)."""
+    tree = make_files({"pkg/__init__.py": "", "pkg/_version.py": "__version__ = '1.0'\n"})
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(GOOD + "  version: '1.0'\n")
+    here = {"PYTHONPATH": str(REPO)}  # this checkout's code, run from the tree
+    assert run_cli("check", ".", "-m", str(manifest), cwd=tree, env=here).returncode == 0
+    proc = run_cli(*(a.format(t=tree, m=manifest) for a in args), cwd=tree, env=here)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"pp1audit: error: Invalid value for {param}: an empty path (an "
+                           f"unset shell variable?) (see 'pp1audit {command} --help')\n")
