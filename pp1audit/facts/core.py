@@ -34,32 +34,21 @@ class FactsCore:
         self._binder_memo: dict[tuple[Key, str], list[SgNode]] = {}
         self._names_index: dict[str, tuple[list[int], list[SgNode]]] | None = None
         self._nearest: dict[Key, SgNode | None] = {}
-        self._owners: dict[Key, SgNode | None] = {}
 
     def owner(self, node: SgNode) -> SgNode | None:
         """The function/lambda/class whose body holds ``node`` (None: module level).
 
         Decorators, defaults and annotations belong to the enclosing scope: they
         run where the definition is, not when it is called.
-
-        Memoised per node: the facts ask again for the same nodes (in the PP1 main job
-        about half of the calls), and each answer walks the ancestors through
-        ast-grep, a foreign call per step.
         """
-        k = key(node)
-        if k in self._owners:
-            return self._owners[k]
-        found: SgNode | None = None
         child = node
         for anc in node.ancestors():
             if anc.kind() in _SCOPE_KINDS:
                 body = anc.field("body")
                 if body is not None and key(body) == key(child):
-                    found = anc
-                    break
+                    return anc
             child = anc
-        self._owners[k] = found
-        return found
+        return None
 
     def owned_by(self, node: SgNode, scope: SgNode) -> bool:
         found = self.owner(node)
