@@ -372,11 +372,12 @@ def home_stdlib(home: str, lib_name: str) -> tuple[str, str]:
     holding the zipped standard library (``lib/python311.zip``) or
     ``lib/pythonX.Y/os.py`` (``.pyc``), and takes its ``lib/pythonX.Y``. So ``home =
     /usr/bin`` is ``/usr/lib/python3.11``, and ``home = /root/.pyenv/versions/3.11.7``
-    (no ``bin``) that prefix's own. One simplification: at ``home``'s parent, where
-    venv's own layout puts it, an existing ``lib/pythonX.Y`` is taken without its
-    landmark (a partial copy is looked into rather than passed over). When nothing
-    is found Python falls back to the prefix compiled into its binary, not known
-    here: ``home``'s parent is taken, and the summary says so."""
+    (no ``bin``) that prefix's own. Landmarks only, as ``getpath``: a
+    ``lib/pythonX.Y`` without one, even at ``home``'s parent where venv's own layout
+    puts it, is passed over (taking it instead let a copy of the package in the
+    standard library Python really uses, further up, go unseen). When nothing is
+    found Python falls back to the prefix compiled into its binary, not known here:
+    ``home``'s parent is taken, and the summary says so."""
     zipped = stdlib_zip(lib_name)
     marks = [os.path.join("lib", lib_name, "os.py"), os.path.join("lib", lib_name, "os.pyc")]
     if zipped:
@@ -385,8 +386,7 @@ def home_stdlib(home: str, lib_name: str) -> tuple[str, str]:
     usual = os.path.dirname(start)
     d = start
     while True:
-        if any(os.path.isfile(os.path.join(d, mark)) for mark in marks) or \
-                (d == usual and os.path.isdir(os.path.join(d, "lib", lib_name))):
+        if any(os.path.isfile(os.path.join(d, mark)) for mark in marks):
             return os.path.join(d, "lib", lib_name), ""
         up = os.path.dirname(d)
         if up == d:

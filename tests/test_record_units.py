@@ -401,6 +401,7 @@ def test_copy_in_a_venvs_base_interpreter_stdlib(tmp_path: Path) -> None:
     base = tmp_path / "base"
     (base / "bin").mkdir(parents=True)
     (base / "lib" / "python3.11").mkdir(parents=True)
+    (base / "lib" / "python3.11" / "os.py").write_text("")  # getpath's landmark
     (base / "lib" / "python3.11" / "pkg.py").write_text("answer = 0\n", encoding="utf-8")
     (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n", encoding="utf-8")
     (venv / "lib" / "python3.11" / "pkg.py").write_text("\n", encoding="utf-8")  # not on a venv's path

@@ -34,6 +34,7 @@ def venv_with_base(tmp_path: Path) -> tuple[Path, Path]:
     root = install(venv / "lib" / PYVER / "site-packages")
     (base / "bin").mkdir(parents=True)
     (base / "lib" / PYVER).mkdir(parents=True)
+    (base / "lib" / PYVER / "os.py").write_text("")  # getpath's landmark: base is the prefix
     (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n", encoding="utf-8")
     return root, base
 
@@ -213,3 +214,23 @@ def test_metadata_files_of_other_projects_pass(tmp_path: Path) -> None:
         (root / other).write_text(PKG_INFO.format(name=other.split("-")[0], version="1"), encoding="utf-8")
     assert [d.version for d in importlib.metadata.distributions(name="pkg", path=[str(root)])] == ["1.0"]
     assert bad(run(root)) == {}
+
+
+def test_the_standard_library_is_found_by_its_landmark_as_getpath_finds_it(tmp_path: Path) -> None:
+    """``home``'s parent holding a ``lib/pythonX.Y`` without ``os.py``: getpath passes
+    over it and takes the one further up, with its landmark. Taking the first one (the
+    simplification this replaced) looked for copies in a directory Python never uses,
+    and a ``pkg`` in the real one passed (shown by an adversarial review with the real
+    interpreter, ``import pkg`` loading it)."""
+    venv, outer = tmp_path / "venv", tmp_path / "outer"
+    root = install(venv / "lib" / PYVER / "site-packages")
+    (outer / "b" / "bin").mkdir(parents=True)
+    (outer / "b" / "lib" / PYVER).mkdir(parents=True)  # no landmark: not the prefix
+    real = outer / "lib" / PYVER
+    (real / "pkg").mkdir(parents=True)
+    (real / "os.py").write_text("")
+    (real / "pkg" / "__init__.py").write_text("evil = True\n")
+    (venv / "pyvenv.cfg").write_text(f"home = {outer / 'b' / 'bin'}\n", encoding="utf-8")
+    checks = run(root)
+    assert set(bad(checks)) == {f"shadow:{real}/pkg"}, bad(checks)
+    assert f"base standard library taken as {real}" in checks["shadowing"].message
