@@ -1266,6 +1266,36 @@ def check_venv_python(interp: Interpreter, report: ShadowReport) -> None:
                 "nothing here audits it", f"shadow:{exe}"))
 
 
+def check_path_override(interp: Interpreter, report: ShadowReport) -> None:
+    """A ``._pth`` file where ``getpath`` looks for one: beside the executable as run
+    (any ``bin/*._pth``: ``python._pth``, ``python3._pth``…) and beside the binary it
+    resolves to (the base interpreter's ``python3.11._pth``). Python 3.11 and later
+    read it on every platform, and its lines *replace* ``sys.path``: the venv's
+    site-packages, its ``.pth`` files and everything this audit models of the path
+    stop deciding what ``import`` loads (shown with ``bin/python._pth`` naming a
+    directory ahead of site-packages: ``import pkg`` ran that copy, and every other
+    check passed). No installer writes one into a venv or a prefix: it fails. Only
+    looked for (``lstat``), never opened: a FIFO there is named, not read."""
+    bindir = os.path.join(interp.prefix, "bin")
+    try:
+        names = sorted(os.listdir(bindir))
+    except (OSError, ValueError):
+        names = []
+    found = [os.path.join(bindir, n) for n in names if n.endswith("._pth")]
+    for name in interpreter_names(interp.version):
+        exe = os.path.join(bindir, name)
+        if os.path.lexists(exe):
+            beside = realpath(exe) + "._pth"
+            if os.path.dirname(beside) != bindir and os.path.lexists(beside):
+                found.append(beside)
+    for path in dict.fromkeys(found):
+        report.findings.append(Shadow(
+            path, f"{path} replaces sys.path at every start of the interpreter beside it (Python 3.11+ "
+            "reads <executable>._pth and takes its lines as the whole path): site-packages, its .pth "
+            "files and this audit's model of the path no longer decide what is imported, and nothing "
+            "here audits what it lists; remove it", f"shadow:{path}"))
+
+
 CFG_DIGEST_KEY = "include-system-site-packages"
 """What ``pyvenv.cfg`` decides about startup that is the same on every host: the
 rest is host paths (``home``, ``executable``, ``command``) and a release line
@@ -1313,6 +1343,7 @@ def check_shadowing(inv: Inventory, package: str, primary: str | None,
         report.notes.extend(interp.notes)
         check_venv_config(interp, site, report)
         check_venv_python(interp, report)
+        check_path_override(interp, report)
     scope = Scope(inv, package, _package_dir(inv, package), cache=cache, site_dir=site,
                    version=interp.version if interp else None,
                    release=interp.release if interp else None)

@@ -234,3 +234,46 @@ def test_the_standard_library_is_found_by_its_landmark_as_getpath_finds_it(tmp_p
     checks = run(root)
     assert set(bad(checks)) == {f"shadow:{real}/pkg"}, bad(checks)
     assert f"base standard library taken as {real}" in checks["shadowing"].message
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
+@pytest.mark.parametrize("name", ["python", "python3"])
+def test_a_pth_file_beside_the_interpreter_that_replaces_sys_path_fails(tmp_path: Path,
+                                                                        name: str) -> None:
+    """A real venv, the real interpreter: ``bin/<name>._pth`` lists a directory ahead of
+    site-packages and ``import pkg`` runs the copy there; pp1audit passed it (nothing in
+    the package, RECORD or the .pth files changed). Python 3.11+ reads it on Linux too."""
+    if sys.version_info < (3, 11):
+        pytest.skip("getpath reads ._pth on POSIX from Python 3.11")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    root = install(venv / "lib" / PYVER / "site-packages")
+    probe = [str(venv / "bin" / name), "-c", "import pkg; print(pkg.__file__)"]
+    clean = subprocess.run(probe, capture_output=True, text=True, check=True, timeout=60).stdout
+    assert clean.strip() == str(root / "pkg" / "__init__.py")
+    assert bad(run(root)) == {}
+    evil = venv / "evil" / "pkg"
+    evil.mkdir(parents=True)
+    (evil / "__init__.py").write_text("")
+    base = [p for p in sys.path if p.startswith(sys.base_prefix) and "site-packages" not in p]
+    pth = venv / "bin" / f"{name}._pth"
+    pth.write_text("\n".join(["../evil", *base, f"../lib/{PYVER}/site-packages", "import site"])
+                   + "\n")
+    loaded = subprocess.run(probe, capture_output=True, text=True, check=True, timeout=60).stdout
+    assert loaded.strip() == str(evil / "__init__.py")  # Python runs the other copy
+    checks = bad(run(root))
+    assert set(checks) == {f"shadow:{pth}"}, checks
+    assert checks[f"shadow:{pth}"].message.startswith(
+        f"{pth} replaces sys.path at every start of the interpreter beside it (Python 3.11+ ")
+
+
+def test_a_pth_file_that_is_a_fifo_beside_the_interpreter_is_named_not_read(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    root = install(venv / "lib" / PYVER / "site-packages")
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / "pyvenv.cfg").write_text(f"home = {os.path.dirname(sys.executable)}\n")
+    os.mkfifo(venv / "bin" / "python3.11._pth")
+    checks = bad(run(root))
+    assert f"shadow:{venv}/bin/python3.11._pth" in checks, checks
