@@ -697,12 +697,54 @@ def open_zip(path: str, cap: int) -> ZipIndex:
 
 def _zip_members(path: str, cap: int, packages: tuple[str, ...]) -> set[str]:
     """The names of a zip on ``sys.path`` ``_zip_hit`` needs for ``packages``
-    (``_relevant``), read by ``open_zip``, whose errors it raises."""
-    index = open_zip(path, cap)
+    (``_relevant``), read by ``open_zip``, whose errors it raises. A file ``ZipIndex``
+    finds no end record in is asked of zipimport itself (``_zipimport_names``)."""
+    try:
+        index = open_zip(path, cap)
+    except NotAZip:
+        names = _zipimport_names(path)
+        if names is None:
+            raise
+        heads = tuple(f"{p}{tail}" for p in packages for tail in ("/", "."))
+        return _relevant(iter(sorted(n for n in names if n.startswith(heads))), packages)
     try:
         return _relevant(index.names_starting(_prefixes(packages)), packages)
     finally:
         index.close()
+
+
+def _zipimport_names(path: str) -> list[str] | None:
+    """The member names zipimport reads from ``path``, or None when it reads none.
+
+    zipimport finds the end record otherwise than zipfile (and ``ZipIndex``): a
+    record at the very end counts whatever its comment length says, where zipfile
+    then searches back for the last signature. A file made to differ (a comment
+    length of 1, a signature in the disk-number field) was "no zip at all" here
+    while Python imported a sitecustomize from it. So the interpreter's own reader
+    decides (``zipimport._read_directory``, the one ``import`` uses; absent in a
+    Python that has none: None), on the descriptor opened here (``/proc/self/fd``:
+    the open never blocks and is judged regular; no ``/proc``: None). Only the
+    directory is read; nothing is imported."""
+    import zipimport
+
+    read = getattr(zipimport, "_read_directory", None)
+    if read is None:
+        return None
+    try:
+        fd, _st = open_regular(path, follow=True)
+    except (OSError, NotRegular, ValueError):
+        return None
+    try:
+        proc = f"/proc/self/fd/{fd}"
+        if not os.path.exists(proc):
+            return None
+        try:
+            files = read(proc)
+        except Exception:  # ZipImportError, or whatever a hostile file raises: no directory
+            return None
+        return [str(name).replace(os.sep, "/") for name in files]
+    finally:
+        os.close(fd)
 
 
 def _prefixes(packages: tuple[str, ...]) -> tuple[bytes, ...]:

@@ -179,6 +179,34 @@ def test_a_path_line_to_a_zip_holding_sitecustomize_fails(tmp_path: Path, member
         in checks["pth:extras.pth:1:sitecustomize"].message
 
 
+def test_a_zip_only_zipimport_reads_is_looked_into_as_zipimport_reads_it(tmp_path: Path) -> None:
+    """The end record's comment length set to 1 and a signature written into its
+    disk-number field: zipfile (and ``ZipIndex``) search back for the last signature
+    and find no zip; zipimport takes the record at the very end and imports the hook
+    (the real interpreter shows it). It passed as "no zip at all" (found by an
+    adversarial review)."""
+    import io
+
+    v, root = venv(tmp_path)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("sitecustomize.py", HOOK)
+    data = bytearray(buf.getvalue())
+    end = len(data) - 22
+    assert data[end:end + 4] == b"PK\x05\x06"
+    data[end + 4:end + 8] = b"PK\x05\x06"
+    data[end + 20:end + 22] = (1).to_bytes(2, "little")
+    (root / "extras.egg").write_bytes(bytes(data))
+    with pytest.raises(zipfile.BadZipFile):
+        zipfile.ZipFile(root / "extras.egg")
+    (root / "extras.pth").write_text("./extras.egg\n", encoding="utf-8")
+    assert "MARK: startup hook ran" in starts(v)
+    checks = bad(run(root))
+    assert list(checks) == ["pth:extras.pth:1:sitecustomize", "startup"]
+    assert f"a zip holding {root / 'extras.egg' / 'sitecustomize.py'}, which site imports" \
+        in checks["pth:extras.pth:1:sitecustomize"].message
+
+
 def test_a_zip_that_cannot_be_looked_into_fails_and_a_non_zip_passes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = install(tmp_path / "site")
