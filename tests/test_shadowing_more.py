@@ -243,8 +243,6 @@ def test_a_pth_file_beside_the_interpreter_that_replaces_sys_path_fails(tmp_path
     """A real venv, the real interpreter: ``bin/<name>._pth`` lists a directory ahead of
     site-packages and ``import pkg`` runs the copy there; pp1audit passed it (nothing in
     the package, RECORD or the .pth files changed). Python 3.11+ reads it on Linux too."""
-    if sys.version_info < (3, 11):
-        pytest.skip("getpath reads ._pth on POSIX from Python 3.11")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
                    timeout=120)
