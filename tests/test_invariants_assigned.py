@@ -3,7 +3,13 @@ too, which the file facts' alias reading (``_assigned_pairs``) builds on."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 from ast_grep_py import SgRoot
+from conftest import run_cli
 
 from pp1audit.facts.aliases import _assigned_pairs
 from pp1audit.syntaxtree import ASSIGNING, assigned
@@ -33,3 +39,24 @@ def test_a_name_run_over_a_display_is_each_element_too() -> None:
     node = SgRoot("for k in (A, *more, B):\n    pass\n", "python").root().find_all(ASSIGNING)[0]
     assert [(t.text(), v.text()) for t, v in _assigned_pairs(node)] == [
         ("k", "(A, *more, B)"), ("k", "A"), ("k", "B")]
+
+
+@pytest.mark.parametrize("write", ["p, _ = logits, None", "(p, _) = (logits, None)",
+                                   "[p, _] = [logits, None]", "p, = (logits,)"])
+def test_a_not_whose_target_is_constrained_sees_each_target_of_a_tuple(
+        make_files: Callable[..., Path], tmp_path: Path, write: str) -> None:
+    """``not: {pattern: $T = $U, where: {T: {is: $P}}}``: ast-grep matches the tuple
+    assignment whole (T the target list) and the assignment forms once per target; the
+    first alone was kept, so ``p`` was never seen (a PP1 invariant passed with its
+    processed logits thrown away this way)."""
+    rule = ("pp1audit: 1\ntarget: {package: pkg}\ninvariants:\n  i:\n    file: pkg/m.py\n"
+            "    pattern: h($P)\n    follows: $P = g($$$A)\n    not:\n      pattern: $T = $U\n"
+            "      where: {T: {is: $P}}\n      follows: $P = g($$$B)\n")
+    for body, status in ((write, "fail"), ("q, r = logits, None", "pass")):
+        root = make_files({"pkg/__init__.py": "",
+                           "pkg/m.py": f"def f(logits):\n    p = g(logits)\n    {body}\n    return h(p)\n"})
+        m = tmp_path / "m.yaml"
+        m.write_text(rule)
+        proc = run_cli("check", str(root), "-m", str(m), "--format", "json")
+        (check,) = [c for c in json.loads(proc.stdout)["checks"] if c["id"] == "i"]
+        assert check["status"] == status, (body, check)

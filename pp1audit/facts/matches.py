@@ -149,11 +149,16 @@ class Matches(Writes, CodeRunners):
             hits += find(region, parse_pattern(f"{target}: $PP1ANNOTATION = {value}"), bound)
             if every_form:
                 hits += self._assignment_forms(region, target, value, bound)
-        seen: set[Key] = set()
+        # One hit per node *and* captures: a tuple assignment is matched whole by ast-grep
+        # (``$T = $V`` with T the target list) and once per target by the assignment
+        # forms; keeping only the first made a `where` on T (``T: {is: $P}``) see the list,
+        # never ``p`` in ``p, _ = logits, None`` (found by mutating the PP1 files).
+        seen: set[tuple[Key, tuple[tuple[str, Key], ...]]] = set()
         out = []
         for h in sorted(hits, key=lambda h: start_of(h.node)):
-            if key(h.node) not in seen:
-                seen.add(key(h.node))
+            ident = (key(h.node), tuple(sorted((n, key(c)) for n, c in h.caps.items())))
+            if ident not in seen:
+                seen.add(ident)
                 out.append(h)
         return out
 
