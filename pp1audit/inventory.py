@@ -187,6 +187,19 @@ class Entry:
     """The resolved root it was listed in: where a swapped path leads is judged against it."""
 
 
+def _entry_in(fd: int, name: str, path: str, real: str, root: str) -> Entry | None:
+    """The entry ``name`` of the directory held by ``fd`` (``lstat``ed there, a link read
+    there, never followed), its identity and ``root`` recorded for the hashing's open."""
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError as exc:
+        return _not_examined(path, real, exc)
+    kind = kind_of_mode(st.st_mode)
+    link = _readlink_at(name, fd) if kind == SYMLINK else None
+    return Entry(path, kind, st.st_size, int(st.st_mtime), real, link,
+                 ident=(st.st_dev, st.st_ino), root=root)
+
+
 def _not_examined(path: str, real: str, exc: OSError) -> Entry | None:
     """``entry``'s answer when the system refused: None for a path that is not
     there (absent, or a file where a directory should be), else an ``UNREADABLE``
@@ -514,16 +527,9 @@ class DirInventory(Inventory):
         except OSError as exc:
             return _not_examined(path, real, exc)
         try:
-            try:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except OSError as exc:
-                return _not_examined(path, real, exc)
-            kind = kind_of_mode(st.st_mode)
-            link = _readlink_at(name, fd) if kind == SYMLINK else None
+            return _entry_in(fd, name, path, real, self.root)
         finally:
             os.close(fd)
-        return Entry(path, kind, st.st_size, int(st.st_mtime), real, link,
-                     ident=(st.st_dev, st.st_ino), root=self.root)
 
     def _open_path(self, dirs: list[str]) -> int:
         """A descriptor (``O_PATH``) on the directory ``dirs`` names below the root,
@@ -612,20 +618,13 @@ class DirInventory(Inventory):
                 return Entry(path, UNREADABLE, 0, None, real, None,
                              f"leads outside the installation ({led}) since its directories "
                              "were resolved: not examined")
-            try:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except OSError as exc:
-                return _not_examined(path, real, exc)
-            kind = kind_of_mode(st.st_mode)
-            link = _readlink_at(name, fd) if kind == SYMLINK else None
+            return _entry_in(fd, name, path, real, within)
         finally:
             os.close(fd)
-        return Entry(path, kind, st.st_size, int(st.st_mtime), real, link,
-                     ident=(st.st_dev, st.st_ino), root=within)
 
     def _lstat_entry(self, path: str, real: str) -> Entry | None:
-        """An entry outside the root (a RECORD row ``../../bin/x`` the caller admitted) or
-        the root itself: examined by its path."""
+        """An entry outside the root asked for by path (a RECORD row the caller admitted
+        goes through ``entry_outside`` instead) or the root itself: examined by its path."""
         try:
             st = os.lstat(real)
         except OSError:
