@@ -81,12 +81,19 @@ def test_the_standard_realpath_does_raise_under_the_swap(
 
 def test_realpath_under_the_swap_answers_one_of_the_two_places(
         swapping: tuple[Path, Path, Path]) -> None:
+    """Each call answers where the path led at some moment, or, when the swap won every
+    try (a swapper in the same process, on a loaded machine, can), a ``TargetError``:
+    never the ``OSError`` the standard call raises."""
     path, inside, host = swapping
     seen: set[str] = set()
+    gave_up = 0
     for _ in range(20_000):
-        seen.add(safeio.realpath(path))
-    assert seen <= {str(inside), str(host)}, seen
-    assert seen == {str(inside), str(host)}  # both were seen: the swap really ran
+        try:
+            seen.add(safeio.realpath(path))
+        except TargetError:
+            gave_up += 1
+    assert seen == {str(inside), str(host)}, seen  # both were seen: the swap really ran
+    assert gave_up < 20_000
 
 
 def test_a_path_that_changes_at_every_try_is_a_target_error(
