@@ -240,6 +240,15 @@ def drop_key(mapping: Any, key: str) -> None:
         _comment_after(mapping, keys[pos - 1], text, token)
 
 
+def _slot(mapping: Any, key: Any) -> list[Any]:
+    """ruamel's four comment slots for ``key`` (2: the comment after its value; 3: the
+    lines before a mapping value's first key), made when absent and padded when
+    shorter, in one place for every edit here (ruamel's own eol helper mis-handles 3)."""
+    slot: list[Any] = mapping.ca.items.setdefault(key, [None, None, None, None])
+    slot.extend([None] * (4 - len(slot)))
+    return slot
+
+
 def _as_token(token: Any, text: str) -> Any:
     """``token`` re-used to hold ``text`` (each line indented as written)."""
     from ruamel.yaml.error import CommentMark
@@ -255,8 +264,7 @@ def _comment_after(mapping: Any, key: str, text: str, token: Any) -> None:
     from ruamel.yaml.error import CommentMark
     from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
-    slot = mapping.ca.items.setdefault(key, [None, None, None, None])
-    slot.extend([None] * (4 - len(slot)))
+    slot = _slot(mapping, key)
     if slot[2] is not None:
         old = slot[2].value
         slot[2].value = old + ("" if old.endswith("\n") else "\n") + text
@@ -379,9 +387,7 @@ class Note:
             # wants a list, a TypeError whenever such lines are there.
             from ruamel.yaml.tokens import CommentToken
 
-            slot = mapping.ca.items.setdefault(key, [None, None, None, None])
-            slot.extend([None] * (4 - len(slot)))
-            token = slot[2] = CommentToken("#", CommentMark(0))
+            token = _slot(mapping, key)[2] = CommentToken("#", CommentMark(0))
         token.value = first + nl + rest
         if not kept:
             token.start_mark = CommentMark(0)
@@ -389,8 +395,7 @@ class Note:
 
     def _apply_header(self, mapping: Any, key: Any) -> bool:
         """Edit the comment after a block scalar's ``|``/``>`` header (its token follows the block)."""
-        slot = mapping.ca.items.setdefault(key, [None, None, None, None])
-        slot.extend([None] * (4 - len(slot)))
+        slot = _slot(mapping, key)
         old = slot[3][0] if slot[3] else ""
         if not self.changes(old):
             return False
