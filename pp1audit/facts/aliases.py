@@ -157,6 +157,12 @@ class Aliases(Imports):
         self._aliases[k] = (names, selves)
         return names, selves
 
+    def instance_names(self, cls: SgNode) -> list[Alias]:
+        """The other names an instance of ``cls`` has in its methods (``s = self``,
+        ``(s := self)``), each with the function it holds in: what a rule on ``self.<attr>``
+        must also read (``matcher._self_spellings``)."""
+        return self._class_names(cls)[1]
+
     def _alias_entries(self, target: SgNode, where: SgNode) -> list[Alias]:
         """Where a name bound at ``where`` holds (``_class_names``): a dotted target and a
         name bound at module level anywhere; a class-body name anywhere, also as

@@ -12,7 +12,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from pp1audit.facts.runners import CodeRunners
-from pp1audit.facts.shapes import _SPLATS
+from pp1audit.facts.shapes import _SPLATS, _dotted, _may_be
 from pp1audit.facts.writes import Write, Writes
 from pp1audit.nodespans import end_of, span_of, start_of
 from pp1audit.patterns import Hit, Pat, assign_parts, at, find, parse_pattern
@@ -149,6 +149,11 @@ class Matches(Writes, CodeRunners):
             hits += find(region, parse_pattern(f"{target}: $PP1ANNOTATION = {value}"), bound)
             if every_form:
                 hits += self._assignment_forms(region, target, value, bound)
+                for through, holds, cls in self._instance_spellings(region, target):
+                    spelled = f"{through} = {value}"
+                    hits += [h for h in self._search_all(region, parse_pattern(spelled), spelled,
+                                                         bound, every_form=True)
+                             if _holds_at(h.node, holds, cls, self._nearest_class(h.node))]
         # One hit per node *and* captures: a tuple assignment is matched whole by ast-grep
         # (``$T = $V`` with T the target list) and once per target by the assignment
         # forms; keeping only the first made a `where` on T (``T: {is: $P}``) see the list,
@@ -175,6 +180,8 @@ class Matches(Writes, CodeRunners):
                 if vh is not None:
                     out.append(Hit(where, {**th.caps, **vh.caps}, {**th.multi, **vh.multi}))
         obj, dot, attr = target.rpartition(".")
+        if dot and attr.isidentifier() and _dotted_text(obj):
+            out += self._computed_objects(region, obj, attr, vpat, bound)
         if dot and attr.isidentifier():  # any Python name (`größe`), not only ASCII
             for call in (f'setattr({obj}, "{attr}", {value})',
                          f'object.__setattr__({obj}, "{attr}", {value})',
@@ -189,6 +196,48 @@ class Matches(Writes, CodeRunners):
                 vh = at(stored, vpat, {**bound, **th.caps}) if th is not None else None
                 if th is not None and vh is not None:
                     out.append(Hit(where, {**th.caps, **vh.caps}, {**th.multi, **vh.multi}))
+        return out
+
+    def _instance_spellings(self, region: SgNode,
+                            target: str) -> list[tuple[str, SgNode | None, SgNode]]:
+        """For a target ``self.<attr>``: the same target through each other name an instance
+        of a class in or around ``region`` has in its methods (``me = self``, ``(me :=
+        self)``, ``me = it = self``: ``instance_names``), with the function the name holds
+        in (None: anywhere in that class) and the class. A write
+        through such a name gives the attribute its value as surely as one through
+        ``self``, and ``every`` / ``not`` on ``self.`` alone let it pass (found by mutating
+        the PP1 files)."""
+        if not target.startswith("self."):
+            return []
+        around = self._nearest_class(region) if region.kind() != "class_definition" else region
+        classes = [*([around] if around is not None else []),
+                   *region.find_all(kind="class_definition")]
+        out: list[tuple[str, SgNode | None, SgNode]] = []
+        for cls in classes:
+            for name, holds in self.instance_names(cls):
+                if name != "self" and not name.startswith("self."):
+                    out.append((f"{name}{target[len('self'):]}", holds, cls))
+        return out
+
+    @staticmethod
+    def _computed_objects(region: SgNode, obj: str, attr: str, vpat: Pat,
+                          bound: dict[str, SgNode]) -> list[Hit]:
+        """Assignments to ``attr`` of an object written as an expression that may be the
+        name ``obj`` (``(self).attr = v``, ``(s := self).attr = v``, ``(self if t else
+        o).attr = v``, ``(x or self).attr = v``: ``_may_be``), which a pattern on ``obj.attr``
+        does not match: the attribute of ``obj`` may be the one given the value."""
+        out: list[Hit] = []
+        for node in region.find_all(ASSIGNING):
+            for where, tnode, vnode in assigned(node, plain=True):
+                name = tnode.field("attribute") if tnode.kind() == "attribute" else None
+                held = tnode.field("object") if name is not None else None
+                if held is None or name is None or name.text() != attr or \
+                        _dotted(held) is not None:
+                    continue  # not this attribute, or an object a pattern matches
+                if any(_dotted(m) == obj for m in _may_be(held)):
+                    vh = at(vnode, vpat, bound)
+                    if vh is not None:
+                        out.append(Hit(where, vh.caps, vh.multi))
         return out
 
     def _namespace_writes(self, region: SgNode) -> list[Write]:
@@ -217,15 +266,20 @@ class Matches(Writes, CodeRunners):
         The caller decides what may run (``dead``)."""
         parts = assign_parts(text)
         obj, dot, attr = parts[0].rpartition(".") if parts is not None else ("", "", "")
-        if not dot or not attr.isidentifier():
+        if parts is None or not dot or not attr.isidentifier():
             return []
-        objpat = parse_pattern(obj)
+        objects = [(parse_pattern(obj), None, None)] + [
+            (parse_pattern(spelled.rpartition(".")[0]), holds, cls)
+            for spelled, holds, cls in self._instance_spellings(region, parts[0])]
         out = [(where, "its object and attribute are not known" if holder.kind() in _SPLATS
                 else "its attribute's name is not known" if name is None else
                 "the value it gives is not known")
                for where, holder, name, stored in self._namespace_writes(region)
                if (name is None or (name == attr and stored is None))
-               and (holder.kind() in _SPLATS or at(unparen(holder), objpat, bound) is not None)]
+               and (holder.kind() in _SPLATS or any(
+                   at(unparen(holder), objpat, bound) is not None
+                   and _holds_at(where, holds, cls, self._nearest_class(where))
+                   for objpat, holds, cls in objects))]
         out += [(n, "exec/eval run code the file does not show")
                 for n in self._runners_in(region)]
         return sorted(out, key=lambda pair: start_of(pair[0]))
@@ -265,3 +319,21 @@ def _maybe_how(stmt: SgNode) -> str:
     if stmt.kind() == "import_from_statement":
         return "a star import, which may bind any name"
     return "a binding that may happen"
+
+
+def _dotted_text(text: str) -> bool:
+    """``text`` is a plain dotted name (``self``, ``self.inner``): no metavariable, which
+    matches any object anyway."""
+    return all(part.isidentifier() for part in text.split("."))
+
+
+def _holds_at(node: SgNode, holds: SgNode | None, cls: SgNode | None,
+              nearest: SgNode | None) -> bool:
+    """A match through another name of an instance of ``cls`` (``_instance_spellings``) is
+    where that name holds: in the function ``holds``, or (None) in that class's code; a match
+    of the rule's own text (``cls`` None) counts anywhere."""
+    if cls is None:
+        return True
+    if holds is not None:
+        return within(node, holds)
+    return nearest is not None and key(nearest) == key(cls)
