@@ -141,7 +141,6 @@ from pp1audit.identnorm import IdentifierError, nfkc_identifiers
 from pp1audit.nodespans import lines_of, span_of, start_of
 from pp1audit.patterns import (
     Hit,
-    assign_parts,
     at,
     find,
     guard_forms,
@@ -150,7 +149,7 @@ from pp1audit.patterns import (
     keyword_hits,
     parse_pattern,
 )
-from pp1audit.rules import Constraint, Invariant, Rule, decorator_key, regex_matches
+from pp1audit.rules import Constraint, Invariant, Rule, assign_parts, decorator_key, regex_matches
 from pp1audit.store import FileStore
 from pp1audit.syntaxtree import (
     Key,
@@ -321,7 +320,7 @@ class _Eval:
         """Live nodes of ``region`` that satisfy ``rule`` completely (region itself included),
         in source order; ``name=value`` also as a keyword argument (``keyword_hits``)."""
         text = rule.pattern.text
-        hits = self.facts.search(region, text, outer, every_form)
+        hits = self.facts.search(region, text, outer, every_form, rule.in_place)
         seen = {key(h.node) for h in hits}
         extra = [h for h in keyword_hits(region, text, outer, anywhere=self.forbid)
                  if key(h.node) not in seen]
@@ -336,6 +335,18 @@ class _Eval:
             elif _Eval(self.facts, self.scope, [], self.forbid).check(h, rule, outer) is None:
                 self.skip(h.node, why)  # it would hold, were it code that runs here
         return out
+
+    def failed_within(self, node: SgNode, rule: Rule, b: dict[str, SgNode]) -> str:
+        """Why the first node within ``node`` that matches a ``has`` rule's pattern does not
+        satisfy the rule, for its message: "it has no X within it" alone reads as if X
+        were missing when it is there and one of its own relations broke (the config's
+        field is there; a keyword gives it another value)."""
+        for h in self.facts.search(node, rule.pattern.text, b, every_form=False):
+            if self.left_out(h.node, node) is None:
+                why = self.check(h, rule, b)
+                if why is not None:
+                    return f" (the one at {_span_text(lines_of(h.node))}: {why})"
+        return ""
 
     def left_out(self, node: SgNode, anchor: SgNode) -> str | None:
         """Why ``node``, found in the match ``anchor``, does not count for it: code that does not
@@ -403,7 +414,7 @@ class _Eval:
         start = len(self.skipped)
         if rule.has is not None and not self.find(node, rule.has, b):
             return (f"it has no `{rule.has.pattern.short}` within it{_has_hint(node, rule.has)}"
-                    f"{self.skipped_since(start)}")
+                    f"{self.failed_within(node, rule.has, b)}{self.skipped_since(start)}")
         if rule.guarded_by is not None and not self.guarded(node, rule.guarded_by.text, b):
             return f"it is not inside an `if {rule.guarded_by.short}:` block"
         for relation, earlier in ((rule.follows, True), (rule.precedes, False)):
@@ -420,7 +431,8 @@ class _Eval:
             region = self.facts.function_of(node, self.scope)
             bad = self.flipped().find(region, rule.not_, b, every_form=True)
             if bad:
-                return (f"`{_said(rule.not_, b)}` is present {_present_as(bad[0].node)}"
+                shown = f" (`{short(bad[0].node, 50)}`)" if rule.not_.in_place else ""
+                return (f"`{_said(rule.not_, b)}` is present {_present_as(bad[0].node)}{shown}"
                         " (must be absent)")
             maybe = self.unreadable(region, rule.not_, b)
             if maybe is not None:
@@ -949,7 +961,8 @@ def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
     unselected: list[tuple[Hit, str]] = []  # matches its `where` leaves out, and why
     done: set[Key] = set()
     for region, any_self in [*((r, False) for r in regions), *((r, True) for r in attached)]:
-        for hit in facts.search(region, rule.pattern.text, {}, every_form=True):
+        for hit in facts.search(region, rule.pattern.text, {}, every_form=True,
+                                in_place=rule.in_place):
             if key(hit.node) in done or facts.dead(hit.node, certain=True) is not None:
                 continue  # already judged, or never runs
             nearest = _nearest_class(hit.node)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pp1audit.nodespans import span_of, start_of
-from pp1audit.rules import metavariables
+from pp1audit.rules import assign_parts, metavariables
 from pp1audit.syntaxtree import Key, constant_name, key, literal, named_items, unparen
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,24 +112,6 @@ def parse_pattern(text: str) -> Pat:
 
 
 @lru_cache(maxsize=512)
-def assign_parts(text: str) -> tuple[str, str] | None:
-    """(target, value) texts when a pattern is one plain assignment ``T = V`` (T not a tuple)."""
-    probe = text.replace("$", "_")  # same byte offsets: segments of `text` come out
-    try:
-        tree = ast.parse(probe)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
-        return None
-    stmt = tree.body[0]
-    if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], (ast.Name, ast.Attribute,
-                                                                    ast.Subscript)):
-        return None
-    target = ast.get_source_segment(text, stmt.targets[0])
-    value = ast.get_source_segment(text, stmt.value)
-    return (target, value) if target is not None and value is not None else None
-
-
 @lru_cache(maxsize=512)
 def guard_forms(text: str) -> tuple[str, ...]:
     """A guard and, for ``a == b`` / ``!=`` / ``is`` / ``is not``, the same test written ``b == a``."""

@@ -34,7 +34,10 @@ Record shape (one invariant)::
     claim: "..."                                # prose for the report
 
 where ``<rule>`` is a pattern string or a mapping with ``pattern`` and any of
-``where`` / ``inside`` / ``has`` / ``guarded_by`` / ``follows`` / ``precedes``.
+``where`` / ``inside`` / ``has`` / ``guarded_by`` / ``follows`` / ``precedes`` / ``not``;
+the rule of a ``not`` or an ``every`` whose pattern is an assignment ``T = $V`` may add
+``in_place: true``: each change of T's value in place (``T.copy_(…)``, ``T[i] = …``,
+``out=T``: ``pp1audit.facts.inplace``) is then one of its assignments too.
 
 Metavariables are named as ast-grep names them (``METAVAR_NAME_RE``: ``$ARGS``, not
 ``$args``, which ast-grep reads as code that never matches); a pattern or ``where`` key
@@ -82,8 +85,15 @@ _EVERY_WITHOUT_RELATION = (
 """An ``every`` with none would only check that one match exists, whatever the matches are:
 under ``every``, ``where`` selects the matches judged, it requires nothing of them."""
 
-RULE_KEYS = ("pattern", "where", *RELATIONS)
+RULE_KEYS = ("pattern", "where", *RELATIONS, "in_place")
 """Keys of a nested rule mapping (the invariant itself adds file/in/every/claim/title)."""
+
+_IN_PLACE_WHERE = ("'in_place' is read on the rule of a 'not' or an 'every' whose pattern is "
+                   "an assignment `T = $V`: it adds the in-place changes of T's value "
+                   "(`T.copy_(…)`, `T[i] = …`, `out=T`) to its assignments")
+"""Why ``in_place`` is refused elsewhere: a match found, or a relation that must hold, is
+an assignment as written; only where an assignment is forbidden or quantified over does a
+change that binds nothing break the same claim."""
 
 CONSTRAINT_KEYS = ("has", "contains", "is", "regex", "any", "not")
 """Keys of a ``where`` constraint (``any``: a list of constraints, one must hold)."""
@@ -169,6 +179,10 @@ class Rule:
     follows: Rule | None = None
     precedes: Rule | None = None
     not_: Rule | None = None
+    in_place: bool = False
+    """``T = $V`` also matches each in-place change of ``T``'s value
+    (``facts.inplace``): for a claim on the value (the logits sampled are the ones
+    masked), not on what the name is bound to (``draft_logits`` stays None)."""
 
     @property
     def has_relation(self) -> bool:
@@ -589,6 +603,24 @@ def _where(raw: Any, pattern: Pattern, keypath: tuple[str | int, ...]) -> dict[s
     return out
 
 
+def assign_parts(text: str) -> tuple[str, str] | None:
+    """(target, value) texts when a pattern is one plain assignment ``T = V`` (T not a tuple)."""
+    probe = text.replace("$", "_")  # same byte offsets: segments of `text` come out
+    try:
+        tree = ast.parse(probe)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
+        return None
+    stmt = tree.body[0]
+    if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], (ast.Name, ast.Attribute,
+                                                                    ast.Subscript)):
+        return None
+    target = ast.get_source_segment(text, stmt.targets[0])
+    value = ast.get_source_segment(text, stmt.value)
+    return (target, value) if target is not None and value is not None else None
+
+
 def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
     """A pattern string, or a mapping with ``pattern`` and optional relations."""
     if isinstance(raw, str):
@@ -606,6 +638,14 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
         return parse_rule(raw[key], (*keypath, key)) if key in raw else None
 
     guard = raw.get("guarded_by")
+    in_place = raw.get("in_place", False)
+    if "in_place" in raw:
+        if not isinstance(in_place, bool):
+            raise RuleError((*keypath, "in_place"), "'in_place' is true or false, not "
+                            f"{_kind(in_place)}")
+        under = bool(keypath) and (keypath[-1] == "not" or keypath == ("every",))
+        if not under or assign_parts(pattern.text) is None:
+            raise RuleError((*keypath, "in_place"), _IN_PLACE_WHERE, key=True)
     return Rule(
         pattern=pattern,
         where=_where(raw.get("where"), pattern, (*keypath, "where")),
@@ -615,6 +655,7 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
         follows=sub("follows"),
         precedes=sub("precedes"),
         not_=sub("not"),
+        in_place=in_place,
     )
 
 

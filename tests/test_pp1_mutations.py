@@ -114,6 +114,10 @@ GREEDY_ACCEPT = """                target_argmax = _compute_global_target_argmax
                 )
 """
 SPECULATOR = GPU + "spec_decode/speculator.py"
+DRAWN_AT = ("            self.temperature,\n            self.seeds,\n"
+            "            sample_pos - 1,\n")
+FIELD = '    draft_sample_method: DraftSampleMethod = "greedy"\n'
+HETEROGENEOUS = '        if self.use_heterogeneous_vocab and self.draft_sample_method != "greedy":\n'
 CACHED_IDS = "                    self._draft_prob_req_ids = self.input_batch.req_ids.copy()\n"
 CACHED = ("                draft_probs = self.drafter.take_last_draft_probs()\n"
           "                if draft_probs is not None:\n"
@@ -799,6 +803,78 @@ MUTATIONS = [
     pytest.param(SPECULATOR, CACHE_ALLOC_END, CACHE_ALLOC_END.replace(
         "\n\n", "\n            self.draft_logits = self.draft_logits.float()\n"),
         {"speculator-cache-dtype-from-spec": "fail"}, id="e-cache-upcast-not-head-dtype"),
+    # I: values changed in place, no name bound (`in_place: true` rules): the masked logits
+    # overwritten before the sampler (also through a view held in a local); the processed
+    # logits written by `out=` or operator.setitem; a sampling argument or the draft
+    # logits scaled in _verify; DSpark's scattered logits zeroed through torch.Tensor, its
+    # bias zeroed before it is added, its biased logits written by `out=`; the older
+    # runner's cached request ids emptied; rejection_sample's draft logits zeroed.
+    pytest.param(RUNNER, MASK, MASK + "            logits.copy_(logits.new_zeros(logits.shape))\n",
+                 {"runner-grammar-before-sampler": "fail"}, id="i1-masked-logits-copied-over"),
+    pytest.param(RUNNER, MASK, MASK + "            rows = logits[:]; rows.zero_()\n",
+                 {"runner-grammar-before-sampler": "fail"}, id="i2-masked-logits-zeroed-by-a-view"),
+    pytest.param(REJECTION, VERIFIED, "        torch.neg(logits, out=processed_logits)\n" + VERIFIED,
+                 {"verify-applies-sampling-params": "fail"}, id="i3-processed-logits-out"),
+    pytest.param(REJECTION, VERIFIED,
+                 "        operator.setitem(processed_logits, slice(None), logits)\n" + VERIFIED,
+                 {"verify-applies-sampling-params": "fail"}, id="i4-processed-logits-setitem"),
+    pytest.param(REJECTION, "        processed_logits = self.sampler.apply_sampling_params(\n",
+                 "        torch.Tensor.div_(logits, 2.0)\n"
+                 "        processed_logits = self.sampler.apply_sampling_params(\n",
+                 {"verify-applies-sampling-params": "fail"}, id="i5-sampling-argument-scaled"),
+    pytest.param(REJECTION, VERIFIED, "        draft_logits is None or torch.mul(draft_logits, 0.5, "
+                 "out=draft_logits)\n" + VERIFIED,
+                 {"verify-passes-draft-logits": "fail"}, id="i6-draft-logits-scaled-in-verify"),
+    pytest.param(DSPARK, SCATTER, SCATTER.replace("            logits = buf\n",
+                                                  "            logits = buf; torch.Tensor.zero_(logits)\n"),
+                 {"dspark-scatters-reduced-vocab": "fail"}, id="i7-dspark-scattered-logits-zeroed"),
+    pytest.param(DSPARK, MARKOV, "            bias.zero_(); " + MARKOV.lstrip(),
+                 {"dspark-markov-bias-before-sampling": "fail", "dspark-markov-bias": "fail"},
+                 id="i8-dspark-bias-zeroed-before-it-is-added"),
+    pytest.param(DSPARK, MARKOV, MARKOV.rstrip("\n") + "; torch.sub(logits_i, bias, out=logits_i)\n",
+                 {"dspark-markov-bias-before-sampling": "fail", "dspark-markov-bias": "fail"},
+                 id="i9-dspark-biased-logits-unbiased-by-out"),
+    pytest.param(DSPARK, TOPK_BIAS, TOPK_BIAS + "; logits_i[:] = base_logits[:, i]",
+                 {"dspark-topk-markov-bias-before-sampling": "fail"},
+                 id="i10-dspark-topk-biased-logits-written-over"),
+    pytest.param(LEGACY, CACHED_IDS, CACHED_IDS.rstrip("\n") + "; self._draft_prob_req_ids.clear()\n",
+                 {"legacy-runner-caches-draft-probs": "fail", "legacy-caches-draft-probs": "fail"},
+                 id="i11-legacy-cached-ids-emptied"),
+    pytest.param(UTILS, ") -> tuple[torch.Tensor, torch.Tensor]:\n    assert target_logits.ndim == 2",
+                 ") -> tuple[torch.Tensor, torch.Tensor]:\n"
+                 "    draft_logits is None or draft_logits.zero_(); assert target_logits.ndim == 2",
+                 {"rejection-sample-uses-draft-logits": "fail"}, id="i12-rejection-draft-logits-zeroed"),
+    # The older runner's cached ids deleted; the config given another value by a keyword
+    # (replace(), a factory calling cls()), or normalised from another object's value.
+    pytest.param(LEGACY, CACHED_IDS, CACHED_IDS.rstrip("\n") + "; del self._draft_prob_req_ids\n",
+                 {"legacy-runner-caches-draft-probs": "fail", "legacy-caches-draft-probs": "fail"},
+                 id="i13-legacy-cached-ids-deleted"),
+    pytest.param(CONFIG, FIELD, FIELD + "\n    def sampled(self):\n"
+                 "        return replace(self, draft_sample_method=\"probabilistic\")\n",
+                 CONFIG_WRITES, id="c1-config-replaced-with-another-method"),
+    pytest.param(CONFIG, FIELD, FIELD + "\n    @classmethod\n    def sampled(cls, **kw):\n"
+                 "        return cls(draft_sample_method=\"probabilistic\", **kw)\n",
+                 CONFIG_WRITES, id="c2-config-factory-with-another-method"),
+    pytest.param(CONFIG, HETEROGENEOUS, "        self.draft_sample_method = "
+                 "self.draft_model_config.hf_config.draft_sample_method.lower()\n" + HETEROGENEOUS,
+                 CONFIG_WRITES, id="c3-config-normalised-from-another-object"),
+    # I14/I15: the salt past the 32 position bits murmur3_hash32 mixes (`pos & 0xFFFFFFFF`:
+    # added, then masked away, the draft noise is the target's), or the mask narrowed
+    # below the salt.
+    pytest.param(GUMBEL, SALT, "_DRAFT_NOISE_SALT = tl.constexpr(1 << 32)",
+                 {"gumbel-draft-noise-salt": "fail"}, id="i14-salt-past-the-hashed-bits"),
+    pytest.param(GUMBEL, SALT, "_DRAFT_NOISE_SALT = tl.constexpr(1 << 40)",
+                 {"gumbel-draft-noise-salt": "fail"}, id="i14b-salt-far-past-the-hashed-bits"),
+    pytest.param(GUMBEL, "    h = _murmur3_mix(h, (pos & 0xFFFFFFFF).to(tl.uint32))",
+                 "    h = _murmur3_mix(h, (pos & 0x3FFFFFFF).to(tl.uint32))",
+                 {"gumbel-draft-noise-salt": "fail"}, id="i15-hash-mask-below-the-salt"),
+    # I16/I17 DSpark's third argument the temperatures only in its words: an arm never
+    # taken, a power that makes them ones.
+    pytest.param(DSPARK, DRAWN_AT, DRAWN_AT.replace(
+        "self.temperature,", "self.temperature if False else torch.ones_like(self.temperature),"),
+        {"dspark-draws-at-temperature": "fail"}, id="i16-dspark-temperature-in-an-arm-never-taken"),
+    pytest.param(DSPARK, DRAWN_AT, DRAWN_AT.replace("self.temperature,", "self.temperature ** 0,"),
+                 {"dspark-draws-at-temperature": "fail"}, id="i17-dspark-temperature-to-the-power-0"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
@@ -818,7 +894,8 @@ HARMLESS = [
     # The user test's harmless edits (ut-inv items 13, 14) and the new rules' allowances.
     pytest.param(GUMBEL, SALT, "_DRAFT_NOISE_SALT = tl.constexpr((1 << 30))",
                  id="n5-salt-argument-in-parentheses"),
-    pytest.param(GUMBEL, SALT, "_DRAFT_NOISE_SALT = tl.constexpr(1 << 40)", id="n6-larger-salt"),
+    # (1 << 40 was listed here: the hash mixes `pos & 0xFFFFFFFF`, so it is no salt: I14)
+    pytest.param(GUMBEL, SALT, "_DRAFT_NOISE_SALT = tl.constexpr(1 << 31)", id="n6-larger-salt"),
     pytest.param(RUNNER, MASK_TEST, "if logits.shape[0] > 0 and grammar_output is not None:",
                  id="g13-mask-test-operands-swapped"),
     pytest.param(RUNNER, MASK_TEST, "if grammar_output is not None and logits.shape[0] != 0:",
@@ -1083,6 +1160,24 @@ HARMLESS = [
                  "            if num_draft == 0: continue\n"
                  "            assert num_draft <= self._draft_probs.shape[1]\n",
                  id="h5b-legacy-draft-count-asserted-in-the-loop"),
+    # I1h/I2h a copy of the masked (biased) logits changed in place: not the logits sampled.
+    pytest.param(RUNNER, MASK, MASK + "            scratch = logits.clone(); scratch.zero_()\n",
+                 id="i1h-a-copy-of-the-masked-logits-zeroed"),
+    pytest.param(DSPARK, MARKOV + "            draft_sampled_i = self._sample_logits(\n",
+                 MARKOV + "            shown = logits_i.float(); shown.div_(2); "
+                 "draft_sampled_i = self._sample_logits(\n",
+                 id="i2h-a-copy-of-the-biased-logits-scaled"),
+    # C1h/C2h the config given "greedy" by keyword, its own value normalised.
+    pytest.param(CONFIG, FIELD, FIELD + "\n    def greedy(self):\n"
+                 "        return replace(self, draft_sample_method=\"greedy\")\n",
+                 id="c1h-config-replaced-with-greedy"),
+    pytest.param(CONFIG, HETEROGENEOUS, "        self.draft_sample_method = "
+                 "self.draft_sample_method.lower()\n" + HETEROGENEOUS,
+                 id="c2h-config-own-value-normalised"),
+    # T1h DSpark's draw given its temperatures, seeds and positions by keyword.
+    pytest.param(DSPARK, DRAWN_AT, "            temperature=self.temperature,\n"
+                 "            seed=self.seeds,\n            pos=sample_pos - 1,\n",
+                 id="t1h-dspark-draw-arguments-by-keyword"),
 ]
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text

@@ -11,11 +11,13 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
+from pp1audit.facts.inplace import Change, in_place_changes
 from pp1audit.facts.runners import CodeRunners
 from pp1audit.facts.shapes import _SPLATS, _dotted, _may_be
 from pp1audit.facts.writes import Write, Writes
 from pp1audit.nodespans import end_of, span_of, start_of
-from pp1audit.patterns import Hit, Pat, assign_parts, at, find, parse_pattern
+from pp1audit.patterns import Hit, Pat, at, find, parse_pattern
+from pp1audit.rules import assign_parts
 from pp1audit.syntaxtree import (
     ASSIGNING,
     Key,
@@ -42,6 +44,7 @@ class Matches(Writes, CodeRunners):
         super().__init__(root, source)
         self._search: dict[tuple[object, ...], list[Hit]] = {}
         self._write_starts: list[int] | None = None
+        self._changes: dict[Key, list[Change]] = {}
 
     def rebinding(self, node: SgNode) -> tuple[str | None, list[SgNode]]:
         """For a match that is a class/module-level assignment or definition: why it is not
@@ -124,24 +127,28 @@ class Matches(Writes, CodeRunners):
         return None
 
     def search(self, region: SgNode, text: str, bound: dict[str, SgNode],
-               every_form: bool) -> list[Hit]:
+               every_form: bool, in_place: bool = False) -> list[Hit]:
         """Matches of a pattern in ``region``, assignment forms included (see the ``matcher``
         module docstring, **Assignments**); ``every_form`` adds the forms only ``every``/``not``
-        must see. A keyword argument ``name=value`` is not one of them: whether it counts
-        depends on the rule's direction (``matcher._Eval.keywords``).
+        must see, and ``in_place`` (an ``in_place: true`` rule's) the in-place changes of an
+        assignment's target (``in_place_changes``). A keyword argument ``name=value`` is not
+        one of them: whether it counts depends on the rule's direction
+        (``matcher._Eval.keywords``).
 
         Memoised: a relation searched once per match of the rule (``every`` × ``not``)
         would otherwise rescan its region for each."""
         pat = parse_pattern(text)
         used = sorted(n for n in pat.single if n in bound)
-        memo = (key(region), text, every_form, tuple((n, key(bound[n])) for n in used))
+        memo = (key(region), text, every_form, in_place,
+                tuple((n, key(bound[n])) for n in used))
         hit = self._search.get(memo)
         if hit is None:
-            hit = self._search[memo] = self._search_all(region, pat, text, bound, every_form)
+            hit = self._search[memo] = self._search_all(region, pat, text, bound, every_form,
+                                                        in_place)
         return hit
 
     def _search_all(self, region: SgNode, pat: Pat, text: str, bound: dict[str, SgNode],
-                    every_form: bool) -> list[Hit]:
+                    every_form: bool, in_place: bool = False) -> list[Hit]:
         hits = find(region, pat, bound)
         parts = assign_parts(text)
         if parts is not None:
@@ -149,10 +156,12 @@ class Matches(Writes, CodeRunners):
             hits += find(region, parse_pattern(f"{target}: $PP1ANNOTATION = {value}"), bound)
             if every_form:
                 hits += self._assignment_forms(region, target, value, bound)
+                if in_place:
+                    hits += self._in_place_forms(region, target, value, bound)
                 for through, holds, cls in self._instance_spellings(region, target):
                     spelled = f"{through} = {value}"
                     hits += [h for h in self._search_all(region, parse_pattern(spelled), spelled,
-                                                         bound, every_form=True)
+                                                         bound, True, in_place)
                              if _holds_at(h.node, holds, cls, self._nearest_class(h.node))]
         # One hit per node *and* captures: a tuple assignment is matched whole by ast-grep
         # (``$T = $V`` with T the target list) and once per target by the assignment
@@ -196,6 +205,23 @@ class Matches(Writes, CodeRunners):
                 vh = at(stored, vpat, {**bound, **th.caps}) if th is not None else None
                 if th is not None and vh is not None:
                     out.append(Hit(where, {**th.caps, **vh.caps}, {**th.multi, **vh.multi}))
+        return out
+
+    def _in_place_forms(self, region: SgNode, target: str, value: str,
+                        bound: dict[str, SgNode]) -> list[Hit]:
+        """The in-place changes of ``target``'s value in ``region`` (``in_place_changes``),
+        each a match with ``value`` capturing the changing code: what an ``in_place: true``
+        rule ``T = $V`` adds to the assignments of ``T``."""
+        tpat, vpat = parse_pattern(target), parse_pattern(value)
+        changes = self._changes.get(key(region))
+        if changes is None:
+            changes = self._changes[key(region)] = in_place_changes(region)
+        out: list[Hit] = []
+        for where, changed, change in changes:
+            th = at(changed, tpat, bound)
+            vh = at(change, vpat, {**bound, **th.caps}) if th is not None else None
+            if th is not None and vh is not None:
+                out.append(Hit(where, {**th.caps, **vh.caps}, {**th.multi, **vh.multi}))
         return out
 
     def _instance_spellings(self, region: SgNode,
