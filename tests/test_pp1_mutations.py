@@ -875,6 +875,17 @@ MUTATIONS = [
         {"dspark-draws-at-temperature": "fail"}, id="i16-dspark-temperature-in-an-arm-never-taken"),
     pytest.param(DSPARK, DRAWN_AT, DRAWN_AT.replace("self.temperature,", "self.temperature ** 0,"),
                  {"dspark-draws-at-temperature": "fail"}, id="i17-dspark-temperature-to-the-power-0"),
+    # I18 the cache added to after the store (an atomic op is a write too); I19 a store
+    # through another name of the cache's pointer.
+    pytest.param(GUMBEL, "            mask=mask & is_valid_req,\n        )",
+                 "            mask=mask & is_valid_req,\n        )\n        tl.atomic_add(logits_cache_ptr"
+                 " + req_state_idx * logits_cache_stride_0 + col * logits_cache_stride_1 + block,"
+                 " logits, mask=mask & is_valid_req)", DRAFT_CACHE, id="i18-cache-atomic-add"),
+    pytest.param(GUMBEL, "            mask=mask & is_valid_req,\n        )",
+                 "            mask=mask & is_valid_req,\n        )\n        base = logits_cache_ptr; "
+                 "tl.store(base + req_state_idx * logits_cache_stride_0 + col * logits_cache_stride_1"
+                 " + block, logits / 2.0, mask=mask & is_valid_req)", DRAFT_CACHE,
+                 id="i19-cache-store-through-another-name"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
