@@ -53,7 +53,7 @@ from test_invariants_semantics import (
 )
 
 from pp1audit.manifest import Manifest
-from pp1audit.result import Status
+from pp1audit.result import Check, Status
 
 NO_OTHER = "config-module-sets-no-sample-method"
 POST_INIT = "    def __post_init__(self):\n"
@@ -267,13 +267,21 @@ KNOWN = [
     pytest.param('setattr(*(self, "draft_sample_method", "probabilistic"))',
                  id="setattr-of-an-unpacked-display"),
 ]
-UNKNOWN = [
+# Writes whose attribute name the namespace reading cannot know, but which pass the field's
+# name as a keyword: the config rule's keyword reading names them exactly.
+KEYWORD_PASSED = [
     pytest.param('self.__dict__.update(**{"draft_sample_method": "probabilistic"})',
-                 "its attribute's name is not known", id="dict-update-unpacked"),
+                 'as the keyword `"draft_sample_method": "probabilistic"` passed by `**{…}` '
+                 "to `self.__dict__.update(…)`", id="dict-update-unpacked"),
     pytest.param('self.__dict__.update(dict(draft_sample_method="probabilistic"))',
-                 "its attribute's name is not known", id="dict-update-argument"),
+                 "as the keyword argument `draft_sample_method=…` of `dict(…)`",
+                 id="dict-update-argument"),
     pytest.param('vars(self).update(dict(draft_sample_method="probabilistic"))',
-                 "its attribute's name is not known", id="vars-update-argument"),
+                 "as the keyword argument `draft_sample_method=…` of `dict(…)`",
+                 id="vars-update-argument"),
+]
+
+UNKNOWN = [
     pytest.param('object.__setattr__(self, "DRAFT_SAMPLE_METHOD".lower(), "probabilistic")',
                  "its attribute's name is not known", id="object-setattr-computed"),
     pytest.param('vars(self)["draft_sample_method".strip()] = "probabilistic"',
@@ -283,14 +291,31 @@ UNKNOWN = [
 ]
 
 
+def failed_after_post_init(manifest: Manifest, tree: Path, edit: FileEdit,
+                           write: str) -> tuple[int, Check]:
+    """Insert `write` as the first line of the config's __post_init__ and judge the rule
+    that no other sample method is set: the line it landed on, and the FAIL it must give."""
+    at = line_of(tree, CONFIG, POST_INIT) + 1
+    edit(tree / CONFIG, after(POST_INIT, f"        {write}\n"))
+    check = judge(manifest, tree, NO_OTHER)
+    assert check.status is Status.FAIL, check.message
+    return at, check
+
+
+@pytest.mark.parametrize(("write", "how"), KEYWORD_PASSED)
+def test_not_names_the_keyword_a_namespace_update_passes(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit, write: str, how: str,  # noqa: F811
+) -> None:
+    at, check = failed_after_post_init(pp1, tree_copy, edit, write)
+    assert f"`draft_sample_method = $PASSED` is present {how} at line {at} (must be absent)" \
+        in check.message, check.message
+
+
 @pytest.mark.parametrize("write", KNOWN)
 def test_not_sees_a_field_written_through_a_namespace(
     pp1: Manifest, tree_copy: Path, edit: FileEdit, write: str,  # noqa: F811
 ) -> None:
-    at = line_of(tree_copy, CONFIG, POST_INIT) + 1
-    edit(tree_copy / CONFIG, after(POST_INIT, f"        {write}\n"))
-    check = judge(pp1, tree_copy, NO_OTHER)
-    assert check.status is Status.FAIL, check.message
+    at, check = failed_after_post_init(pp1, tree_copy, edit, write)
     # as an attribute write, or (`update(draft_sample_method=…)`) as the keyword it passes
     assert re.search(r"`(\$OBJ\.draft_sample_method = \$SET|draft_sample_method = \$PASSED)` "
                      f"is present (as the keyword argument .* )?at line {at} \\(must be absent\\)",
@@ -301,10 +326,7 @@ def test_not_sees_a_field_written_through_a_namespace(
 def test_not_fails_on_a_write_that_may_make_the_forbidden_assignment(
     pp1: Manifest, tree_copy: Path, edit: FileEdit, write: str, why: str,  # noqa: F811
 ) -> None:
-    at = line_of(tree_copy, CONFIG, POST_INIT) + 1
-    edit(tree_copy / CONFIG, after(POST_INIT, f"        {write}\n"))
-    check = judge(pp1, tree_copy, NO_OTHER)
-    assert check.status is Status.FAIL, check.message
+    at, check = failed_after_post_init(pp1, tree_copy, edit, write)
     assert f"may be made at line {at} by" in check.message and why in check.message, \
         check.message
     assert "cannot be shown absent" in check.message, check.message

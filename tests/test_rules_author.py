@@ -309,7 +309,7 @@ def test_the_readme_every_example_still_loads() -> None:
      "'has'?)"),
     ("file: pkg/mod.py\npattern: f($$$ARGS)\nnot: {pattern: g(), inisde: h()}\n",
      "unknown key 'inisde' (a rule has pattern, where, inside, has, guarded_by, follows, "
-     "precedes, not; did you mean 'inside'?)"),
+     "precedes, not, in_place; did you mean 'inside'?)"),
     ("file: pkg/mod.py\npattern: f($$$ARGS)\nxyzzy: 1\n",
      "unknown key 'xyzzy' (valid keys here: pattern, where"),
 ])
