@@ -49,6 +49,10 @@ cannot hold on code that never runs or is not where the rule says:
   it); what a rule
   forbids (``not``, the matches ``every`` quantifies over) counts when it *may*
   run. Each ``not`` turns the direction round.
+* **Code that may run but need not.** ``unconditional: true`` on a rule asks its match to
+  run on every pass that reaches it (``facts.conditional``: not an ``if`` arm, a loop body,
+  an arm of ``a if t else b``, the right of ``and``): relative to its function for the
+  main pattern, to the innermost code holding both matches for a relation.
 * **Code that runs only for type checkers, or only when iterated.** What a rule requires
   reads ``typing.TYPE_CHECKING`` as the ``False`` it is at run time: the body of ``if
   TYPE_CHECKING:`` does not count, its ``else`` does (``not`` still sees both). Only when
@@ -330,9 +334,10 @@ class _Eval:
         for h in hits:
             why = self.left_out(h.node, region)
             if why is None:
-                if self.check(h, rule, outer) is None:
+                if self.check(h, rule, outer, region) is None:
                     out.append(h)
-            elif _Eval(self.facts, self.scope, [], self.forbid).check(h, rule, outer) is None:
+            elif _Eval(self.facts, self.scope, [], self.forbid).check(h, rule, outer,
+                                                                      region) is None:
                 self.skip(h.node, why)  # it would hold, were it code that runs here
         return out
 
@@ -343,7 +348,7 @@ class _Eval:
         field is there; a keyword gives it another value)."""
         for h in self.facts.search(node, rule.pattern.text, b, every_form=False):
             if self.left_out(h.node, node) is None:
-                why = self.check(h, rule, b)
+                why = self.check(h, rule, b, node)
                 if why is not None:
                     return f" (the one at {_span_text(lines_of(h.node))}: {why})"
         return ""
@@ -378,9 +383,14 @@ class _Eval:
         said = self.skipped[start:]
         return f" ({'; '.join(said[:2])})" if said else ""
 
-    def check(self, hit: Hit, rule: Rule, outer: dict[str, SgNode]) -> str | None:
-        """Why ``hit`` (already matching the pattern) does not satisfy ``rule``; None if it does."""
-        return self.check_where(hit, rule, outer) or self.check_relations(hit, rule, outer)
+    def check(self, hit: Hit, rule: Rule, outer: dict[str, SgNode],
+              runs_on: SgNode | None = None) -> str | None:
+        """Why ``hit`` (already matching the pattern) does not satisfy ``rule``; None if it does.
+        ``runs_on``: the code on whose every pass an ``unconditional`` match must run (the
+        match a relation is asked of, or the innermost node holding both); default its
+        function."""
+        return self.check_where(hit, rule, outer) or self.check_relations(hit, rule, outer,
+                                                                          runs_on)
 
     def check_where(self, hit: Hit, rule: Rule, outer: dict[str, SgNode]) -> str | None:
         """Why the metavariable constraints of ``rule`` fail on ``hit``; None if they hold."""
@@ -396,10 +406,16 @@ class _Eval:
                         f"{c.describe()}{_contains_hint(c)}{self.skipped_since(start)}")
         return None
 
-    def check_relations(self, hit: Hit, rule: Rule, outer: dict[str, SgNode]) -> str | None:
+    def check_relations(self, hit: Hit, rule: Rule, outer: dict[str, SgNode],
+                        runs_on: SgNode | None = None) -> str | None:
         """Why the relations of ``rule`` fail on ``hit``; None if they all hold."""
         node = hit.node
         b = hit.bindings(outer)
+        if rule.unconditional:
+            region = runs_on if runs_on is not None else self.facts.function_of(node, self.scope)
+            why = self.facts.conditional(node, region, certain=self.forbid)
+            if why is not None:
+                return f"it runs only on some passes: {why} (the rule is unconditional)"
         if rule.inside is not None:
             ok = False
             for anc in node.ancestors():
@@ -474,7 +490,8 @@ class _Eval:
                 fault = f"in another arm of `{short(fork, 30)}` at line {line(fork)} than it"
             else:
                 fault = self.dead(h.node)
-                fault = not_run(fault) if fault else self.check(h, rule, b)
+                fault = not_run(fault) if fault else self.check(h, rule, b,
+                                                                _holding(node, h.node))
             if fault is None:
                 out.append(h)
             elif why is None:
@@ -494,6 +511,12 @@ class _Eval:
             if any(is_(term, form, b) for term in conjuncts(cond) for form in forms):
                 return True
         return False
+
+
+def _holding(a: SgNode, b: SgNode) -> SgNode:
+    """The innermost node holding both ``a`` and ``b`` (the file's root at worst)."""
+    mine = {key(n) for n in (a, *a.ancestors())}
+    return next(n for n in (b, *b.ancestors()) if key(n) in mine)
 
 
 def _positional(node: SgNode) -> bool:

@@ -37,7 +37,10 @@ where ``<rule>`` is a pattern string or a mapping with ``pattern`` and any of
 ``where`` / ``inside`` / ``has`` / ``guarded_by`` / ``follows`` / ``precedes`` / ``not``;
 the rule of a ``not`` or an ``every`` whose pattern is an assignment ``T = $V`` may add
 ``in_place: true``: each change of T's value in place (``T.copy_(…)``, ``T[i] = …``,
-``out=T``: ``pp1audit.facts.inplace``) is then one of its assignments too.
+``out=T``: ``pp1audit.facts.inplace``) is then one of its assignments too. Any rule may
+say ``unconditional: true``: its match must run whenever the code around it is reached,
+not only on some passes (an ``if`` arm, a loop body, ``a if t else b``, the right of ``and``:
+``pp1audit.facts.conditional``).
 
 Metavariables are named as ast-grep names them (``METAVAR_NAME_RE``: ``$ARGS``, not
 ``$args``, which ast-grep reads as code that never matches); a pattern or ``where`` key
@@ -80,12 +83,12 @@ RELATIONS = ("inside", "has", "guarded_by", "follows", "precedes", "not")
 """Relations of a (sub)rule, in the order they are evaluated and reported."""
 
 _EVERY_WITHOUT_RELATION = (
-    "'every' needs a relation (" + ", ".join(RELATIONS) + ") saying what each match must "
-    "satisfy")
+    "'every' needs a relation (" + ", ".join(RELATIONS) + ") or 'unconditional' saying what "
+    "each match must satisfy")
 """An ``every`` with none would only check that one match exists, whatever the matches are:
 under ``every``, ``where`` selects the matches judged, it requires nothing of them."""
 
-RULE_KEYS = ("pattern", "where", *RELATIONS, "in_place")
+RULE_KEYS = ("pattern", "where", *RELATIONS, "in_place", "unconditional")
 """Keys of a nested rule mapping (the invariant itself adds file/in/every/claim/title)."""
 
 _IN_PLACE_WHERE = ("'in_place' is read on the rule of a 'not' or an 'every' whose pattern is "
@@ -183,12 +186,17 @@ class Rule:
     """``T = $V`` also matches each in-place change of ``T``'s value
     (``facts.inplace``): for a claim on the value (the logits sampled are the ones
     masked), not on what the name is bound to (``draft_logits`` stays None)."""
+    unconditional: bool = False
+    """The match must run whenever its function reaches it (``facts.conditional``): not in
+    an ``if`` arm, a loop body, one arm of ``a if t else b``, after ``x and``: for a claim
+    that the code *runs* (the method reaches gumbel_sample), not only that it is there."""
 
     @property
     def has_relation(self) -> bool:
         """Whether the rule asks anything of a match beyond its pattern and ``where``: what an
         ``every`` requires of each match it selects."""
-        return any(getattr(self, "not_" if r == "not" else r) is not None for r in RELATIONS)
+        return self.unconditional or any(
+            getattr(self, "not_" if r == "not" else r) is not None for r in RELATIONS)
 
 
 @dataclass(frozen=True)
@@ -646,6 +654,10 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
         under = bool(keypath) and (keypath[-1] == "not" or keypath == ("every",))
         if not under or assign_parts(pattern.text) is None:
             raise RuleError((*keypath, "in_place"), _IN_PLACE_WHERE, key=True)
+    unconditional = raw.get("unconditional", False)
+    if not isinstance(unconditional, bool):  # a nested rule's: no schema saw it
+        raise RuleError((*keypath, "unconditional"), "'unconditional' is true or false, not "
+                        f"{_kind(unconditional)}")
     return Rule(
         pattern=pattern,
         where=_where(raw.get("where"), pattern, (*keypath, "where")),
@@ -656,6 +668,7 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
         precedes=sub("precedes"),
         not_=sub("not"),
         in_place=in_place,
+        unconditional=unconditional,
     )
 
 

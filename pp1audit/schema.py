@@ -131,6 +131,10 @@ _RULE_PROPERTIES: dict[str, Any] = {
     "precedes": {**_RELATION_VALUE,
                  "description": "A match of this rule starts after the match, in the same function."},
     "not": {**_RELATION_VALUE, "description": "Nothing in the match's function matches this rule."},
+    "unconditional": {"type": "boolean", "description": "true: the match runs whenever its "
+                      "function reaches it (not in an if/elif/else arm, a loop body, an except, "
+                      "one arm of `a if t else b`, the right of and/or, a comprehension's "
+                      "per-item part, an assert)."},
 }
 
 INVARIANT: dict[str, Any] = {

@@ -85,6 +85,10 @@ DRAFT_STATS_STORED = """            draft_max, draft_sumexp = _compute_max_and_s
             )
 """
 MARKOV = "            logits_i = base_logits[:, i] + bias\n"
+MARKOV_BIAS = "            bias = self.model.markov_bias(markov_embed)\n"
+TOPK_CALL = "            logits_i = self.model.apply_markov_bias_gathered(\n"
+GUMBEL_CALL = "        sampled = gumbel_sample(\n"
+PROCESSING = "        processed_logits = self.sampler.apply_sampling_params(\n            logits,"
 TOPK_BIAS = """            logits_i = self.model.apply_markov_bias_gathered(
                 markov_embed,
                 base_logits[:, i],
@@ -886,6 +890,30 @@ MUTATIONS = [
                  "tl.store(base + req_state_idx * logits_cache_stride_0 + col * logits_cache_stride_1"
                  " + block, logits / 2.0, mask=mask & is_valid_req)", DRAFT_CACHE,
                  id="i19-cache-store-through-another-name"),
+    # U1-U7 the code a claim says runs, made to run only sometimes (`unconditional`): the
+    # draw in one arm of a conditional expression, after `and`, under a one-line `if`; the
+    # sampling parameters applied, the Markov bias made or added, only on some passes.
+    pytest.param(DSPARK, GUMBEL_CALL, "        sampled = logits.argmax(dim=-1) if step > 0 else "
+                 "gumbel_sample(\n", {"dspark-sample-reaches-gumbel": "fail"},
+                 id="u1-dspark-draw-in-an-arm"),
+    pytest.param(DSPARK, GUMBEL_CALL, "        sampled = step == 0 and gumbel_sample(\n",
+                 {"dspark-sample-reaches-gumbel": "fail"}, id="u2-dspark-draw-after-and"),
+    pytest.param(DSPARK, GUMBEL_CALL, "        if step == 0: sampled = gumbel_sample(\n",
+                 {"dspark-sample-reaches-gumbel": "fail"}, id="u3-dspark-draw-under-an-if"),
+    pytest.param(REJECTION, PROCESSING, "        processed_logits = logits\n        if "
+                 "self.num_speculative_steps > 1: " + PROCESSING.lstrip(),
+                 {"verify-applies-sampling-params": "fail"}, id="u4-verify-processing-under-an-if"),
+    pytest.param(DSPARK, MARKOV, "            logits_i = base_logits[:, i]\n            if i > 0: "
+                 + MARKOV.lstrip(), {"dspark-markov-bias": "fail",
+                                     "dspark-markov-bias-before-sampling": "fail"},
+                 id="u5-dspark-bias-added-on-some-passes"),
+    pytest.param(DSPARK, MARKOV_BIAS, "            bias = torch.zeros_like(base_logits[:, i])\n"
+                 "            if i > 0: " + MARKOV_BIAS.lstrip(),
+                 {"dspark-markov-bias": "fail", "dspark-markov-bias-before-sampling": "fail"},
+                 id="u6-dspark-bias-made-on-some-passes"),
+    pytest.param(DSPARK, TOPK_CALL, "            logits_i = base_logits[:, i]\n            if i > 0: "
+                 + TOPK_CALL.lstrip(), {"dspark-topk-markov-bias-before-sampling": "fail"},
+                 id="u7-dspark-topk-bias-on-some-passes"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another

@@ -245,11 +245,11 @@ def test_has_a_name_is_not_an_attribute_or_a_keyword_of_that_name(
 
 @pytest.mark.parametrize(("every", "words"), [
     ("every: {pattern: self.send($$$A), where: {A: {has: verify}}}",
-     "'every' needs a relation (inside, has, guarded_by, follows, precedes, not) saying what "
-     "each match must satisfy: its 'where' only selects which matches count"),
+     "'every' needs a relation (inside, has, guarded_by, follows, precedes, not) or "
+     "'unconditional' saying what each match must satisfy: its 'where' only selects which matches count"),
     ("every: self.send($$$A)",
-     "'every' needs a relation (inside, has, guarded_by, follows, precedes, not) saying what "
-     "each match must satisfy (at invariants.r.every)"),
+     "'every' needs a relation (inside, has, guarded_by, follows, precedes, not) or "
+     "'unconditional' saying what each match must satisfy (at invariants.r.every)"),
 ])
 def test_every_without_a_relation_is_refused(every: str, words: str) -> None:
     text = refused(f"file: pkg/mod.py\npattern: self.send($$$ARGS)\n{every}\n")
@@ -300,7 +300,8 @@ def test_the_readme_every_example_still_loads() -> None:
 @pytest.mark.parametrize(("invariant", "words"), [
     ("file: pkg/mod.py\npattern: f($$$ARGS)\nwher: {ARGS: {has: x}}\n",
      "unknown key 'wher' (valid keys here: pattern, where, guarded_by, inside, has, follows, "
-     "precedes, not, file, source, in, every, decorators, claim, title; did you mean 'where'?)"),
+     "precedes, not, unconditional, file, source, in, every, decorators, claim, title; did you "
+     "mean 'where'?)"),
     ("file: pkg/mod.py\npattern: f($$$ARGS)\nwhere: {ARGS: {hass: x}}\n",
      "unknown key 'hass' (valid keys here: has, contains, is, regex, any, not; did you mean "
      "'has'?)"),
@@ -309,7 +310,7 @@ def test_the_readme_every_example_still_loads() -> None:
      "'has'?)"),
     ("file: pkg/mod.py\npattern: f($$$ARGS)\nnot: {pattern: g(), inisde: h()}\n",
      "unknown key 'inisde' (a rule has pattern, where, inside, has, guarded_by, follows, "
-     "precedes, not, in_place; did you mean 'inside'?)"),
+     "precedes, not, in_place, unconditional; did you mean 'inside'?)"),
     ("file: pkg/mod.py\npattern: f($$$ARGS)\nxyzzy: 1\n",
      "unknown key 'xyzzy' (valid keys here: pattern, where"),
 ])

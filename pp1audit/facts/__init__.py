@@ -15,6 +15,8 @@ declared by its bases (and checked by mypy), and ``Facts`` is all of them:
 
 * ``core``: the file, which scope owns a node, the file's index of names;
 * ``reachability``: dead code (what never completes, constant tests);
+* ``conditional``: code that may run but need not (an arm, a loop body), for
+  ``unconditional: true``;
 * ``bindings``: final bindings, the binding in force at a place, ``in:`` chains;
 * ``imports``: decorators and imports, through the stdlib's symbol table;
 * ``aliases``: the names a class and its instances may be denoted by;
@@ -28,13 +30,14 @@ declared by its bases (and checked by mypy), and ``Facts`` is all of them:
 
 from __future__ import annotations
 
+from pp1audit.facts.conditional import Conditions
 from pp1audit.facts.hooks import ClassHooks, class_hook_use
 from pp1audit.facts.matches import Matches
 
 __all__ = ["Facts", "class_hook_use"]
 
 
-class Facts(Matches, ClassHooks):
+class Facts(Matches, ClassHooks, Conditions):
     """What one parsed file says beyond its syntax: scopes, dead code, final bindings.
 
     Everything is memoised per node: every rule on the file shares the work.

@@ -1,0 +1,176 @@
+"""Conditional code: which code of a function may be skipped when the code around it
+runs, for a rule marked ``unconditional: true``.
+
+A pattern that matches says the code is *there*; ``follows`` / ``precedes`` say it comes
+before or after another match in the same pass. Neither says it *runs*: a call in the
+body of ``if step < 0:``, in one arm of ``a if t else b``, after ``x and`` or in a
+comprehension's element runs only sometimes, yet matches all the same. A claim such as
+"with cached draft logits the method reaches gumbel_sample" needs the call to be made
+whenever the method gets that far; ``unconditional`` asks exactly that.
+
+Separate from ``reachability`` because dead code is code that may never run; this is
+code that may run but need not, a weaker fact that only this key asks for. An early
+exit before the match (``if x: return``) is not a condition on it here: the match runs
+whenever the code reaches it, and a rule says what the early paths are with its own
+``every``/``guarded_by``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pp1audit.facts.reachability import _COMPREHENSIONS, Reachability, _first_clause, _loop_of
+from pp1audit.syntaxtree import branches, key, line, named_items, short, within
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ast_grep_py import SgNode
+
+_HANDLERS = ("except_clause", "except_group_clause")
+
+
+class Conditions(Reachability):
+    """Where a node runs only on some passes through its function (``Facts``' part)."""
+
+    def conditional(self, node: SgNode, region: SgNode, certain: bool = False) -> str | None:
+        """Why ``node`` may be skipped when the code of ``region`` around it runs, or None
+        when it runs whenever its statement is reached. ``region`` is its function (class,
+        module) for the match itself; for a match related to another (``follows``,
+        ``has``) the innermost node holding both: what is asked is that it runs on every
+        pass that runs the other.
+
+        Conditions: an ``if``/``elif``/``else`` arm (unless its tests are constant and
+        select it), a ``for`` or ``while`` body (it may run no pass; ``while True:`` does run
+        one), a loop's ``else`` a ``break`` may skip, a ``try`` body after its first statement
+        when a handler may catch what an earlier one raises, an ``except`` or a ``try``'s
+        ``else``, a ``case``, an arm of a conditional expression or the right operand of
+        ``and`` / ``or`` (unless the test is constant), the per-item part of a comprehension
+        (all but its first iterable), and an ``assert`` (``python -O`` strips it). A
+        ``with`` body counts as run: a context manager that swallows an exception raised
+        before the match is not seen. ``certain`` is the direction, as for ``truth``."""
+        child = node
+        for parent in node.ancestors():
+            if key(child) == key(region) or not within(parent, region):
+                return None
+            if parent.kind() in ("function_definition", "lambda") and key(parent) != key(region):
+                body = parent.field("body")
+                if body is not None and key(body) == key(child):
+                    return (f"inside `{short(parent, 30)}` at line {line(parent)}, which runs "
+                            "only if called")
+            # The block two matches share orders them, it is no condition between them.
+            shared = key(parent) == key(region) and parent.kind() == "block"
+            why = None if shared else self._arm(child, parent, certain)
+            if why is not None:
+                return why
+            child = parent
+        return None
+
+    def _arm(self, child: SgNode, parent: SgNode, certain: bool) -> str | None:
+        """Why ``child`` runs only on some passes through ``parent``, or None."""
+        kind, ck = parent.kind(), key(child)
+        if kind == "if_statement":
+            return self._if_arm(child, parent, certain)
+        if kind in ("for_statement", "while_statement"):
+            word = "for" if kind == "for_statement" else "while"
+            if child.kind() == "else_clause":
+                breaks = [j for j in parent.find_all(kind="break_statement")
+                          if (loop := _loop_of(j)) is not None and key(loop) == key(parent)]
+                if breaks:
+                    return (f"in the `else` of the `{word}` at line {line(parent)}, which the "
+                            f"`break` at line {line(breaks[0])} skips")
+                return None
+            body = parent.field("body")
+            left = parent.field("left")
+            per_pass = (body is not None and ck == key(body)) or (
+                left is not None and ck == key(left))
+            if not per_pass:
+                return None
+            if kind == "while_statement":
+                cond = parent.field("condition")
+                if cond is not None and self.truth(cond, certain) is True:
+                    return None
+                said = f"`while {short(cond, 30)}:`" if cond is not None else "the `while`"
+                return f"in the body of {said} at line {line(parent)}, which may run no pass"
+            over = parent.field("right")
+            said = f"`{short(over, 30)}`" if over is not None else "its iterable"
+            return (f"in the body of the `for` at line {line(parent)}, which runs once per item "
+                    f"of {said}, perhaps never")
+        if kind == "try_statement":
+            return self._try_arm(child, parent)
+        if kind == "block" and (stmt := parent.parent()) is not None and \
+                stmt.kind() == "try_statement" and any(c.kind() in _HANDLERS
+                                                         for c in stmt.children()):
+            body = stmt.field("body")
+            opening = named_items(parent.children())[:1]
+            if body is not None and key(body) == key(parent) and opening and \
+                    key(opening[0]) != ck:
+                return (f"in the body of the `try` at line {line(stmt)}, after "
+                        f"`{short(opening[0], 30)}` at line {line(opening[0])}, whose exception "
+                        "an `except` may catch")
+            return None
+        if kind == "case_clause":
+            match = next((a for a in parent.ancestors() if a.kind() == "match_statement"), parent)
+            return f"in a `case` of the `match` at line {line(match)}"
+        if kind == "conditional_expression":
+            parts = named_items(parent.children())
+            if len(parts) != 3 or ck == key(parts[1]):
+                return None
+            truth = self.truth(parts[1], certain)
+            if (ck == key(parts[0]) and truth is True) or (ck == key(parts[2]) and truth is False):
+                return None
+            return (f"in an arm of `{short(parent, 40)}` at line {line(parent)}, taken only "
+                    f"when `{short(parts[1], 30)}` is {'true' if ck == key(parts[0]) else 'false'}")
+        if kind == "boolean_operator":
+            left, right, op = parent.field("left"), parent.field("right"), parent.field("operator")
+            if left is None or right is None or op is None or ck != key(right):
+                return None
+            truth = self.truth(left, certain)
+            if (op.text() == "and" and truth is True) or (op.text() == "or" and truth is False):
+                return None
+            return (f"on the right of `{op.text()}` in `{short(parent, 40)}` at line "
+                    f"{line(parent)}, evaluated only when `{short(left, 30)}` is "
+                    f"{'true' if op.text() == 'and' else 'false'}")
+        if kind in _COMPREHENSIONS or kind == "for_in_clause":
+            comp = parent if kind in _COMPREHENSIONS else parent.parent()
+            first = _first_clause(comp) if comp is not None else None
+            if kind in _COMPREHENSIONS and first is not None and ck == key(first):
+                return None  # judged one level down: only its iterable is evaluated in place
+            over = parent.field("right") if kind == "for_in_clause" else None
+            if (kind == "for_in_clause" and first is not None and key(first) == key(parent)
+                    and over is not None and ck == key(over)):
+                return None
+            if child.kind() in ("(", ")", "[", "]", "{", "}"):
+                return None
+            shown = comp if comp is not None else parent
+            return (f"in `{short(shown, 40)}` at line {line(shown)}, run once per item, "
+                    "perhaps never")
+        if kind == "assert_statement":
+            return f"in the `assert` at line {line(parent)}, which `python -O` strips"
+        return None
+
+    def _if_arm(self, child: SgNode, stmt: SgNode, certain: bool) -> str | None:
+        """Why the arm of the if chain ``stmt`` holding ``child`` may be skipped: unless
+        every earlier test is constant false and its own (if any) constant true."""
+        ck = key(child)
+        earlier_false = True
+        for clause, test, body in branches(stmt):
+            if ck in (key(body), key(clause) if clause is not None else None):
+                if earlier_false and (test is None or self.truth(test, certain) is True):
+                    return None
+                if test is None:
+                    return f"in the `else` of the `if` at line {line(stmt)}"
+                word = "if" if clause is None else "elif"
+                return f"in the body of `{word} {short(test, 40)}:` at line {line(test)}"
+            if test is None or self.truth(test, certain) is not False:
+                earlier_false = False
+        return None  # the test itself: evaluated whenever the statement is
+
+    @staticmethod
+    def _try_arm(child: SgNode, stmt: SgNode) -> str | None:
+        """Why ``child`` of the ``try`` ``stmt`` may be skipped: a handler or the ``else``
+        runs only on one outcome of the body (``finally`` always runs; the body's later
+        statements are judged at its block, in ``_arm``)."""
+        if child.kind() in _HANDLERS:
+            return f"in an `except` of the `try` at line {line(stmt)}"
+        if child.kind() == "else_clause":
+            return (f"in the `else` of the `try` at line {line(stmt)}, which runs only when "
+                    "its body raised nothing")
+        return None
