@@ -43,7 +43,8 @@ class Conditions(Reachability):
         when a handler may catch what an earlier one raises, an ``except`` or a ``try``'s
         ``else``, a ``case``, an arm of a conditional expression or the right operand of
         ``and`` / ``or`` (unless the test is constant), the per-item part of a comprehension
-        (all but its first iterable), and an ``assert`` (``python -O`` strips it). A
+        (all but its first iterable), an ``assert`` (``python -O`` strips it), and the body
+        of a ``def`` or ``lambda`` nested in ``region`` (it runs only if called). A
         ``with`` body counts as run: a context manager that swallows an exception raised
         before the match is not seen. ``certain`` is the direction, as for ``truth``."""
         child = node
