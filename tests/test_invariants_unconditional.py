@@ -83,7 +83,7 @@ def test_a_match_that_runs_only_on_some_passes_fails_and_says_where(
     "for x in g(1):\n    pass\n",                    # so is a loop's iterable
     "while g(1):\n    pass\n",
     "x = [y for y in g(1)]\n",                       # and a comprehension's first iterable
-    "x = g(1) if t else 0\n".replace("g(1) if t", "0 if g(1)"),   # and its test
+    "x = 0 if g(1) else 0\n",                        # and its test
     "x = g(1) and t\n",                              # and the left of `and`
     "x = True and g(1)\n",                           # a constant that selects the operand
     "x = False or g(1)\n",

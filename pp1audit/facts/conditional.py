@@ -18,14 +18,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pp1audit.facts.reachability import _COMPREHENSIONS, Reachability, _first_clause, _loop_of
+from pp1audit.facts.reachability import (
+    _COMPREHENSIONS,
+    _HANDLERS,
+    Reachability,
+    _first_clause,
+    _loop_of,
+    _try_parts,
+)
 from pp1audit.syntaxtree import branches, key, line, named_items, short, within
 
 if TYPE_CHECKING:  # pragma: no cover
     from ast_grep_py import SgNode
-
-_HANDLERS = ("except_clause", "except_group_clause")
-
 
 class Conditions(Reachability):
     """Where a node runs only on some passes through its function (``Facts``' part)."""
@@ -66,86 +70,70 @@ class Conditions(Reachability):
 
     def _arm(self, child: SgNode, parent: SgNode, certain: bool) -> str | None:
         """Why ``child`` runs only on some passes through ``parent``, or None."""
-        kind, ck = parent.kind(), key(child)
+        kind = parent.kind()
         if kind == "if_statement":
             return self._if_arm(child, parent, certain)
         if kind in ("for_statement", "while_statement"):
-            word = "for" if kind == "for_statement" else "while"
-            if child.kind() == "else_clause":
-                breaks = [j for j in parent.find_all(kind="break_statement")
-                          if (loop := _loop_of(j)) is not None and key(loop) == key(parent)]
-                if breaks:
-                    return (f"in the `else` of the `{word}` at line {line(parent)}, which the "
-                            f"`break` at line {line(breaks[0])} skips")
-                return None
-            body = parent.field("body")
-            left = parent.field("left")
-            per_pass = (body is not None and ck == key(body)) or (
-                left is not None and ck == key(left))
-            if not per_pass:
-                return None
-            if kind == "while_statement":
-                cond = parent.field("condition")
-                if cond is not None and self.truth(cond, certain) is True:
-                    return None
-                said = f"`while {short(cond, 30)}:`" if cond is not None else "the `while`"
-                return f"in the body of {said} at line {line(parent)}, which may run no pass"
-            over = parent.field("right")
-            said = f"`{short(over, 30)}`" if over is not None else "its iterable"
-            return (f"in the body of the `for` at line {line(parent)}, which runs once per item "
-                    f"of {said}, perhaps never")
-        if kind == "try_statement":
-            return self._try_arm(child, parent)
-        if kind == "block" and (stmt := parent.parent()) is not None and \
-                stmt.kind() == "try_statement" and any(c.kind() in _HANDLERS
-                                                         for c in stmt.children()):
-            body = stmt.field("body")
-            opening = named_items(parent.children())[:1]
-            if body is not None and key(body) == key(parent) and opening and \
-                    key(opening[0]) != ck:
-                return (f"in the body of the `try` at line {line(stmt)}, after "
-                        f"`{short(opening[0], 30)}` at line {line(opening[0])}, whose exception "
-                        "an `except` may catch")
-            return None
+            return self._loop_arm(child, parent, certain)
+        if kind == "try_statement" or (kind == "block" and (stmt := parent.parent()) is not None
+                                       and stmt.kind() == "try_statement"):
+            return _try_arm(child, parent)
         if kind == "case_clause":
             match = next((a for a in parent.ancestors() if a.kind() == "match_statement"), parent)
             return f"in a `case` of the `match` at line {line(match)}"
-        if kind == "conditional_expression":
-            parts = named_items(parent.children())
-            if len(parts) != 3 or ck == key(parts[1]):
-                return None
-            truth = self.truth(parts[1], certain)
-            if (ck == key(parts[0]) and truth is True) or (ck == key(parts[2]) and truth is False):
-                return None
-            return (f"in an arm of `{short(parent, 40)}` at line {line(parent)}, taken only "
-                    f"when `{short(parts[1], 30)}` is {'true' if ck == key(parts[0]) else 'false'}")
-        if kind == "boolean_operator":
-            left, right, op = parent.field("left"), parent.field("right"), parent.field("operator")
-            if left is None or right is None or op is None or ck != key(right):
-                return None
-            truth = self.truth(left, certain)
-            if (op.text() == "and" and truth is True) or (op.text() == "or" and truth is False):
-                return None
-            return (f"on the right of `{op.text()}` in `{short(parent, 40)}` at line "
-                    f"{line(parent)}, evaluated only when `{short(left, 30)}` is "
-                    f"{'true' if op.text() == 'and' else 'false'}")
+        if kind in ("conditional_expression", "boolean_operator"):
+            return self._operand_arm(child, parent, certain)
         if kind in _COMPREHENSIONS or kind == "for_in_clause":
-            comp = parent if kind in _COMPREHENSIONS else parent.parent()
-            first = _first_clause(comp) if comp is not None else None
-            if kind in _COMPREHENSIONS and first is not None and ck == key(first):
-                return None  # judged one level down: only its iterable is evaluated in place
-            over = parent.field("right") if kind == "for_in_clause" else None
-            if (kind == "for_in_clause" and first is not None and key(first) == key(parent)
-                    and over is not None and ck == key(over)):
-                return None
-            if child.kind() in ("(", ")", "[", "]", "{", "}"):
-                return None
-            shown = comp if comp is not None else parent
-            return (f"in `{short(shown, 40)}` at line {line(shown)}, run once per item, "
-                    "perhaps never")
+            return _per_item(child, parent)
         if kind == "assert_statement":
             return f"in the `assert` at line {line(parent)}, which `python -O` strips"
         return None
+
+    def _loop_arm(self, child: SgNode, loop: SgNode, certain: bool) -> str | None:
+        """Why ``child`` of a ``for``/``while`` runs only on some passes: its body and target
+        run once per pass (perhaps none; ``while True:`` runs one), its ``else`` unless a
+        ``break`` of this loop leaves it; the iterable and the test run with the loop."""
+        word = "for" if loop.kind() == "for_statement" else "while"
+        if child.kind() == "else_clause":
+            stop = next((j for j in loop.find_all(kind="break_statement")
+                         if (of := _loop_of(j)) is not None and key(of) == key(loop)), None)
+            return None if stop is None else (
+                f"in the `else` of the `{word}` at line {line(loop)}, which the `break` at line "
+                f"{line(stop)} skips")
+        if key(child) not in {key(n) for n in (loop.field("body"), loop.field("left"))
+                              if n is not None}:
+            return None
+        if word == "while":
+            cond = loop.field("condition")
+            if cond is not None and self.truth(cond, certain) is True:
+                return None
+            said = f"`while {short(cond, 30)}:`" if cond is not None else "the `while`"
+            return f"in the body of {said} at line {line(loop)}, which may run no pass"
+        over = loop.field("right")
+        said = f"`{short(over, 30)}`" if over is not None else "its iterable"
+        return (f"in the body of the `for` at line {line(loop)}, which runs once per item "
+                f"of {said}, perhaps never")
+
+    def _operand_arm(self, child: SgNode, expr: SgNode, certain: bool) -> str | None:
+        """Why ``child`` of ``a if t else b`` or ``a and/or b`` may not be evaluated: an arm
+        or the right operand, unless the test (the left operand) is constant and selects it."""
+        if expr.kind() == "conditional_expression":
+            parts = named_items(expr.children())
+            if len(parts) != 3 or key(child) not in (key(parts[0]), key(parts[2])):
+                return None
+            taken = key(child) == key(parts[0])
+            if self.truth(parts[1], certain) is taken:
+                return None
+            return (f"in an arm of `{short(expr, 40)}` at line {line(expr)}, taken only "
+                    f"when `{short(parts[1], 30)}` is {'true' if taken else 'false'}")
+        left, right, op = expr.field("left"), expr.field("right"), expr.field("operator")
+        if left is None or right is None or op is None or key(child) != key(right):
+            return None
+        needs = op.text() == "and"  # the value of the left operand that evaluates the right
+        if self.truth(left, certain) is needs:
+            return None
+        return (f"on the right of `{op.text()}` in `{short(expr, 40)}` at line {line(expr)}, "
+                f"evaluated only when `{short(left, 30)}` is {'true' if needs else 'false'}")
 
     def _if_arm(self, child: SgNode, stmt: SgNode, certain: bool) -> str | None:
         """Why the arm of the if chain ``stmt`` holding ``child`` may be skipped: unless
@@ -164,14 +152,41 @@ class Conditions(Reachability):
                 earlier_false = False
         return None  # the test itself: evaluated whenever the statement is
 
-    @staticmethod
-    def _try_arm(child: SgNode, stmt: SgNode) -> str | None:
-        """Why ``child`` of the ``try`` ``stmt`` may be skipped: a handler or the ``else``
-        runs only on one outcome of the body (``finally`` always runs; the body's later
-        statements are judged at its block, in ``_arm``)."""
+
+def _try_arm(child: SgNode, parent: SgNode) -> str | None:
+    """Why ``child`` of a ``try`` (``parent``: the statement, or its body's block) may be
+    skipped: a handler or the ``else`` runs only on one outcome of the body, and a body's
+    statement after its first when a handler may catch what an earlier one raises
+    (``finally`` always runs)."""
+    if parent.kind() == "try_statement":
         if child.kind() in _HANDLERS:
-            return f"in an `except` of the `try` at line {line(stmt)}"
+            return f"in an `except` of the `try` at line {line(parent)}"
         if child.kind() == "else_clause":
-            return (f"in the `else` of the `try` at line {line(stmt)}, which runs only when "
+            return (f"in the `else` of the `try` at line {line(parent)}, which runs only when "
                     "its body raised nothing")
         return None
+    stmt = parent.parent()
+    if stmt is None:  # pragma: no cover - _arm passes a try body's block
+        return None
+    body, handlers, _orelse, _fin = _try_parts(stmt)
+    opening = named_items(parent.children())[:1]
+    if not handlers or body is None or key(body) != key(parent) or not opening or \
+            key(opening[0]) == key(child):
+        return None
+    return (f"in the body of the `try` at line {line(stmt)}, after `{short(opening[0], 30)}` "
+            f"at line {line(opening[0])}, whose exception an `except` may catch")
+
+
+def _per_item(child: SgNode, parent: SgNode) -> str | None:
+    """Why ``child`` of a comprehension (``parent``: it, or one of its ``for`` clauses) may
+    not run: all but the first iterable runs once per item, perhaps never."""
+    comp = parent if parent.kind() in _COMPREHENSIONS else parent.parent()
+    first = _first_clause(comp) if comp is not None else None
+    if comp is not None and first is not None:
+        if key(parent) == key(comp) and key(child) == key(first):
+            return None  # judged one level down: only its iterable is evaluated in place
+        over = first.field("right")
+        if key(parent) == key(first) and over is not None and key(child) == key(over):
+            return None
+    shown = comp if comp is not None else parent
+    return f"in `{short(shown, 40)}` at line {line(shown)}, run once per item, perhaps never"
