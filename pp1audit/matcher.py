@@ -137,7 +137,7 @@ import warnings
 from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING
 
-from pp1audit import nodespans
+from pp1audit import nodespans, signatures
 from pp1audit.errors import SourceError
 from pp1audit.facts import Facts, class_hook_use
 from pp1audit.facts.reachability import not_run
@@ -153,7 +153,15 @@ from pp1audit.patterns import (
     keyword_hits,
     parse_pattern,
 )
-from pp1audit.rules import Constraint, Invariant, Rule, assign_parts, decorator_key, regex_matches
+from pp1audit.rules import (
+    Argument,
+    Constraint,
+    Invariant,
+    Rule,
+    assign_parts,
+    decorator_key,
+    regex_matches,
+)
 from pp1audit.store import FileStore
 from pp1audit.syntaxtree import (
     Key,
@@ -294,7 +302,34 @@ class _Eval:
             ok = ok and any(self.constraint(nodes, alt, b, anchor, multi) for alt in c.any_)
         if c.not_ is not None:
             ok = ok and not self.flipped().constraint(nodes, c.not_, b, anchor)
+        if c.argument is not None:
+            ok = ok and self.argument(nodes, c.argument, b, anchor)
+        if c.parameter is not None:
+            read = [signatures.positional_parameters(n) for n in nodes]
+            ok = ok and len(nodes) == 1 and read[0] is not None and \
+                read[0][0][c.parameter.at:c.parameter.at + 1] == [c.parameter.name]
         return ok
+
+    def argument(self, nodes: list[SgNode], a: Argument, b: dict[str, SgNode],
+                 anchor: SgNode) -> bool:
+        """The call ``nodes`` are the arguments of (or, one node, are) passes for ``a.name``
+        what ``a.value`` asks. Where the text cannot tell which argument binds it (a
+        ``*splat`` before its place, a ``**kw``) a requirement does not hold and what is
+        forbidden does (``forbid``): either way the gate can only close."""
+        call = signatures.arguments_of(nodes)
+        if call is None:
+            return False
+        at = a.at
+        if a.of is not None:
+            definition = b.get(a.of)
+            at = signatures.place_in(definition, a.name) if definition is not None else None
+            if definition is None or signatures.function_of(definition) is None:
+                return self.forbid
+        passed = signatures.passed_for(call[0], call[1], a.name, at)
+        if passed.unknown and self.forbid:
+            return True
+        return any(a.value is None or self.constraint([v], a.value, b, anchor)
+                   for v in passed.values)
 
     def contains(self, node: SgNode, text: str, b: dict[str, SgNode], anchor: SgNode,
                  multi: bool = False) -> bool:

@@ -18,7 +18,10 @@ Record shape (one invariant)::
     pattern: self.rejection_sampler($$$ARGS)    # what must be there
     where: {ARGS: {has: self.speculator.draft_logits}}
                                                 # a constraint: has / contains / is / regex /
-                                                #   any (a list, one holds) / not
+                                                #   any (a list, one holds) / not /
+                                                #   argument {name, at | of, <constraint>}: the
+                                                #   argument binding that parameter /
+                                                #   parameter {name, at}: a def's place
     follows: $X.apply_grammar_bitmask($$$)      # earlier in the same function
     precedes: <rule>                            # later in the same function
     inside: <rule>                              # an enclosing node matches
@@ -98,8 +101,14 @@ _IN_PLACE_WHERE = ("'in_place' is read on the rule of a 'not' or an 'every' whos
 an assignment as written; only where an assignment is forbidden or quantified over does a
 change that binds nothing break the same claim."""
 
-CONSTRAINT_KEYS = ("has", "contains", "is", "regex", "any", "not")
+CONSTRAINT_KEYS = ("has", "contains", "is", "regex", "any", "not", "argument", "parameter")
 """Keys of a ``where`` constraint (``any``: a list of constraints, one must hold)."""
+
+ARGUMENT_KEYS = ("name", "at", "of")
+"""Keys of an ``argument`` constraint besides the constraint on its value."""
+
+PARAMETER_KEYS = ("name", "at")
+"""Keys of a ``parameter`` constraint."""
 
 
 class RuleError(Exception):
@@ -134,6 +143,44 @@ class Pattern:
 
 
 @dataclass(frozen=True)
+class Argument:
+    """The argument a captured call passes for one parameter (``pp1audit.signatures``):
+    ``has:`` only says a value is among the arguments, so a swap of two positional ones
+    keeps it."""
+
+    name: str
+    """The parameter: its keyword ``name=`` binds it."""
+    at: int | None = None
+    """Its place among the call's positional arguments (0: the first, counted from the
+    call's first argument, not the capture's)."""
+    of: str | None = None
+    """A metavariable bound to the called definition: the place is read from it (a
+    method's ``self`` not counted), so a parameter moved with its argument still holds."""
+    value: Constraint | None = None
+    """What that argument must be (None: anything passed)."""
+
+    def describe(self) -> str:
+        """``the argument for `draft_logits` (keyword, or position 1) is `x```."""
+        where = (f"position {self.at}" if self.at is not None
+                 else f"its place in ${self.of}" if self.of is not None else None)
+        said = f"the argument for `{self.name}` (keyword" + (f", or {where})" if where else ")")
+        return said + (f" {self.value.describe()}" if self.value is not None else " is passed")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A captured definition takes ``name`` at position ``at`` (``self`` counted): pins
+    where a callee in another file expects what its callers pass by position."""
+
+    name: str
+    at: int
+
+    def describe(self) -> str:
+        """``parameter 1 is `draft_logits```."""
+        return f"its positional parameter {self.at} is `{self.name}`"
+
+
+@dataclass(frozen=True)
 class Constraint:
     """A condition on what a metavariable captured (ast-grep's ``constraints``)."""
 
@@ -151,6 +198,10 @@ class Constraint:
     any_: tuple[Constraint, ...] = ()
     """At least one of these holds: the same claim written two ways (a positional or a
     keyword argument)."""
+    argument: Argument | None = None
+    """The argument the captured call passes for a parameter holds (``Argument``)."""
+    parameter: Parameter | None = None
+    """The captured definition takes that parameter at that place (``Parameter``)."""
 
     def describe(self) -> str:
         """Short prose for messages: ``has `x```."""
@@ -167,6 +218,10 @@ class Constraint:
             parts.append("any of (" + " / ".join(c.describe() for c in self.any_) + ")")
         if self.not_ is not None:
             parts.append(f"not ({self.not_.describe()})")
+        if self.argument is not None:
+            parts.append(self.argument.describe())
+        if self.parameter is not None:
+            parts.append(self.parameter.describe())
         return " and ".join(parts)
 
 
@@ -543,10 +598,11 @@ def regex_matches(pattern: str, text: str) -> bool:
         return compiled(pattern).search(_SURROGATE.sub("\ufffd", text)) is not None
 
 
-def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool) -> Constraint:
+def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool,
+                bound: frozenset[str] = frozenset()) -> Constraint:
     if not isinstance(raw, dict):  # the schema says so too; kept for direct callers
         raise RuleError(keypath, "a constraint is a mapping (has / contains / is / regex / "
-                        "any / not)")
+                        "any / not / argument / parameter)")
     for key in raw:  # the schema checks the outer mapping; nested ones (not / any) here
         if key not in CONSTRAINT_KEYS:
             raise RuleError((*keypath, key), unknown_key(str(key), list(CONSTRAINT_KEYS),
@@ -572,10 +628,74 @@ def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool) -> Constr
         contains=parse_pattern(raw["contains"], (*keypath, "contains")) if "contains" in raw else None,
         is_=parse_pattern(raw["is"], (*keypath, "is")) if "is" in raw else None,
         regex=regex,
-        not_=_constraint(raw["not"], (*keypath, "not"), multi) if "not" in raw else None,
-        any_=tuple(_constraint(alt, (*keypath, "any", i), multi)
+        not_=_constraint(raw["not"], (*keypath, "not"), multi, bound) if "not" in raw else None,
+        any_=tuple(_constraint(alt, (*keypath, "any", i), multi, bound)
                    for i, alt in enumerate(raw.get("any", ()))),
+        argument=_argument(raw["argument"], (*keypath, "argument"), bound)
+        if "argument" in raw else None,
+        parameter=_parameter(raw["parameter"], (*keypath, "parameter"))
+        if "parameter" in raw else None,
     )
+
+
+def _place(raw: Any, keypath: tuple[str | int, ...]) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise RuleError(keypath, f"'at' is a position counted from 0, not {_kind(raw)}"
+                        + (f" {raw}" if isinstance(raw, int) and not isinstance(raw, bool) else ""))
+    return raw
+
+
+def _parameter_name(raw: Any, keypath: tuple[str | int, ...]) -> str:
+    if not isinstance(raw, str) or not raw.isidentifier():
+        raise RuleError(keypath, "'name' is a parameter's name (a Python identifier), not "
+                        + (repr(raw) if isinstance(raw, str) else _kind(raw)),
+                        not_text=raw if isinstance(raw, int | float) else None)
+    return nfkc_identifiers(raw)
+
+
+def _argument(raw: Any, keypath: tuple[str | int, ...], bound: frozenset[str]) -> Argument:
+    """``argument: {name: P, at: N | of: DEF, <constraint on the value>}``."""
+    if not isinstance(raw, dict):
+        raise RuleError(keypath, "'argument' is a mapping: name (the parameter), at (its "
+                        "position) or of (a metavariable bound to the called def), and "
+                        "a constraint on the value (is / has / contains / regex / any / not)")
+    if "name" not in raw:
+        raise RuleError(keypath, "'argument' needs 'name': the parameter whose argument is "
+                        "meant (its keyword always binds it)")
+    if "at" in raw and "of" in raw:
+        raise RuleError((*keypath, "of"), "'argument' takes its position from 'at' or from "
+                        "'of', not both", key=True)
+    name = _parameter_name(raw["name"], (*keypath, "name"))
+    at = _place(raw["at"], (*keypath, "at")) if "at" in raw else None
+    of = raw.get("of")
+    if "of" in raw:
+        of_name = of.lstrip("$") if isinstance(of, str) else None
+        if of_name is None or of_name not in bound:
+            said = ", ".join(f"${n}" for n in sorted(bound)) or "none"
+            raise RuleError((*keypath, "of"), "'of' names a single metavariable ($DEF) bound "
+                            "to the called definition by this rule's pattern or an enclosing "
+                            f"one (bound here: {said})")
+        of = of_name
+    rest = {k: v for k, v in raw.items() if k not in ARGUMENT_KEYS}
+    for k in rest:
+        if k not in CONSTRAINT_KEYS or k in ("argument", "parameter"):
+            raise RuleError((*keypath, k), unknown_key(
+                str(k), [*ARGUMENT_KEYS, *CONSTRAINT_KEYS[:6]], "an argument has"), key=True)
+    value = _constraint(rest, keypath, False, bound) if rest else None
+    return Argument(name=name, at=at, of=of, value=value)
+
+
+def _parameter(raw: Any, keypath: tuple[str | int, ...]) -> Parameter:
+    """``parameter: {name: P, at: N}``."""
+    if not isinstance(raw, dict) or set(raw) != set(PARAMETER_KEYS):
+        for k in raw if isinstance(raw, dict) else ():
+            if k not in PARAMETER_KEYS:
+                raise RuleError((*keypath, k), unknown_key(str(k), list(PARAMETER_KEYS),
+                                                           "a parameter has"), key=True)
+        raise RuleError(keypath, "'parameter' is a mapping of name (the parameter) and at "
+                        "(its position among the positional ones, self counted, from 0)")
+    return Parameter(name=_parameter_name(raw["name"], (*keypath, "name")),
+                     at=_place(raw["at"], (*keypath, "at")))
 
 
 def _kind(value: object) -> str:
@@ -593,7 +713,8 @@ def _kind(value: object) -> str:
     return "text"
 
 
-def _where(raw: Any, pattern: Pattern, keypath: tuple[str | int, ...]) -> dict[str, Constraint]:
+def _where(raw: Any, pattern: Pattern, keypath: tuple[str | int, ...],
+           bound: frozenset[str] = frozenset()) -> dict[str, Constraint]:
     if raw is not None and not isinstance(raw, dict):  # a nested rule's: no schema saw it
         raise RuleError(keypath, "'where' is a mapping of metavariable name -> constraint, "
                         f"not {_kind(raw)}")
@@ -607,7 +728,8 @@ def _where(raw: Any, pattern: Pattern, keypath: tuple[str | int, ...]) -> dict[s
             said = ", ".join(captured) if captured else "nothing"
             raise RuleError((*keypath, key), f"'{key}' is not a metavariable of the pattern "
                             f"`{pattern.short}` (it captures {said})")
-        out[name] = _constraint(value, (*keypath, key), name in pattern.multi)
+        out[name] = _constraint(value, (*keypath, key), name in pattern.multi,
+                                bound | pattern.single)
     return out
 
 
@@ -629,8 +751,10 @@ def assign_parts(text: str) -> tuple[str, str] | None:
     return (target, value) if target is not None and value is not None else None
 
 
-def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
-    """A pattern string, or a mapping with ``pattern`` and optional relations."""
+def parse_rule(raw: Any, keypath: tuple[str | int, ...],
+               bound: frozenset[str] = frozenset()) -> Rule:
+    """A pattern string, or a mapping with ``pattern`` and optional relations; ``bound``:
+    the single metavariables enclosing rules capture (what an ``argument``'s ``of`` may name)."""
     if isinstance(raw, str):
         return Rule(parse_pattern(raw, keypath))
     if not isinstance(raw, dict) or "pattern" not in raw:
@@ -643,7 +767,7 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
     pattern = parse_pattern(raw["pattern"], (*keypath, "pattern"))
 
     def sub(key: str) -> Rule | None:
-        return parse_rule(raw[key], (*keypath, key)) if key in raw else None
+        return parse_rule(raw[key], (*keypath, key), bound | pattern.single) if key in raw else None
 
     guard = raw.get("guarded_by")
     in_place = raw.get("in_place", False)
@@ -660,7 +784,7 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...]) -> Rule:
                         f"{_kind(unconditional)}")
     return Rule(
         pattern=pattern,
-        where=_where(raw.get("where"), pattern, (*keypath, "where")),
+        where=_where(raw.get("where"), pattern, (*keypath, "where"), bound),
         inside=sub("inside"),
         has=sub("has"),
         guarded_by=parse_pattern(guard, (*keypath, "guarded_by")) if guard is not None else None,

@@ -95,6 +95,12 @@ CONSTRAINT: dict[str, Any] = {
                 "description": "Constraints of which at least one holds (the same claim "
                 "written two ways, e.g. a positional or a keyword argument)."},
         "not": {"type": "object", "description": "A constraint that must not hold."},
+        "argument": {"type": "object", "description": "The argument the captured call passes "
+                     "for a parameter: {name: P, at: N | of: $DEF, <constraint on it>}; the "
+                     "keyword P= binds it, so does the positional argument at N (from 0) or at "
+                     "P's place in the definition $DEF (a method's self not counted)."},
+        "parameter": {"type": "object", "description": "The captured definition takes "
+                      "parameter {name: P, at: N} at positional place N (self counted, from 0)."},
     },
     "minProperties": 1,
 }

@@ -914,6 +914,52 @@ MUTATIONS = [
     pytest.param(DSPARK, TOPK_CALL, "            logits_i = base_logits[:, i]\n            if i > 0: "
                  + TOPK_CALL.lstrip(), {"dspark-topk-markov-bias-before-sampling": "fail"},
                  id="u7-dspark-topk-bias-on-some-passes"),
+    # 10. Positional swaps (session 19): the draft logits still among the arguments, but
+    # bound to another parameter (`has:` let each through); a parameter moved without
+    # its argument.
+    pytest.param(REJECTION, "            processed_logits,\n            draft_logits,\n"
+                 "            draft_sampled,\n",
+                 "            processed_logits,\n            draft_sampled,\n"
+                 "            draft_logits,\n", {"verify-passes-draft-logits": "fail"},
+                 id="s1-verify-swaps-draft-logits-with-the-sampled-ids"),
+    pytest.param(REJECTION, "                logits[lo:hi],\n                draft_logits,\n"
+                 "                draft_sampled[lo:hi],\n",
+                 "                logits[lo:hi],\n                draft_sampled[lo:hi],\n"
+                 "                draft_logits,\n", {"verify-passes-draft-logits": "fail"},
+                 id="s2-chunks-swap-draft-logits"),
+    pytest.param(REJECTION, "            input_batch,\n            draft_logits,\n",
+                 "            draft_logits,\n            input_batch,\n",
+                 {"verify-passes-draft-logits": "fail"}, id="s3-call-swaps-draft-logits"),
+    pytest.param(RUNNER, "                input_batch,\n"
+                 "                # Draft logits are needed for probabilistic rejection sampling.\n"
+                 "                self.speculator.draft_logits,\n",
+                 "                self.speculator.draft_logits,\n"
+                 "                # Draft logits are needed for probabilistic rejection sampling.\n"
+                 "                input_batch,\n",
+                 {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"},
+                 id="s4-runner-swaps-draft-logits-with-the-batch"),
+    pytest.param(RUNNER, CALL_END, CALL_END + "            sampler_output = "
+                 "self.rejection_sampler(logits, self.speculator.draft_logits, input_batch)\n",
+                 {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"},
+                 id="s5-second-call-with-draft-logits-in-the-batchs-place"),
+    pytest.param(REJECTION, CALL_PARAMS,
+                 "        logits: torch.Tensor,\n        draft_logits: torch.Tensor | None,\n"
+                 "        input_batch: InputBatch = None,\n",
+                 {"verify-passes-draft-logits": "fail"},
+                 id="s6-call-takes-draft-logits-where-the-runner-passes-the-batch"),
+    pytest.param(UTILS, "    # [max_num_reqs, num_speculative_steps, V]\n"
+                 "    draft_logits: torch.Tensor | None,\n    # [num_logits]\n"
+                 "    draft_sampled: torch.Tensor,\n",
+                 "    # [max_num_reqs, num_speculative_steps, V]\n"
+                 "    draft_sampled: torch.Tensor,\n    # [num_logits]\n"
+                 "    draft_logits: torch.Tensor | None,\n",
+                 {"rejection-sample-signature": "fail"},
+                 id="s7-rejection-sample-takes-draft-logits-third"),
+    pytest.param(REJECTION, VERIFY_PARAMS, VERIFY_PARAMS.replace(
+                 "        draft_logits: torch.Tensor | None,\n        draft_sampled: torch.Tensor,\n",
+                 "        draft_sampled: torch.Tensor,\n        draft_logits: torch.Tensor | None,\n"),
+                 {"verify-passes-draft-logits": "fail"},
+                 id="s8-verify-parameter-moved-without-its-argument"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
