@@ -320,16 +320,27 @@ class _Eval:
         if call is None:
             return False
         at = a.at
-        if a.of is not None:
-            definition = b.get(a.of)
-            at = signatures.place_in(definition, a.name) if definition is not None else None
-            if definition is None or signatures.function_of(definition) is None:
+        if a.of is not None or a.callee is not None:
+            definitions = self._callees(a, b)
+            places = {signatures.place_in(d, a.name) for d in definitions}
+            if not definitions or len(places) != 1:  # not a def, or defs that disagree
                 return self.forbid
+            at = places.pop()
         passed = signatures.passed_for(call[0], call[1], a.name, at)
         if passed.unknown and self.forbid:
             return True
         return any(a.value is None or self.constraint([v], a.value, b, anchor)
                    for v in passed.values)
+
+    def _callees(self, a: Argument, b: dict[str, SgNode]) -> list[SgNode]:
+        """The definitions an ``argument``'s ``of`` names (the bound one, or each the dotted
+        name may hold), or none when one of them is not a function definition."""
+        if a.of is not None:
+            found = [b[a.of]] if a.of in b else []
+        else:
+            chain, missing = self.facts.scope_chain(a.callee or "")
+            found = chain[-1] if missing is None and chain else []
+        return found if all(signatures.function_of(d) is not None for d in found) else []
 
     def contains(self, node: SgNode, text: str, b: dict[str, SgNode], anchor: SgNode,
                  multi: bool = False) -> bool:

@@ -156,13 +156,17 @@ class Argument:
     of: str | None = None
     """A metavariable bound to the called definition: the place is read from it (a
     method's ``self`` not counted), so a parameter moved with its argument still holds."""
+    callee: str | None = None
+    """Or the called definition's dotted name in the file (``of: _kernel``): the binding
+    in force, as ``in:`` resolves it; the place read from it likewise."""
     value: Constraint | None = None
     """What that argument must be (None: anything passed)."""
 
     def describe(self) -> str:
         """``the argument for `draft_logits` (keyword, or position 1) is `x```."""
         where = (f"position {self.at}" if self.at is not None
-                 else f"its place in ${self.of}" if self.of is not None else None)
+                 else f"its place in ${self.of}" if self.of is not None
+                 else f"its place in `{self.callee}`" if self.callee is not None else None)
         said = f"the argument for `{self.name}` (keyword" + (f", or {where})" if where else ")")
         return said + (f" {self.value.describe()}" if self.value is not None else " is passed")
 
@@ -668,21 +672,27 @@ def _argument(raw: Any, keypath: tuple[str | int, ...], bound: frozenset[str]) -
     name = _parameter_name(raw["name"], (*keypath, "name"))
     at = _place(raw["at"], (*keypath, "at")) if "at" in raw else None
     of = raw.get("of")
+    callee = None
     if "of" in raw:
         of_name = of.lstrip("$") if isinstance(of, str) else None
-        if of_name is None or of_name not in bound:
+        if of_name is not None and of_name == of and not METAVAR_NAME_RE.fullmatch(of) \
+                and SCOPE_RE.match(of):
+            callee, of = of, None  # a function of the file, by its dotted name
+        elif of_name is None or of_name not in bound:
             said = ", ".join(f"${n}" for n in sorted(bound)) or "none"
-            raise RuleError((*keypath, "of"), "'of' names a single metavariable ($DEF) bound "
-                            "to the called definition by this rule's pattern or an enclosing "
-                            f"one (bound here: {said})")
-        of = of_name
+            raise RuleError((*keypath, "of"), "'of' names the called definition: a single "
+                            "metavariable ($DEF) bound to it by this rule's pattern or an "
+                            f"enclosing one (bound here: {said}), or its dotted name in the "
+                            "file (_kernel, Sampler._verify)")
+        else:
+            of = of_name
     rest = {k: v for k, v in raw.items() if k not in ARGUMENT_KEYS}
     for k in rest:
         if k not in CONSTRAINT_KEYS or k in ("argument", "parameter"):
             raise RuleError((*keypath, k), unknown_key(
                 str(k), [*ARGUMENT_KEYS, *CONSTRAINT_KEYS[:6]], "an argument has"), key=True)
     value = _constraint(rest, keypath, False, bound) if rest else None
-    return Argument(name=name, at=at, of=of, value=value)
+    return Argument(name=name, at=at, of=of, callee=callee, value=value)
 
 
 def _parameter(raw: Any, keypath: tuple[str | int, ...]) -> Parameter:

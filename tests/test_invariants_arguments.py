@@ -228,6 +228,57 @@ def test_a_function_nested_in_a_method_has_no_bound_self(make_files: MakeFiles) 
     holds_until(make_files, rule, code, "inner(x, d)\n", "inner(d, x)\n")
 
 
+BY_NAME = """\
+    file: pkg/mod.py
+    in: caller
+    pattern: $KERNEL[$GRID]($$$ARGS)
+    where:
+      ARGS: {argument: {name: d_ptr, of: kernel, is: d}}
+"""
+
+
+@pytest.mark.parametrize(("kernel", "launch", "status"), [
+    ("@jit\ndef kernel(x_ptr, d_ptr, n):\n    pass\n", "kernel[(1,)](x, d, 3)", Status.PASS),
+    ("@jit\ndef kernel(x_ptr, d_ptr, n):\n    pass\n", "kernel[(1,)](x, 3, d)", Status.FAIL),
+    ("@jit\ndef kernel(d_ptr, x_ptr, n):\n    pass\n", "kernel[(1,)](d, x, 3)", Status.PASS),
+    ("@jit\ndef kernel(x_ptr, d_ptr, n):\n    pass\n", "kernel[(1,)](x, n=3, d_ptr=d)",
+     Status.PASS),
+    # the binding in force: a later def replaces the first
+    ("def kernel(x_ptr, d_ptr):\n    pass\n\ndef kernel(d_ptr, x_ptr):\n    pass\n",
+     "kernel[(1,)](x, d)", Status.FAIL),
+    # rebound to something else: which parameters it has is not known
+    ("def kernel(x_ptr, d_ptr):\n    pass\n\nkernel = other\n", "kernel[(1,)](x, d)",
+     Status.FAIL),
+    ("", "kernel[(1,)](x, d)", Status.FAIL),                      # no such function
+    # two definitions in branches that disagree on the place: not known
+    ("if T:\n    def kernel(x_ptr, d_ptr):\n        pass\nelse:\n"
+     "    def kernel(d_ptr, x_ptr):\n        pass\n", "kernel[(1,)](x, d)", Status.FAIL),
+    ("if T:\n    def kernel(x_ptr, d_ptr):\n        pass\nelse:\n"
+     "    def kernel(y_ptr, d_ptr):\n        pass\n", "kernel[(1,)](x, d)", Status.PASS),
+])
+def test_of_a_dotted_name_reads_the_definition_in_force(
+        make_files: MakeFiles, kernel: str, launch: str, status: Status) -> None:
+    code = kernel + f"\n\ndef caller(x, d, n):\n    {launch}\n"
+    c = one(make_files, BY_NAME, code)
+    assert c.status is status, c.message
+    if status is Status.FAIL:
+        assert "its place in `kernel`" in c.message, c.message
+
+
+def test_of_a_method_by_its_dotted_name(make_files: MakeFiles) -> None:
+    rule = """\
+        file: pkg/mod.py
+        in: C.caller
+        pattern: self.callee($$$ARGS)
+        where:
+          ARGS: {argument: {name: d, of: C.callee, is: d}}
+    """
+    code = klass("self, x, d", "x, d")
+    holds_until(make_files, rule, code, "self.callee(x, d)", "self.callee(d, x)")
+    moved = klass("self, d, x", "d, x")
+    assert one(make_files, rule, moved).status is Status.PASS
+
+
 def test_parameter_pins_a_definitions_place(make_files: MakeFiles) -> None:
     rule = """\
         file: pkg/mod.py
@@ -253,7 +304,10 @@ def test_parameter_pins_a_definitions_place(make_files: MakeFiles) -> None:
     ("{argument: {name: 'a b', at: 1}}", "'name' is a parameter's name (a Python identifier), "
      "not 'a b'"),
     ("{argument: {name: d, at: 1, of: F}}", "from 'at' or from 'of', not both"),
-    ("{argument: {name: d, of: F}}", "'of' names a single metavariable ($DEF) bound"),
+    ("{argument: {name: d, of: F}}", "'of' names the called definition: a single "
+     "metavariable ($DEF) bound"),
+    ("{argument: {name: d, of: 'a-b'}}", "or its dotted name in the file"),
+    ("{argument: {name: d, of: 3}}", "'of' names the called definition"),
     ("{argument: {name: d, of: ARGS}}", "bound here: none"),
     ("{argument: {name: d, at: 1, iss: d}}", "did you mean"),
     ("{argument: [d]}", "is not of type 'object'"),

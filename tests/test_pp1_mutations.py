@@ -960,6 +960,16 @@ MUTATIONS = [
                  "        draft_sampled: torch.Tensor,\n        draft_logits: torch.Tensor | None,\n"),
                  {"verify-passes-draft-logits": "fail"},
                  id="s8-verify-parameter-moved-without-its-argument"),
+    pytest.param(UTILS, ("        target_logits,\n        target_logits.stride(0),\n        target_local_argmax,\n",
+                         "        draft_sampled,\n        draft_logits,\n        draft_logits_stride_0,\n"),
+                 ("        draft_logits,\n        target_logits.stride(0),\n        target_local_argmax,\n",
+                  "        draft_sampled,\n        target_logits,\n        draft_logits_stride_0,\n"),
+                 {"rejection-sample-uses-draft-logits": "fail"},
+                 id="s9-kernel-launch-swaps-draft-and-target-logits"),
+    pytest.param(UTILS, "        draft_sampled,\n        draft_logits,\n        draft_logits_stride_0,\n",
+                 "        draft_logits,\n        draft_sampled,\n        draft_logits_stride_0,\n",
+                 {"rejection-sample-uses-draft-logits": "fail"},
+                 id="s10-kernel-launch-swaps-draft-logits-with-the-sampled-ids"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
@@ -1093,6 +1103,11 @@ HARMLESS = [
     pytest.param(UTILS, "                accepted &= is_valid_draft\n",
                  "                accepted = accepted & is_valid_draft\n",
                  id="u7-greedy-and-spelled-out"),
+    # A kernel parameter added before the draft logits, with its argument (session 19: the
+    # place is read from the kernel's definition, not pinned).
+    pytest.param(UTILS, ("def _rejection_kernel(\n", "    _rejection_kernel[(num_reqs,)](\n"),
+                 ("def _rejection_kernel(extra_ptr,\n", "    _rejection_kernel[(num_reqs,)](None,\n"),
+                 id="s11-kernel-parameter-and-argument-added-before-draft-logits"),
     pytest.param(LEGACY, (FALLBACK_END, "        if not draft_probs_rows:\n            return None\n"),
                  (FALLBACK_END.replace("            draft_probs_rows", "            if row_idx >= "
                                        "self._draft_probs.shape[0]: raise IndexError(row_idx)\n"
