@@ -960,9 +960,11 @@ MUTATIONS = [
                  "        draft_sampled: torch.Tensor,\n        draft_logits: torch.Tensor | None,\n"),
                  {"verify-passes-draft-logits": "fail"},
                  id="s8-verify-parameter-moved-without-its-argument"),
-    pytest.param(UTILS, ("        target_logits,\n        target_logits.stride(0),\n        target_local_argmax,\n",
+    pytest.param(UTILS, ("        target_logits,\n        target_logits.stride(0),\n"
+                         "        target_local_argmax,\n",
                          "        draft_sampled,\n        draft_logits,\n        draft_logits_stride_0,\n"),
-                 ("        draft_logits,\n        target_logits.stride(0),\n        target_local_argmax,\n",
+                 ("        draft_logits,\n        target_logits.stride(0),\n"
+                  "        target_local_argmax,\n",
                   "        draft_sampled,\n        target_logits,\n        draft_logits_stride_0,\n"),
                  {"rejection-sample-uses-draft-logits": "fail"},
                  id="s9-kernel-launch-swaps-draft-and-target-logits"),
