@@ -972,6 +972,13 @@ MUTATIONS = [
                  "        draft_logits,\n        draft_sampled,\n        draft_logits_stride_0,\n",
                  {"rejection-sample-uses-draft-logits": "fail"},
                  id="s10-kernel-launch-swaps-draft-logits-with-the-sampled-ids"),
+    pytest.param(REJECTION, "            num_rejected=num_rejected,\n        )\n",
+                 "            num_rejected=num_rejected,\n        )\n\n"
+                 "    def __call__(self, logits, input_batch, draft_logits=None):\n"
+                 "        return self._verify_in_chunks(logits, draft_logits, input_batch, None, None,"
+                 " 0, 0)\n",
+                 {"verify-passes-draft-logits": "fail"},
+                 id="s12-a-later-call-definition-swaps-them"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
