@@ -301,46 +301,57 @@ class _Eval:
         if c.any_:
             ok = ok and any(self.constraint(nodes, alt, b, anchor, multi) for alt in c.any_)
         if c.not_ is not None:
-            ok = ok and not self.flipped().constraint(nodes, c.not_, b, anchor)
+            ok = ok and not self.flipped().constraint(nodes, c.not_, b, anchor, multi)
         if c.argument is not None:
-            ok = ok and self.argument(nodes, c.argument, b, anchor)
+            ok = ok and self.argument(nodes, c.argument, b, anchor, multi)
         if c.parameter is not None:
-            read = [signatures.positional_parameters(n) for n in nodes]
-            ok = ok and len(nodes) == 1 and read[0] is not None and \
-                read[0][0][c.parameter.at:c.parameter.at + 1] == [c.parameter.name]
+            ok = ok and len(nodes) == 1 and _takes(nodes[0], c.parameter.name, c.parameter.at)
         return ok
 
     def argument(self, nodes: list[SgNode], a: Argument, b: dict[str, SgNode],
-                 anchor: SgNode) -> bool:
-        """The call ``nodes`` are the arguments of (or, one node, are) passes for ``a.name``
+                 anchor: SgNode, multi: bool) -> bool:
+        """The call ``nodes`` are the arguments of (``multi``) or are passes for ``a.name``
         what ``a.value`` asks. Where the text cannot tell which argument binds it (a
-        ``*splat`` before its place, a ``**kw``) a requirement does not hold and what is
-        forbidden does (``forbid``): either way the gate can only close."""
-        call = signatures.arguments_of(nodes)
+        ``*splat`` before its place, a ``**kw``, a callee not found or defined in branches
+        that disagree) a requirement does not hold and what is forbidden does (``forbid``):
+        either way the gate can only close."""
+        call = signatures.arguments_of(nodes, multi)
         if call is None:
             return False
-        at = a.at
+        at, by_keyword = a.at, True
         if a.of is not None or a.callee is not None:
-            definitions = self._callees(a, b)
-            places = {signatures.place_in(d, a.name) for d in definitions}
-            if not definitions or len(places) != 1:  # not a def, or defs that disagree
+            definitions, why = self._callees(a, b)
+            read = {(signatures.place_in(d, a.name, signatures.called(call[0])),
+                     sig.by_keyword(a.name))
+                    for d in definitions if (sig := signatures.signature_of(d)) is not None}
+            if why is None and len(read) > 1:
+                why = "its definitions (in branches) take it at different places"
+            if why is not None:
+                self.skip(call[0].parent() or call[0], why)
                 return self.forbid
-            at = places.pop()
-        passed = signatures.passed_for(call[0], call[1], a.name, at)
+            at, by_keyword = read.pop()
+        passed = signatures.passed_for(call[0], call[1], a.name, at, by_keyword)
         if passed.unknown and self.forbid:
             return True
         return any(a.value is None or self.constraint([v], a.value, b, anchor)
                    for v in passed.values)
 
-    def _callees(self, a: Argument, b: dict[str, SgNode]) -> list[SgNode]:
+    def _callees(self, a: Argument, b: dict[str, SgNode]) -> tuple[list[SgNode], str | None]:
         """The definitions an ``argument``'s ``of`` names (the bound one, or each the dotted
-        name may hold), or none when one of them is not a function definition."""
+        name may hold), or why there are none to read."""
         if a.of is not None:
             found = [b[a.of]] if a.of in b else []
+            said = f"${a.of}"
+            missing = None if found else "it is not bound here"
         else:
             chain, missing = self.facts.scope_chain(a.callee or "")
             found = chain[-1] if missing is None and chain else []
-        return found if all(signatures.function_of(d) is not None for d in found) else []
+            said = f"`{a.callee}`"
+        bad = next((d for d in found if signatures.function_of(d) is None), None)
+        if missing is None and bad is not None:
+            missing = f"it is `{short(bad, 40)}` at line {line(bad)}, not a function definition"
+        return found, (None if missing is None else
+                       f"where it binds `{a.name}` is not known: {said} ({missing})")
 
     def contains(self, node: SgNode, text: str, b: dict[str, SgNode], anchor: SgNode,
                  multi: bool = False) -> bool:
@@ -557,6 +568,13 @@ class _Eval:
             if any(is_(term, form, b) for term in conjuncts(cond) for form in forms):
                 return True
         return False
+
+
+def _takes(definition: SgNode, name: str, at: int) -> bool:
+    """``definition`` takes ``name`` at positional place ``at`` (``self`` counted), a
+    parameter its keyword binds too (not before a ``/``): what ``parameter:`` pins."""
+    sig = signatures.signature_of(definition)
+    return sig is not None and sig.positional[at:at + 1] == (name,) and at >= sig.positional_only
 
 
 def _holding(a: SgNode, b: SgNode) -> SgNode:

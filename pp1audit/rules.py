@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import keyword
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -643,14 +644,15 @@ def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool,
 
 
 def _place(raw: Any, keypath: tuple[str | int, ...]) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-        raise RuleError(keypath, f"'at' is a position counted from 0, not {_kind(raw)}"
-                        + (f" {raw}" if isinstance(raw, int) and not isinstance(raw, bool) else ""))
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise RuleError(keypath, f"'at' is a position counted from 0, not {_kind(raw)}")
+    if raw < 0:
+        raise RuleError(keypath, f"'at' is a position counted from 0 (the first), not {raw}")
     return raw
 
 
 def _parameter_name(raw: Any, keypath: tuple[str | int, ...]) -> str:
-    if not isinstance(raw, str) or not raw.isidentifier():
+    if not isinstance(raw, str) or not raw.isidentifier() or keyword.iskeyword(raw):
         raise RuleError(keypath, "'name' is a parameter's name (a Python identifier), not "
                         + (repr(raw) if isinstance(raw, str) else _kind(raw)),
                         not_text=raw if isinstance(raw, int | float) else None)
@@ -677,6 +679,10 @@ def _argument(raw: Any, keypath: tuple[str | int, ...], bound: frozenset[str]) -
         of_name = of.lstrip("$") if isinstance(of, str) else None
         if of_name is not None and of_name == of and not METAVAR_NAME_RE.fullmatch(of) \
                 and SCOPE_RE.match(of):
+            if of.split(".")[0] in ("self", "cls"):
+                raise RuleError((*keypath, "of"), f"'of' names a definition of the file by "
+                                f"its dotted name from the module: its class, not "
+                                f"'{of.split('.')[0]}' (e.g. Sampler._verify)")
             callee, of = of, None  # a function of the file, by its dotted name
         elif of_name is None or of_name not in bound:
             said = ", ".join(f"${n}" for n in sorted(bound)) or "none"

@@ -301,6 +301,9 @@ def test_parameter_pins_a_definitions_place(make_files: MakeFiles) -> None:
     ("{argument: {name: d, at: true}}", "'at' is a position counted from 0, not a boolean"),
     ("{argument: {name: 3, at: 1}}", "3 is read as a number, not as text"),
     ("{not: {argument: {name: 3, at: 1}}}", "3 is read as a number, not as text"),
+    ("{argument: {name: class, at: 1}}", "not 'class'"),
+    ("{argument: {name: d, of: self.callee}}", "its class, not 'self'"),
+    ("{argument: {name: d, at: -2}}", "counted from 0 (the first), not -2"),
     ("{argument: {name: 'a b', at: 1}}", "'name' is a parameter's name (a Python identifier), "
      "not 'a b'"),
     ("{argument: {name: d, at: 1, of: F}}", "from 'at' or from 'of', not both"),
@@ -327,3 +330,149 @@ def test_a_bad_argument_is_refused_at_its_line_and_column(where: str, message: s
         parse(text, "m.yaml")
     assert message in str(e.value), str(e.value)
     assert "m.yaml:9:" in str(e.value) or "m.yaml:8:" in str(e.value), str(e.value)
+
+
+# --- found by review (session 19): each failed before its fix ------------------------
+
+
+def test_a_keyword_does_not_bind_a_positional_only_parameter(make_files: MakeFiles) -> None:
+    """``def callee(self, x, d=None, /, **kw)``: ``self.callee(x, d=d)`` leaves ``d`` None
+    and puts the value in ``kw``."""
+    code = klass("self, x, d=None, /, **kw", "x, d=d")
+    c = one(make_files, OF, code)
+    assert c.status is Status.FAIL, c.message
+    assert one(make_files, OF, klass("self, x, d=None, /, **kw", "x, d")).status is Status.PASS
+
+
+def test_parameter_refuses_a_positional_only_place(make_files: MakeFiles) -> None:
+    rule = """\
+        file: pkg/mod.py
+        pattern: $DEF
+        where:
+          DEF: {regex: "^def\\\\s+callee\\\\b", parameter: {name: d, at: 1}}
+    """
+    c = one(make_files, rule, "def callee(x, d, /):\n    pass\n")
+    assert c.status is Status.FAIL, c.message
+    assert one(make_files, rule, "def callee(x, /, d):\n    pass\n").status is Status.PASS
+
+
+@pytest.mark.parametrize(("call", "status"), [
+    ("g(\\\n  d, x)", Status.FAIL),          # a backslash continuation is not an argument
+    ("g(x, \\\n  d)", Status.PASS),
+])
+def test_a_line_continuation_is_not_an_argument(make_files: MakeFiles, call: str,
+                                                status: Status) -> None:
+    c = one(make_files, AT, body(call + "\n"))
+    assert c.status is status, c.message
+
+
+@pytest.mark.parametrize(("call", "status"), [
+    ("C.callee(self, x, d)", Status.PASS),   # through the class: self is passed
+    ("C.callee(self, d, x)", Status.FAIL),
+    ("self.callee(x, d)", Status.PASS),
+    ("super().callee(x, d)", Status.PASS),
+])
+def test_a_method_called_through_its_class_passes_self_itself(
+        make_files: MakeFiles, call: str, status: Status) -> None:
+    rule = OF.replace("self.callee($$$ARGS)", "$CALLEE($$$ARGS)").replace(
+        "          ARGS: {argument", "          CALLEE: {regex: \"callee$\"}\n          ARGS: {argument")
+    code = klass("self, x, d", "x, d").replace("self.callee(x, d)", call)
+    c = one(make_files, rule, code)
+    assert c.status is status, c.message
+
+
+@pytest.mark.parametrize(("decorator", "call", "status"), [
+    ("@staticmethod  # noqa", "C.callee(x, d)", Status.PASS),
+    ("@staticmethod  # noqa", "C.callee(d, x)", Status.FAIL),
+    ("@builtins.staticmethod", "C.callee(x, d)", Status.PASS),
+    ("@classmethod  # why", "C.callee(x, d)", Status.PASS),
+])
+def test_a_decorator_is_read_as_code_not_as_its_text(
+        make_files: MakeFiles, decorator: str, call: str, status: Status) -> None:
+    rule = OF.replace("self.callee($$$ARGS)", "C.callee($$$ARGS)")
+    params = "cls, x, d" if "classmethod" in decorator else "x, d"
+    code = klass(params, "x, d", decorator).replace("self.callee(x, d)", call)
+    c = one(make_files, rule, code)
+    assert c.status is status, c.message
+
+
+@pytest.mark.parametrize(("args", "status"), [("cls, x, d", Status.PASS),
+                                              ("cls, d, x", Status.FAIL)])
+def test_dunder_new_is_static_its_cls_is_passed(make_files: MakeFiles, args: str,
+                                                status: Status) -> None:
+    rule = OF.replace("callee", "__new__").replace("self.__new__($$$ARGS)",
+                                                  "super().__new__($$$ARGS)")
+    code = ("class C:\n    def __new__(cls, x, d):\n        pass\n\n"
+            f"    def caller(self, x, d):\n        super().__new__({args})\n")
+    rule = rule.replace('caller\\\\\\\\b', 'caller\\\\\\\\b')
+    c = one(make_files, rule, code)
+    assert c.status is status, c.message
+
+
+def test_a_splat_outside_the_capture_still_hides_the_place(make_files: MakeFiles) -> None:
+    rule = """\
+        file: pkg/mod.py
+        in: f
+        pattern: g($$$ARGS)
+        not:
+          pattern: g($HEAD, $$$REST)
+          where:
+            REST: {argument: {name: d, at: 1, is: None}}
+    """
+    c = one(make_files, rule, body("g(*xs, None)\n"))   # with xs == [x], None binds d
+    assert c.status is Status.FAIL, c.message
+    assert one(make_files, rule, body("g(x, d, None)\n")).status is Status.PASS
+
+
+def test_a_single_capture_in_an_argument_list_is_asked_about_its_own_arguments(
+        make_files: MakeFiles) -> None:
+    rule = """\
+        file: pkg/mod.py
+        in: f
+        pattern: run($X)
+        where:
+          X: {argument: {name: p, at: 0}}
+    """
+    assert one(make_files, rule, body("run(h())\n")).status is Status.FAIL
+    assert one(make_files, rule, body("run(h(x))\n")).status is Status.PASS
+
+
+@pytest.mark.parametrize(("code", "status"), [
+    ("y = sum(v for v in d)\n", Status.PASS),   # a bare generator is the first argument
+    ("y = sum()\n", Status.FAIL),
+])
+def test_a_bare_generator_argument_is_read(make_files: MakeFiles, code: str,
+                                           status: Status) -> None:
+    rule = """\
+        file: pkg/mod.py
+        in: f
+        pattern: y = $X
+        where:
+          X: {argument: {name: p, at: 0}}
+    """
+    c = one(make_files, rule, body(code))
+    assert c.status is status, c.message
+
+
+def test_a_bare_generator_is_forbidden_as_any_other_argument(make_files: MakeFiles) -> None:
+    rule = """\
+        file: pkg/mod.py
+        in: f
+        pattern: y = $CALL
+        not:
+          pattern: y = $BAD
+          where:
+            BAD: {argument: {name: d, at: 0}}
+    """
+    assert one(make_files, rule, body("y = g(v for v in xs)\n")).status is Status.FAIL
+    assert one(make_files, rule, body("y = g([v for v in xs])\n")).status is Status.FAIL
+    assert one(make_files, rule, body("y = g()\n")).status is Status.PASS
+
+
+def test_a_callee_not_found_says_why(make_files: MakeFiles) -> None:
+    rule = BY_NAME.replace("of: kernel", "of: kernal")
+    c = one(make_files, rule, "def kernel(x_ptr, d_ptr):\n    pass\n\n\n"
+            "def caller(x, d, n):\n    kernel[(1,)](x, d)\n")
+    assert c.status is Status.FAIL
+    assert "where it binds `d_ptr` is not known: `kernal` (no class or function 'kernal'" \
+        in c.message, c.message
