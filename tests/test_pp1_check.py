@@ -114,7 +114,7 @@ STATUSES = {
         "runner-sampler-gets-draft-logits", "runner-grammar-before-sampler",
         "draft-logits-only-when-probabilistic", "draft-sample-method-defaults-greedy",
         "verify-applies-sampling-params", "dspark-sample-reaches-gumbel", "verify-method",
-        "rejection-sample-signature",
+        "rejection-sample-signature", "sampler-call-in-force", "rejection-sample-imported",
         "resample-three-branches", "dspark-sample-logits-method",
         "dflash-allocates-no-draft-logits", "dspark-allocates-no-draft-logits",
         "dspark-markov-bias-before-sampling", "dspark-scatters-reduced-vocab",

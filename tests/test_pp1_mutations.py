@@ -979,6 +979,58 @@ MUTATIONS = [
                  " 0, 0)\n",
                  {"verify-passes-draft-logits": "fail"},
                  id="s12-a-later-call-definition-swaps-them"),
+    # The second review (session 19): the name in force, a call on one path only.
+    pytest.param(REJECTION, "            num_rejected=num_rejected,\n        )\n",
+                 "            num_rejected=num_rejected,\n        )\n    _with_draft_logits = __call__; _"
+                 "_call__ = lambda self, logits, input_batch, draft_logits=None: self._with_draft_logits("
+                 "logits, input_batch, None)\n",
+                 {"sampler-call-in-force": "fail"}, id="s13-call-rebound-after-the-class-defines-it"),
+    pytest.param(REJECTION, "    rejection_sample,\n)\n\n# Cap on",
+                 "    rejection_sample,\n)\n_rs = rejection_sample; rejection_sample = lambda target_logi"
+                 "ts, draft_logits, *a, **k: _rs(target_logits, None, *a, **k)  # noqa\n# Cap on",
+                 {"rejection-sample-imported": "fail"}, id="s14-module-rebinds-rejection-sample"),
+    pytest.param(REJECTION, "        sampled, num_sampled, logprobs_tensors = self._verify_in_chunks(\n",
+                 "        if self.use_block_verification: _, sampled, num_sampled = self._verify(logits, "
+                 "None, draft_sampled, pos, input_batch.cu_num_logits, input_batch.idx_mapping, input_bat"
+                 "ch.idx_mapping_np, input_batch.expanded_idx_mapping, input_batch.expanded_local_pos, in"
+                 "put_batch.seq_lens_cpu_upper_bound.numpy()); logprobs_tensors = None\n        else: sam"
+                 "pled, num_sampled, logprobs_tensors = self._verify_in_chunks(\n",
+                 {"verify-passes-draft-logits": "fail"}, id="s15-call-verifies-without-them-on-one-path"),
+    pytest.param(REJECTION, "            processed_logits, sampled, num_sampled = self._verify(\n",
+                 "            if self.synthetic_conditional_rates is not None: processed_logits = logits["
+                 "lo:hi]; sampled, num_sampled = rejection_sample(processed_logits, None, draft_sampled[l"
+                 "o:hi], chunk_cu_num_logits, pos[lo:hi], input_batch.idx_mapping[start:end], input_batch"
+                 ".expanded_idx_mapping[lo:hi], input_batch.expanded_local_pos[lo:hi], self.sampler.sampl"
+                 "ing_states.temperature.gpu, self.sampler.sampling_states.seeds.gpu, self.num_speculativ"
+                 "e_steps, self.synthetic_conditional_rates)\n            else: processed_logits, sampled"
+                 ", num_sampled = self._verify(\n",
+                 {"verify-passes-draft-logits": "fail"}, id="s16-chunks-sample-without-them-on-one-path"),
+    pytest.param(UTILS, "        num_warps=1,\n    )\n\n    # Resample the rejected",
+                 "        num_warps=1,\n    )\n"
+                 "    if synthetic_conditional_rates is not None: _rejection_kernel[(num_reqs,)](sampled"
+                 ", sampled.stride(0), num_sampled, target_rejected_logsumexp, draft_rejected_logsumexp,"
+                 " target_logits, target_logits.stride(0), target_local_argmax, target_local_argmax.stri"
+                 "de(0), target_local_max, target_local_max.stride(0), target_local_sumexp, target_local"
+                 "_sumexp.stride(0), draft_sampled, target_logits, draft_logits_stride_0, draft_logits_s"
+                 "tride_1, draft_local_max, draft_local_max.stride(0), draft_local_sumexp, draft_local_s"
+                 "umexp.stride(0), cu_num_logits, idx_mapping, temperature, seed, pos, synthetic_conditi"
+                 "onal_rates, cumulative_log_p, local_residual_mass, local_residual_mass.stride(0) if lo"
+                 "cal_residual_mass is not None else 0, vocab_num_blocks, USE_BLOCK_VERIFICATION=use_blo"
+                 "ck_verification, PADDED_VOCAB_NUM_BLOCKS=padded_vocab_num_blocks, HAS_DRAFT_LOGITS=has"
+                 "_draft_logits, SYNTHETIC_MODE=synthetic_conditional_rates is not None, num_warps=1)\n"
+                 "    # Resample the rejected",
+                 {"rejection-sample-uses-draft-logits": "fail"},
+                 id="s17-second-kernel-launch-with-the-target-in-their-place"),
+    pytest.param(RUNNER, "            assert self.speculator is not None\n            sampler_output",
+                 "            assert self.speculator is not None; self.speculator.draft_logits = None\n  "
+                 "          sampler_output",
+                 {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"},
+                 id="s18-runner-clears-them-before-the-call"),
+    pytest.param(RUNNER, "            assert self.speculator is not None\n            sampler_output",
+                 "            assert self.speculator is not None; self.speculator.draft_logits.zero_()\n "
+                 "           sampler_output",
+                 {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"},
+                 id="s19-runner-zeroes-them-before-the-call"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
