@@ -181,7 +181,7 @@ class Parameter:
     at: int
 
     def describe(self) -> str:
-        """``parameter 1 is `draft_logits```."""
+        """``its positional parameter 1 is `draft_logits```."""
         return f"its positional parameter {self.at} is `{self.name}`"
 
 
