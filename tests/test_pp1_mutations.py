@@ -576,7 +576,8 @@ MUTATIONS = [
     pytest.param(REJECTION, "            input_batch,\n            draft_logits,\n"
                  "            draft_sampled,\n",
                  "            input_batch,\n            None,\n            draft_sampled,\n",
-                 {"verify-passes-draft-logits": "fail"}, id="a3-call-drops-draft-logits"),
+                 {"verify-passes-draft-logits": "fail", "sampler-call-in-force": "fail"},
+                 id="a3-call-drops-draft-logits"),
     pytest.param(REJECTION,
                  "        num_nans = get_num_nans(logits) if self.sampler.compute_nans else None\n",
                  "        num_nans = get_num_nans(logits) if self.sampler.compute_nans else None\n"
@@ -929,7 +930,8 @@ MUTATIONS = [
                  id="s2-chunks-swap-draft-logits"),
     pytest.param(REJECTION, "            input_batch,\n            draft_logits,\n",
                  "            draft_logits,\n            input_batch,\n",
-                 {"verify-passes-draft-logits": "fail"}, id="s3-call-swaps-draft-logits"),
+                 {"verify-passes-draft-logits": "fail", "sampler-call-in-force": "fail"},
+                 id="s3-call-swaps-draft-logits"),
     pytest.param(RUNNER, "                input_batch,\n"
                  "                # Draft logits are needed for probabilistic rejection sampling.\n"
                  "                self.speculator.draft_logits,\n",
@@ -977,7 +979,7 @@ MUTATIONS = [
                  "    def __call__(self, logits, input_batch, draft_logits=None):\n"
                  "        return self._verify_in_chunks(logits, draft_logits, input_batch, None, None,"
                  " 0, 0)\n",
-                 {"verify-passes-draft-logits": "fail"},
+                 {"verify-passes-draft-logits": "fail", "sampler-call-in-force": "fail"},
                  id="s12-a-later-call-definition-swaps-them"),
     # The second review (session 19): the name in force, a call on one path only.
     pytest.param(REJECTION, "            num_rejected=num_rejected,\n        )\n",
