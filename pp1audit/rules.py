@@ -111,6 +111,10 @@ ARGUMENT_KEYS = ("name", "at", "of")
 PARAMETER_KEYS = ("name", "at")
 """Keys of a ``parameter`` constraint."""
 
+_VALUE_KEYS = tuple(k for k in CONSTRAINT_KEYS if k not in ("argument", "parameter"))
+"""The constraint keys that judge one argument's value (``argument``'s own besides
+``ARGUMENT_KEYS``): a value is not itself a call's argument list or a definition."""
+
 
 class RuleError(Exception):
     """A rule problem found at load time; ``keypath`` is relative to the invariant."""
@@ -694,9 +698,9 @@ def _argument(raw: Any, keypath: tuple[str | int, ...], bound: frozenset[str]) -
             of = of_name
     rest = {k: v for k, v in raw.items() if k not in ARGUMENT_KEYS}
     for k in rest:
-        if k not in CONSTRAINT_KEYS or k in ("argument", "parameter"):
+        if k not in _VALUE_KEYS:
             raise RuleError((*keypath, k), unknown_key(
-                str(k), [*ARGUMENT_KEYS, *CONSTRAINT_KEYS[:6]], "an argument has"), key=True)
+                str(k), [*ARGUMENT_KEYS, *_VALUE_KEYS], "an argument has"), key=True)
     value = _constraint(rest, keypath, False, bound) if rest else None
     return Argument(name=name, at=at, of=of, callee=callee, value=value)
 
