@@ -300,6 +300,8 @@ class _Eval:
             ok = ok and regex_matches(c.regex, " ".join(n.text() for n in nodes))
         if c.any_:
             ok = ok and any(self.constraint(nodes, alt, b, anchor, multi) for alt in c.any_)
+        if c.all_:
+            ok = ok and all(self.constraint(nodes, each, b, anchor, multi) for each in c.all_)
         if c.not_ is not None:
             ok = ok and not self.flipped().constraint(nodes, c.not_, b, anchor, multi)
         if c.argument is not None:
@@ -307,6 +309,19 @@ class _Eval:
         if c.parameter is not None:
             ok = ok and len(nodes) == 1 and _takes(nodes[0], c.parameter.name, c.parameter.at)
         return ok
+
+    def unmet(self, nodes: list[SgNode], c: Constraint, b: dict[str, SgNode],
+              anchor: SgNode, multi: bool) -> str:
+        """What of ``c`` the capture fails, for the message: of an ``all`` alone, the
+        members that fail (five arguments asked, one swapped: that one named), else all
+        of ``c``."""
+        if not c.all_ or c != Constraint(all_=c.all_):
+            return c.describe()
+        unmet = [e for e in c.all_ if not self.constraint(nodes, e, b, anchor, multi)]
+        if not unmet or len(unmet) == len(c.all_):
+            return c.describe()
+        return (" and ".join(e.describe() for e in unmet)
+                + f" (the other {len(c.all_) - len(unmet)} of the {len(c.all_)} asked hold)")
 
     def argument(self, nodes: list[SgNode], a: Argument, b: dict[str, SgNode],
                  anchor: SgNode, multi: bool) -> bool:
@@ -460,7 +475,8 @@ class _Eval:
             if not self.constraint(nodes, c, b, hit.node, multi):
                 shown = ", ".join(short(n, 40) for n in nodes) or "nothing"
                 return (f"{'$$$' if multi else '$'}{name} ({shown}) does not satisfy: "
-                        f"{c.describe()}{_contains_hint(c)}{self.skipped_since(start)}")
+                        f"{self.unmet(nodes, c, b, hit.node, multi)}{_contains_hint(c)}"
+                        f"{self.skipped_since(start)}")
         return None
 
     def check_relations(self, hit: Hit, rule: Rule, outer: dict[str, SgNode],

@@ -102,8 +102,10 @@ _IN_PLACE_WHERE = ("'in_place' is read on the rule of a 'not' or an 'every' whos
 an assignment as written; only where an assignment is forbidden or quantified over does a
 change that binds nothing break the same claim."""
 
-CONSTRAINT_KEYS = ("has", "contains", "is", "regex", "any", "not", "argument", "parameter")
-"""Keys of a ``where`` constraint (``any``: a list of constraints, one must hold)."""
+CONSTRAINT_KEYS = ("has", "contains", "is", "regex", "any", "all", "not", "argument",
+                   "parameter")
+"""Keys of a ``where`` constraint (``any``: a list of constraints, one must hold; ``all``:
+a list, each must hold, so one capture can be asked one thing twice: two ``argument``s)."""
 
 ARGUMENT_KEYS = ("name", "at", "of")
 """Keys of an ``argument`` constraint besides the constraint on its value."""
@@ -207,6 +209,9 @@ class Constraint:
     any_: tuple[Constraint, ...] = ()
     """At least one of these holds: the same claim written two ways (a positional or a
     keyword argument)."""
+    all_: tuple[Constraint, ...] = ()
+    """Each of these holds: a mapping cannot hold one key twice, and a call's claim is
+    often on several of its arguments (each ``argument`` of its own)."""
     argument: Argument | None = None
     """The argument the captured call passes for a parameter holds (``Argument``)."""
     parameter: Parameter | None = None
@@ -225,6 +230,8 @@ class Constraint:
             parts.append(f"matches /{self.regex}/")
         if self.any_:
             parts.append("any of (" + " / ".join(c.describe() for c in self.any_) + ")")
+        if self.all_:
+            parts.append("all of (" + " / ".join(c.describe() for c in self.all_) + ")")
         if self.not_ is not None:
             parts.append(f"not ({self.not_.describe()})")
         if self.argument is not None:
@@ -611,7 +618,7 @@ def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool,
                 bound: frozenset[str] = frozenset()) -> Constraint:
     if not isinstance(raw, dict):  # the schema says so too; kept for direct callers
         raise RuleError(keypath, "a constraint is a mapping (has / contains / is / regex / "
-                        "any / not / argument / parameter)")
+                        "any / all / not / argument / parameter)")
     for key in raw:  # the schema checks the outer mapping; nested ones (not / any) here
         if key not in CONSTRAINT_KEYS:
             raise RuleError((*keypath, key), unknown_key(str(key), list(CONSTRAINT_KEYS),
@@ -619,8 +626,9 @@ def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool,
     if not raw:
         raise RuleError(keypath, "an empty constraint: give one of "
                         f"{', '.join(CONSTRAINT_KEYS)}")
-    if "any" in raw and (not isinstance(raw["any"], list) or not raw["any"]):
-        raise RuleError((*keypath, "any"), "'any' is a non-empty list of constraints")
+    for listed in ("any", "all"):
+        if listed in raw and (not isinstance(raw[listed], list) or not raw[listed]):
+            raise RuleError((*keypath, listed), f"'{listed}' is a non-empty list of constraints")
     regex = raw.get("regex")
     if "regex" in raw and not isinstance(regex, str):  # nested (not / any): no schema saw it
         raise RuleError((*keypath, "regex"), f"a regex is text (RE2 syntax), not {_kind(regex)}",
@@ -640,6 +648,8 @@ def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool,
         not_=_constraint(raw["not"], (*keypath, "not"), multi, bound) if "not" in raw else None,
         any_=tuple(_constraint(alt, (*keypath, "any", i), multi, bound)
                    for i, alt in enumerate(raw.get("any", ()))),
+        all_=tuple(_constraint(each, (*keypath, "all", i), multi, bound)
+                   for i, each in enumerate(raw.get("all", ()))),
         argument=_argument(raw["argument"], (*keypath, "argument"), bound)
         if "argument" in raw else None,
         parameter=_parameter(raw["parameter"], (*keypath, "parameter"))
@@ -668,7 +678,7 @@ def _argument(raw: Any, keypath: tuple[str | int, ...], bound: frozenset[str]) -
     if not isinstance(raw, dict):
         raise RuleError(keypath, "'argument' is a mapping: name (the parameter), at (its "
                         "position) or of (a metavariable bound to the called def), and "
-                        "a constraint on the value (is / has / contains / regex / any / not)")
+                        "a constraint on the value (is / has / contains / regex / any / all / not)")
     if "name" not in raw:
         raise RuleError(keypath, "'argument' needs 'name': the parameter whose argument is "
                         "meant (its keyword always binds it)")

@@ -94,6 +94,9 @@ CONSTRAINT: dict[str, Any] = {
         "any": {"type": "array", "minItems": 1, "items": {"type": "object"},
                 "description": "Constraints of which at least one holds (the same claim "
                 "written two ways, e.g. a positional or a keyword argument)."},
+        "all": {"type": "array", "minItems": 1, "items": {"type": "object"},
+                "description": "Constraints of which each holds (one capture asked the same "
+                "kind of thing twice, e.g. two of a call's arguments)."},
         "not": {"type": "object", "description": "A constraint that must not hold."},
         "argument": {"type": "object", "description": "The argument the captured call passes "
                      "for a parameter: {name: P, at: N | of: $DEF, <constraint on it>}; the "

@@ -65,6 +65,18 @@ RELOAD = ("            ).to(tl.float32)\n            / temp\n        )\n"
 SALT = "_DRAFT_NOISE_SALT = tl.constexpr(1 << 30)"
 VERIFIED = "        sampled, num_sampled = rejection_sample(\n"
 PROCESSING_END = "            seq_lens_upper_bound_np,\n        )\n" + VERIFIED
+DRAFT_LSE = """        draft_lse = _compute_global_logsumexp(
+            draft_local_max_ptr,
+            draft_local_max_stride,
+            draft_local_sumexp_ptr,
+            draft_local_sumexp_stride,
+            logit_idx,
+            vocab_num_blocks,
+            PADDED_VOCAB_NUM_BLOCKS,
+        )
+"""
+LSE_PARAMS = "    local_max_ptr,\n    local_max_stride,\n"
+LSE_ONLY = {"verify-reloads-scaled-draft-logits": "fail"}
 RELOADED = {"verify-reloads-scaled-draft-logits": "fail", "verify-draft-logprob-branches": "fail",
             "verify-reloads-draft-logits": "fail"}
 DRAFT_CACHE = {"gumbel-caches-pre-temperature-logits": "fail", "gumbel-draft-cache": "fail"}
@@ -1033,6 +1045,21 @@ MUTATIONS = [
                  "           sampler_output",
                  {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"},
                  id="s19-runner-zeroes-them-before-the-call"),
+    # The draft's logsumexp of the draft's own statistics, each for its parameter (T1-T5):
+    # `has: draft_local_max_ptr` let every one of these through.
+    pytest.param(UTILS, DRAFT_LSE, DRAFT_LSE.replace("draft_local_sumexp_ptr", "target_local_sumexp_ptr"),
+                 LSE_ONLY, id="t1-draft-lse-of-the-target-sums"),
+    pytest.param(UTILS, DRAFT_LSE, DRAFT_LSE.replace("draft_local_max_ptr,\n", "@,\n")
+                 .replace("draft_local_sumexp_ptr", "draft_local_max_ptr")
+                 .replace("@", "draft_local_sumexp_ptr"),
+                 LSE_ONLY, id="t2-draft-lse-max-and-sums-swapped"),
+    pytest.param(UTILS, DRAFT_LSE, DRAFT_LSE.replace("draft_local_max_stride", "target_local_max_stride"),
+                 LSE_ONLY, id="t3-draft-lse-of-the-target-stride"),
+    pytest.param(UTILS, DRAFT_LSE, DRAFT_LSE.replace("logit_idx,", "0,"),
+                 LSE_ONLY, id="t4-draft-lse-of-another-row"),
+    pytest.param(UTILS, "def _compute_global_logsumexp(\n" + LSE_PARAMS,
+                 "def _compute_global_logsumexp(\n    local_max_stride,\n    local_max_ptr,\n",
+                 LSE_ONLY, id="t5-logsumexp-parameters-swapped-alone"),
 ]
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
@@ -1341,6 +1368,17 @@ HARMLESS = [
     pytest.param(DSPARK, DRAWN_AT, "            temperature=self.temperature,\n"
                  "            seed=self.seeds,\n            pos=sample_pos - 1,\n",
                  id="t1h-dspark-draw-arguments-by-keyword"),
+    # The draft's logsumexp called by keyword, in another order: each statistic still
+    # reaches its parameter.
+    pytest.param(UTILS, DRAFT_LSE, "        draft_lse = _compute_global_logsumexp(\n"
+                 "            local_sumexp_ptr=draft_local_sumexp_ptr,\n"
+                 "            local_max_ptr=draft_local_max_ptr,\n"
+                 "            local_max_stride=draft_local_max_stride,\n"
+                 "            local_sumexp_stride=draft_local_sumexp_stride,\n"
+                 "            logit_idx=logit_idx,\n"
+                 "            vocab_num_blocks=vocab_num_blocks,\n"
+                 "            PADDED_VOCAB_NUM_BLOCKS=PADDED_VOCAB_NUM_BLOCKS,\n        )\n",
+                 id="t6-draft-lse-by-keyword"),
 ]
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text

@@ -303,10 +303,10 @@ def test_the_readme_every_example_still_loads() -> None:
      "precedes, not, unconditional, file, source, in, every, decorators, claim, title; did you "
      "mean 'where'?)"),
     ("file: pkg/mod.py\npattern: f($$$ARGS)\nwhere: {ARGS: {hass: x}}\n",
-     "unknown key 'hass' (valid keys here: has, contains, is, regex, any, not, argument, "
+     "unknown key 'hass' (valid keys here: has, contains, is, regex, any, all, not, argument, "
      "parameter; did you mean 'has'?)"),
     ("file: pkg/mod.py\npattern: f($$$ARGS)\nwhere: {ARGS: {any: [{hass: x}]}}\n",
-     "unknown key 'hass' (a constraint has has, contains, is, regex, any, not, argument, "
+     "unknown key 'hass' (a constraint has has, contains, is, regex, any, all, not, argument, "
      "parameter; did you mean 'has'?)"),
     ("file: pkg/mod.py\npattern: f($$$ARGS)\nnot: {pattern: g(), inisde: h()}\n",
      "unknown key 'inisde' (a rule has pattern, where, inside, has, guarded_by, follows, "
