@@ -18,7 +18,8 @@ Record shape (one invariant)::
     pattern: self.rejection_sampler($$$ARGS)    # what must be there
     where: {ARGS: {has: self.speculator.draft_logits}}
                                                 # a constraint: has / contains / is / regex /
-                                                #   any (a list, one holds) / not /
+                                                #   any (a list, one holds) / all (a
+                                                #   list, each holds) / not /
                                                 #   argument {name, at | of, <constraint>}: the
                                                 #   argument binding that parameter /
                                                 #   parameter {name, at}: a def's place
@@ -619,7 +620,7 @@ def _constraint(raw: Any, keypath: tuple[str | int, ...], multi: bool,
     if not isinstance(raw, dict):  # the schema says so too; kept for direct callers
         raise RuleError(keypath, "a constraint is a mapping (has / contains / is / regex / "
                         "any / all / not / argument / parameter)")
-    for key in raw:  # the schema checks the outer mapping; nested ones (not / any) here
+    for key in raw:  # the schema checks the outer mapping; nested ones (not / any / all) here
         if key not in CONSTRAINT_KEYS:
             raise RuleError((*keypath, key), unknown_key(str(key), list(CONSTRAINT_KEYS),
                                                          "a constraint has"), key=True)

@@ -11,6 +11,7 @@ status it has on the unmodified tree (``test_pp1_check.STATUSES``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -351,7 +352,8 @@ MUTATIONS = [
                  {"dspark-gumbel-draft-noise": "fail"}, id="d4-target-noise"),
     pytest.param(UTILS, "ratio = tl.exp(draft_log_probs - target_log_probs)",
                  "ratio = tl.exp(target_log_probs - draft_log_probs)",
-                 {"resample-three-branches": "fail", "utils-resample": "fail"},
+                 {"resample-three-branches": "fail", "utils-resample": "fail",
+                  "resample-residual-formula": "fail"},
                  id="u1-residual-ratio-inverted"),
     pytest.param(UTILS, "        draft_log_prob = 0.0\n", "        draft_log_prob = -1.0\n",
                  {"verify-reloads-draft-logits": "fail", "verify-draft-logprob-branches": "fail"},
@@ -379,7 +381,8 @@ MUTATIONS = [
     pytest.param(GUMBEL, "    if logits_cache_ptr is not None:\n        # Store the logits",
                  "    logits = logits / temp\n    if logits_cache_ptr is not None:\n"
                  "        # Store the logits",
-                 {"gumbel-caches-pre-temperature-logits": "fail", "gumbel-draft-cache": "fail"},
+                 {"gumbel-caches-pre-temperature-logits": "fail", "gumbel-draft-cache": "fail",
+                  "gumbel-block-draws-with-request-params": "fail"},
                  id="gumbel-caches-scaled-logits"),
     pytest.param(GUMBEL, "            pos = pos + _DRAFT_NOISE_SALT\n", "            pos = pos\n",
                  {"gumbel-separate-draft-noise": "fail"}, id="gumbel-shared-noise"),
@@ -475,7 +478,9 @@ MUTATIONS = [
     pytest.param(GUMBEL, "    return sampled\n", "    return sampled\n\n\n@triton.jit\n"
                  "def gumbel_block_argmax(logits, block, mask, *args, **kwargs):\n"
                  "    return tl.max(logits, axis=0, return_indices=True)\n",
-                 {**NOT_DRAFTING, **DRAFT_CACHE, "gumbel-draws-at-temperature": "fail"},
+                 {**NOT_DRAFTING, **DRAFT_CACHE, "gumbel-draws-at-temperature": "fail",
+                  "gumbel-kernel-call-wiring": "fail",
+                  "gumbel-block-draws-with-request-params": "fail"},
                  id="gd5-block-defined-again-without-noise"),
     pytest.param(GUMBEL, "    # Enforce contiguity on non-strided input tensors\n",
                  "    is_drafting = False\n", NOT_DRAFTING, id="gd6-flag-rebound"),
@@ -633,7 +638,9 @@ MUTATIONS = [
                  "        logits_cache_stride_1,\n        logits_cache_col_ptr,\n        vocab_size,\n"
                  "        IS_DRAFTING=IS_DRAFTING,\n        APPLY_TEMPERATURE=APPLY_TEMPERATURE,\n"
                  "        USE_FP64=USE_FP64,\n        PER_TOKEN_COL=PER_TOKEN_COL,\n",
-                 {"gumbel-kernel-passes-loaded-logits": "fail"}, id="p1c-kernel-drops-cache"),
+                 {"gumbel-kernel-passes-loaded-logits": "fail",
+                  "gumbel-kernel-call-wiring": "fail"},
+                 id="p1c-kernel-drops-cache"),
     # C: the draft's logsumexp taken over untempered logits (local stats not divided, or
     # computed from other values than the scaled ones).
     pytest.param(UTILS, DRAFT_STATS, DRAFT_STATS.replace(
@@ -661,7 +668,9 @@ MUTATIONS = [
     # a local bound to None; swapped at the block's call only.
     pytest.param(GUMBEL, LAUNCH_CACHE, "        logits_cache_col,\n" + LAUNCH_CACHE.split("\n", 1)[1]
                  .replace("        logits_cache_col,\n", "        logits_cache,\n"),
-                 {"gumbel-sample-passes-draft-cache": "fail"}, id="p1d-cache-and-column-swapped-at-launch"),
+                 {"gumbel-sample-passes-draft-cache": "fail",
+                  "gumbel-sample-launch-wiring": "fail"},
+                 id="p1d-cache-and-column-swapped-at-launch"),
     pytest.param(GUMBEL, (LAUNCH_CACHE, "    BLOCK_SIZE = 1024\n"),
                  (LAUNCH_CACHE.replace("        logits_cache,\n", "        cache,\n", 1),
                   "    BLOCK_SIZE = 1024\n    cache = None\n"),
@@ -670,7 +679,8 @@ MUTATIONS = [
         "logits_cache_ptr,\n        logits_cache_stride_0,\n        logits_cache_stride_1,\n"
         "        logits_cache_col_ptr,", "logits_cache_col_ptr,\n        logits_cache_stride_0,\n"
         "        logits_cache_stride_1,\n        logits_cache_ptr,"),
-        {"gumbel-kernel-passes-loaded-logits": "fail"}, id="p1f-cache-and-column-swapped-at-block-call"),
+        {"gumbel-kernel-passes-loaded-logits": "fail", "gumbel-kernel-call-wiring": "fail"},
+        id="p1f-cache-and-column-swapped-at-block-call"),
     pytest.param(GUMBEL, "        vocab_size,\n        IS_DRAFTING=IS_DRAFTING,\n"
                  "        APPLY_TEMPERATURE=APPLY_TEMPERATURE,\n",
                  "        vocab_size,\n        IS_DRAFTING=IS_DRAFTING,\n        APPLY_TEMPERATURE=False,\n",
@@ -745,7 +755,9 @@ MUTATIONS = [
     # XB1: the seeds and the temperatures swapped at the Gumbel launch.
     pytest.param(GUMBEL, "        seed,\n        pos,\n        temperature,\n",
                  "        temperature,\n        pos,\n        seed,\n",
-                 {"gumbel-draws-at-temperature": "fail"}, id="xb1-launch-seeds-and-temperatures-swapped"),
+                 {"gumbel-draws-at-temperature": "fail",
+                  "gumbel-sample-launch-wiring": "fail"},
+                 id="xb1-launch-seeds-and-temperatures-swapped"),
     # B9a a second store of the draft after the decided one; B9c the decided token stored on
     # one arm (synthetic mode), the draft on the other; X9c the store masked by the decision.
     pytest.param(UTILS, GREEDY_STORE, GREEDY_STORE.replace(
@@ -1062,6 +1074,18 @@ MUTATIONS = [
                  LSE_ONLY, id="t5-logsumexp-parameters-swapped-alone"),
 ]
 
+
+# Edits of the arguments and statements that carry the draft distribution from one kernel
+# to the next (two reviews, W1-W25: a launch's or a helper call's arguments swapped, a
+# stride, a row, a temperature read at the wrong index, the residual's formula). Their
+# texts are too long for this file's lines: they and the statuses each must change are in
+# tests/data/pp1_wiring_mutations.json.
+WIRING = json.loads((Path(__file__).parent / "data" / "pp1_wiring_mutations.json")
+                    .read_text(encoding="utf-8"))
+MUTATIONS += [pytest.param(m["path"], tuple(m["old"]) if isinstance(m["old"], list) else m["old"],
+                           tuple(m["new"]) if isinstance(m["new"], list) else m["new"],
+                           m["expected"], id=m["id"]) for m in WIRING]
+
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
 # spelling of the same addition): no check may change status.
 HARMLESS = [
@@ -1276,7 +1300,7 @@ HARMLESS = [
                   "        temperature_ptr,\n        seeds_ptr,\n",
                   LAUNCH_TEMPERATURE.replace(
                       "        temperature,\n        vocab_size,\n",
-                      "        vocab_size,\n        temperature_ptr=temperature,\n", 1)),
+                      "        temperature_ptr=temperature,\n        vocab_size=vocab_size,\n", 1)),
                  id="gf-kernel-temperature-renamed-passed-by-keyword"),
     # D5b the top-k bias called with keywords only; D10 the division asked for by a test that
     # always holds (self.temperature is a tensor). R6 (_verify without its return annotation)
