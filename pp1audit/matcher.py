@@ -464,10 +464,13 @@ class _Eval:
         return self.check_where(hit, rule, outer) or self.check_relations(hit, rule, outer,
                                                                           runs_on)
 
-    def check_where(self, hit: Hit, rule: Rule, outer: dict[str, SgNode]) -> str | None:
-        """Why the metavariable constraints of ``rule`` fail on ``hit``; None if they hold."""
+    def check_where(self, hit: Hit, rule: Rule, outer: dict[str, SgNode],
+                    required: bool = False) -> str | None:
+        """Why the metavariable constraints of ``rule`` fail on ``hit``; None if they hold.
+
+        ``required``: its ``require`` instead of its ``where`` (an ``every``'s matches)."""
         b = hit.bindings(outer)
-        for name, c in rule.where.items():
+        for name, c in (rule.require if required else rule.where).items():
             multi = name in rule.pattern.multi
             nodes = hit.multi.get(name, []) if multi else (
                 [hit.caps[name]] if name in hit.caps else [])
@@ -484,7 +487,11 @@ class _Eval:
         """Why the relations of ``rule`` fail on ``hit``; None if they all hold."""
         node = hit.node
         b = hit.bindings(outer)
-        if rule.unconditional:
+        if rule.require:
+            why = self.check_where(hit, rule, outer, required=True)
+            if why is not None:
+                return f"{why} (required of every match)"
+        if rule.unconditional and rule.guarded_by is None:
             region = runs_on if runs_on is not None else self.facts.function_of(node, self.scope)
             why = self.facts.conditional(node, region, certain=self.forbid)
             if why is not None:
@@ -506,6 +513,11 @@ class _Eval:
                     f"{self.failed_within(node, rule.has, b)}{self.skipped_since(start)}")
         if rule.guarded_by is not None and not self.guarded(node, rule.guarded_by.text, b):
             return f"it is not inside an `if {rule.guarded_by.short}:` block"
+        if rule.unconditional and rule.guarded_by is not None:
+            why = self.runs_whenever(node, rule.guarded_by.text, b)
+            if why is not None:
+                return (f"it runs only on some passes on which `{rule.guarded_by.short}` "
+                        f"holds: {why} (the rule is unconditional under its guard)")
         for relation, earlier in ((rule.follows, True), (rule.precedes, False)):
             if relation is None:
                 continue
@@ -570,6 +582,39 @@ class _Eval:
             elif why is None:
                 why = f"the one at {_span_text(lines_of(h.node))}: {fault}"
         return out, why
+
+    def runs_whenever(self, node: SgNode, guard: str, b: dict[str, SgNode]) -> str | None:
+        """Why ``node`` may be skipped on a pass of its function on which ``guard`` holds,
+        or None: it is in the body of an ``if`` testing exactly ``guard`` (not ``guard and
+        x``, which narrows it, nor an ``elif``, which runs only when the tests above fail),
+        unconditional in that body, and that ``if`` unconditional in the function.
+
+        What ``unconditional`` means beside ``guarded_by`` (the two would otherwise never
+        hold together): "the cache is stored whenever there is a cache" is broken by
+        ``if cache is not None and PER_TOKEN_COL:`` as surely as by no store, while
+        ``guarded_by`` alone, a claim that the code runs *only* under the test, rightly
+        holds for a narrower one."""
+        forms = guard_forms(guard)
+        function = self.facts.function_of(node, self.scope)
+        why: str | None = None
+        for anc in node.ancestors():
+            if not within(anc, function):
+                break
+            body = anc.field("consequence") if anc.kind() == "if_statement" else None
+            cond = anc.field("condition") if body is not None else None
+            if body is None or cond is None or not within(node, body):
+                continue
+            if not any(is_(unparen(cond), form, b) for form in forms):
+                if why is None and any(is_(t, f, b) for t in conjuncts(cond) for f in forms):
+                    why = (f"the `if` at line {line(anc)} tests `{short(cond, 60)}`, narrower "
+                           "than the guard")
+                continue
+            why = (self.facts.conditional(node, body, certain=self.forbid)
+                   or self.facts.conditional(anc, function, certain=self.forbid))
+            if why is None:
+                return None
+        return why or ("no `if` around it tests exactly the guard (an `elif` runs only when "
+                       "the tests above it fail)")
 
     def guarded(self, node: SgNode, guard: str, b: dict[str, SgNode]) -> bool:
         """The node lies in the body (not the else) of an ``if``/``elif`` testing ``guard``."""
@@ -800,8 +845,8 @@ def _evaluate_in(inv: Invariant, parsed: ParsedFile) -> Outcome:
         found += good
     lines = lines_of(found[0].node)
     notes = [*first_notes, *scope_notes]
-    if inv.every is not None:
-        notes.append(f"every `{inv.every.pattern.short}` satisfies its relations")
+    for every in inv.every:
+        notes.append(f"every `{every.pattern.short}` satisfies its relations")
     if len(scopes) > 1:
         notes.append(f"holds in each of the {len(scopes)} definitions of {inv.scope}")
     if len(found) > 1:
@@ -1025,8 +1070,8 @@ def _evaluate_scope(inv: Invariant, facts: Facts, scope: SgNode,
                         f"line {line(other)} (`{short(other, 50)}`) may be the binding in force "
                         "instead (branches that cannot be ordered), and the rule does not hold "
                         "there"), [], []
-    if inv.every is not None:
-        why = _every(inv.every, facts, scope, where)
+    for every in inv.every:
+        why = _every(every, facts, scope, where)
         if why is not None:
             return why, [], []
     return None, [h for h, _, _ in good], good[0][1].notes

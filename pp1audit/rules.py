@@ -29,10 +29,13 @@ Record shape (one invariant)::
     has: <rule>                                 # a node within the match matches
     guarded_by: <condition pattern>             # match is in the body of `if <cond>:`
     not: <rule>                                 # nothing in the same function matches
-    every: <rule>                               # every match of its pattern in scope
+    every: <rule> | [<rule>, …]                 # every match of its pattern in scope
                                                 #   satisfies its relations (and >= 1 exists);
                                                 #   its where selects the matches judged, so
                                                 #   it needs a relation (refused without one)
+                                                #   or a require: {VAR: <constraint>}, which
+                                                #   each match judged must meet (every call
+                                                #   of f passes x for p)
     decorators: ["@torch.inference_mode()"]     # decorators allowed on the `in:` definitions
                                                 #   (absent: imported ones only; [] : none)
     claim: "..."                                # prose for the report
@@ -44,7 +47,8 @@ the rule of a ``not`` or an ``every`` whose pattern is an assignment ``T = $V`` 
 ``out=T``: ``pp1audit.facts.inplace``) is then one of its assignments too. Any rule may
 say ``unconditional: true``: its match must run whenever the code around it is reached,
 not only on some passes (an ``if`` arm, a loop body, ``a if t else b``, the right of ``and``:
-``pp1audit.facts.conditional``).
+``pp1audit.facts.conditional``); beside ``guarded_by: C``, whenever C holds (in the body of
+an ``if`` testing exactly C, on every pass of it: ``matcher._Eval.runs_whenever``).
 
 Metavariables are named as ast-grep names them (``METAVAR_NAME_RE``: ``$ARGS``, not
 ``$args``, which ast-grep reads as code that never matches); a pattern or ``where`` key
@@ -88,12 +92,12 @@ RELATIONS = ("inside", "has", "guarded_by", "follows", "precedes", "not")
 """Relations of a (sub)rule, in the order they are evaluated and reported."""
 
 _EVERY_WITHOUT_RELATION = (
-    "'every' needs a relation (" + ", ".join(RELATIONS) + ") or 'unconditional' saying what "
-    "each match must satisfy")
+    "'every' needs a relation (" + ", ".join(RELATIONS) + "), 'require' or 'unconditional' "
+    "saying what each match must satisfy")
 """An ``every`` with none would only check that one match exists, whatever the matches are:
 under ``every``, ``where`` selects the matches judged, it requires nothing of them."""
 
-RULE_KEYS = ("pattern", "where", *RELATIONS, "in_place", "unconditional")
+RULE_KEYS = ("pattern", "where", "require", *RELATIONS, "in_place", "unconditional")
 """Keys of a nested rule mapping (the invariant itself adds file/in/every/claim/title)."""
 
 _IN_PLACE_WHERE = ("'in_place' is read on the rule of a 'not' or an 'every' whose pattern is "
@@ -117,6 +121,13 @@ PARAMETER_KEYS = ("name", "at")
 _VALUE_KEYS = tuple(k for k in CONSTRAINT_KEYS if k not in ("argument", "parameter"))
 """The constraint keys that judge one argument's value (``argument``'s own besides
 ``ARGUMENT_KEYS``): a value is not itself a call's argument list or a definition."""
+
+
+_REQUIRE_WHERE = ("'require' is read on the rule of an 'every': the constraints each match "
+                  "it judges must meet (elsewhere a match's constraints are its 'where')")
+"""Why ``require`` is refused elsewhere: a found match or a relation's is one that meets its
+``where``, and a forbidden one is forbidden whatever its captures are unless its ``where``
+says so; only where every match is judged do selecting and requiring differ."""
 
 
 class RuleError(Exception):
@@ -248,6 +259,10 @@ class Rule:
 
     pattern: Pattern
     where: dict[str, Constraint] = field(default_factory=dict)
+    require: dict[str, Constraint] = field(default_factory=dict)
+    """Under ``every`` only: constraints each match its ``where`` selects must meet. Without
+    it, "every launch of K passes x for p" was written twice: the pattern with the
+    constraint, and again under a ``not`` forbidding a launch that does not meet it."""
     inside: Rule | None = None
     has: Rule | None = None
     guarded_by: Pattern | None = None
@@ -267,7 +282,7 @@ class Rule:
     def has_relation(self) -> bool:
         """Whether the rule asks anything of a match beyond its pattern and ``where``: what an
         ``every`` requires of each match it selects."""
-        return self.unconditional or any(
+        return self.unconditional or bool(self.require) or any(
             getattr(self, "not_" if r == "not" else r) is not None for r in RELATIONS)
 
 
@@ -279,7 +294,8 @@ class Invariant:
     file: str
     scope: str | None
     rule: Rule
-    every: Rule | None
+    every: tuple[Rule, ...]
+    """The ``every`` rules (a rule or a list of them), each judged on its own; () : none."""
     claim: str | None
     title: str | None
     source: str | None = None
@@ -745,10 +761,11 @@ def _kind(value: object) -> str:
 
 
 def _where(raw: Any, pattern: Pattern, keypath: tuple[str | int, ...],
-           bound: frozenset[str] = frozenset()) -> dict[str, Constraint]:
+           bound: frozenset[str] = frozenset(), key_name: str = "where") -> dict[str, Constraint]:
+    """The constraints of a ``where`` (or of an ``every``'s ``require``, the same shape)."""
     if raw is not None and not isinstance(raw, dict):  # a nested rule's: no schema saw it
-        raise RuleError(keypath, "'where' is a mapping of metavariable name -> constraint, "
-                        f"not {_kind(raw)}")
+        raise RuleError(keypath, f"'{key_name}' is a mapping of metavariable name -> "
+                        f"constraint, not {_kind(raw)}")
     out: dict[str, Constraint] = {}
     for key, value in (raw or {}).items():
         name = key.lstrip("$")
@@ -806,9 +823,11 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...],
         if not isinstance(in_place, bool):
             raise RuleError((*keypath, "in_place"), "'in_place' is true or false, not "
                             f"{_kind(in_place)}")
-        under = bool(keypath) and (keypath[-1] == "not" or keypath == ("every",))
+        under = bool(keypath) and (keypath[-1] == "not" or _is_every(keypath))
         if not under or assign_parts(pattern.text) is None:
             raise RuleError((*keypath, "in_place"), _IN_PLACE_WHERE, key=True)
+    if "require" in raw and not _is_every(keypath):
+        raise RuleError((*keypath, "require"), _REQUIRE_WHERE, key=True)
     unconditional = raw.get("unconditional", False)
     if not isinstance(unconditional, bool):  # a nested rule's: no schema saw it
         raise RuleError((*keypath, "unconditional"), "'unconditional' is true or false, not "
@@ -816,6 +835,8 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...],
     return Rule(
         pattern=pattern,
         where=_where(raw.get("where"), pattern, (*keypath, "where"), bound),
+        require=_where(raw.get("require"), pattern, (*keypath, "require"), bound,
+                       "require"),
         inside=sub("inside"),
         has=sub("has"),
         guarded_by=parse_pattern(guard, (*keypath, "guarded_by")) if guard is not None else None,
@@ -847,6 +868,33 @@ def _decorators(raw: Any) -> tuple[str, ...] | None:
     return tuple(raw)
 
 
+def _every_rules(raw: Any) -> tuple[Rule, ...]:
+    """``every``: one rule, or a list of them (one invariant may quantify over two patterns:
+    every launch of a kernel passes the flag, and every launch of another its buffers)."""
+    if raw is None:
+        return ()
+    if isinstance(raw, list) and not raw:
+        raise RuleError(("every",), "'every' is a rule or a non-empty list of rules")
+    places: list[tuple[tuple[str | int, ...], Any]] = (
+        [(("every", i), r) for i, r in enumerate(raw)] if isinstance(raw, list)
+        else [(("every",), raw)])
+    rules = []
+    for keypath, item in places:
+        rule = parse_rule(item, keypath)
+        if not rule.has_relation:
+            raise RuleError(keypath, _EVERY_WITHOUT_RELATION + (
+                ": its 'where' only selects which matches count" if rule.where else ""),
+                key=True)
+        rules.append(rule)
+    return tuple(rules)
+
+
+def _is_every(keypath: tuple[str | int, ...]) -> bool:
+    """Whether ``keypath`` is an ``every`` rule's own (``every`` or ``every[i]``)."""
+    return keypath == ("every",) or (len(keypath) == 2 and keypath[0] == "every"
+                                     and isinstance(keypath[1], int))
+
+
 def parse_invariant(iid: str, raw: dict[str, Any]) -> Invariant:
     """Build one invariant from its (schema-valid) record; ``RuleError`` on a bad rule."""
     problem = path_problem(raw["file"])
@@ -863,10 +911,7 @@ def parse_invariant(iid: str, raw: dict[str, Any]) -> Invariant:
         raise RuleError(("decorators",), "'decorators' are those allowed on the `in:` "
                         "definition: this invariant has no 'in'", key=True)
     rule = parse_rule(raw, ())
-    every = parse_rule(raw["every"], ("every",)) if "every" in raw else None
-    if every is not None and not every.has_relation:
-        raise RuleError(("every",), _EVERY_WITHOUT_RELATION + (
-            ": its 'where' only selects which matches count" if every.where else ""), key=True)
+    every = _every_rules(raw.get("every"))
     return Invariant(
         id=iid, file=raw["file"], scope=scope, rule=rule, every=every,
         claim=raw.get("claim"), title=raw.get("title"),

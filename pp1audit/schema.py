@@ -166,8 +166,14 @@ INVARIANT: dict[str, Any] = {
             "description": "The function or class whose own code is searched, as a dotted "
             "name (GPUModelRunner.sample); absent: the whole file.",
         },
-        "every": {**_RELATION_VALUE, "description": "Every match of this rule's pattern in the "
-                  "scope satisfies its relations (and there is at least one)."},
+        "every": {
+            "type": ["string", "object", "array"],
+            "x-message": "'every' is a rule (a pattern, or a mapping with a 'pattern') or a "
+                         "list of rules",
+            "description": "Every match of this rule's pattern in the scope satisfies its "
+            "relations and its 'require' (and there is at least one); its 'where' selects "
+            "the matches judged. A list: each rule so.",
+        },
         "decorators": {
             "type": "array",
             "items": {"type": "string", "minLength": 1},

@@ -288,7 +288,7 @@ INVALID = [
     ("r: {file: pkg/mod.py, pattern: 'a; b'}", "4:34", "Multiple AST nodes are detected"),
     ("r:\n  file: pkg/mod.py\n  pattern: x\n  precede: y\n", "7:5", "unknown key 'precede'"),
     ("r:\n  file: pkg/mod.py\n  pattern: x\n  follows: {pattern: y, before: z}\n", "7:27",
-     "unknown key 'before' (a rule has pattern, where, inside"),
+     "unknown key 'before' (a rule has pattern, where, require, inside"),
     ("r:\n  file: pkg/mod.py\n  pattern: f($$$ARGS)\n  where: {ARG: {has: x}}\n", "7:18",
      "'ARG' is not a metavariable of the pattern `f($$$ARGS)` (it captures $$$ARGS)"),
     ("r:\n  file: pkg/mod.py\n  pattern: f($$$ARGS)\n  where: {ARGS: {is: x}}\n", "7:24",

@@ -245,11 +245,11 @@ def test_has_a_name_is_not_an_attribute_or_a_keyword_of_that_name(
 
 @pytest.mark.parametrize(("every", "words"), [
     ("every: {pattern: self.send($$$A), where: {A: {has: verify}}}",
-     "'every' needs a relation (inside, has, guarded_by, follows, precedes, not) or "
-     "'unconditional' saying what each match must satisfy: its 'where' only selects which matches count"),
+     "'every' needs a relation (inside, has, guarded_by, follows, precedes, not), 'require' "
+     "or 'unconditional' saying what each match must satisfy: its 'where' only selects which matches count"),
     ("every: self.send($$$A)",
-     "'every' needs a relation (inside, has, guarded_by, follows, precedes, not) or "
-     "'unconditional' saying what each match must satisfy (at invariants.r.every)"),
+     "'every' needs a relation (inside, has, guarded_by, follows, precedes, not), 'require' "
+     "or 'unconditional' saying what each match must satisfy (at invariants.r.every)"),
 ])
 def test_every_without_a_relation_is_refused(every: str, words: str) -> None:
     text = refused(f"file: pkg/mod.py\npattern: self.send($$$ARGS)\n{every}\n")
@@ -309,7 +309,7 @@ def test_the_readme_every_example_still_loads() -> None:
      "unknown key 'hass' (a constraint has has, contains, is, regex, any, all, not, argument, "
      "parameter; did you mean 'has'?)"),
     ("file: pkg/mod.py\npattern: f($$$ARGS)\nnot: {pattern: g(), inisde: h()}\n",
-     "unknown key 'inisde' (a rule has pattern, where, inside, has, guarded_by, follows, "
+     "unknown key 'inisde' (a rule has pattern, where, require, inside, has, guarded_by, follows, "
      "precedes, not, in_place, unconditional; did you mean 'inside'?)"),
     ("file: pkg/mod.py\npattern: f($$$ARGS)\nxyzzy: 1\n",
      "unknown key 'xyzzy' (valid keys here: pattern, where"),
