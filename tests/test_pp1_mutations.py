@@ -1403,6 +1403,13 @@ HARMLESS = [
                  "            vocab_num_blocks=vocab_num_blocks,\n"
                  "            PADDED_VOCAB_NUM_BLOCKS=PADDED_VOCAB_NUM_BLOCKS,\n        )\n",
                  id="t6-draft-lse-by-keyword"),
+    # the tests that a store, the draft log-probability and DSpark's scatter run whenever
+    # (unconditional beside guarded_by: u1-u4), written another way
+    pytest.param(GUMBEL, "    if logits_cache_ptr is not None:\n",
+                 "    if None is not logits_cache_ptr:\n", id="t7-cache-test-reversed"),
+    pytest.param(DSPARK, "        if self._d2t_scatter_index is not None:\n",
+                 "        if (self._d2t_scatter_index is not None):\n",
+                 id="t8-dspark-scatter-test-parenthesised"),
 ]
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text
