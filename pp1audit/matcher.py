@@ -528,14 +528,14 @@ class _Eval:
                 return f"`{said}` does not {'precede' if earlier else 'follow'} it{detail}"
             where = _span_text(lines_of(found[-1 if earlier else 0].node))
             self.notes.append(f"{'after' if earlier else 'before'} `{said}` at {where}")
-        if rule.not_ is not None:
+        for forbidden in rule.not_:
             region = self.facts.function_of(node, self.scope)
-            bad = self.flipped().find(region, rule.not_, b, every_form=True)
+            bad = self.flipped().find(region, forbidden, b, every_form=True)
             if bad:
-                shown = f" (`{short(bad[0].node, 50)}`)" if rule.not_.in_place else ""
-                return (f"`{_said(rule.not_, b)}` is present {_present_as(bad[0].node)}{shown}"
+                shown = f" (`{short(bad[0].node, 50)}`)" if forbidden.in_place else ""
+                return (f"`{_said(forbidden, b)}` is present {_present_as(bad[0].node)}{shown}"
                         " (must be absent)")
-            maybe = self.unreadable(region, rule.not_, b)
+            maybe = self.unreadable(region, forbidden, b)
             if maybe is not None:
                 return maybe
         return None

@@ -28,7 +28,7 @@ Record shape (one invariant)::
     inside: <rule>                              # an enclosing node matches
     has: <rule>                                 # a node within the match matches
     guarded_by: <condition pattern>             # match is in the body of `if <cond>:`
-    not: <rule>                                 # nothing in the same function matches
+    not: <rule> | [<rule>, …]                   # nothing in the same function matches
     every: <rule> | [<rule>, …]                 # every match of its pattern in scope
                                                 #   satisfies its relations (and >= 1 exists);
                                                 #   its where selects the matches judged, so
@@ -268,7 +268,10 @@ class Rule:
     guarded_by: Pattern | None = None
     follows: Rule | None = None
     precedes: Rule | None = None
-    not_: Rule | None = None
+    not_: tuple[Rule, ...] = ()
+    """The ``not`` rules (a rule or a list of them): none may match. A list, because one
+    claim often forbids two shapes (a call handing the value on, a name bound to it) and a
+    mapping holds ``not`` once."""
     in_place: bool = False
     """``T = $V`` also matches each in-place change of ``T``'s value
     (``facts.inplace``): for a claim on the value (the logits sampled are the ones
@@ -282,8 +285,8 @@ class Rule:
     def has_relation(self) -> bool:
         """Whether the rule asks anything of a match beyond its pattern and ``where``: what an
         ``every`` requires of each match it selects."""
-        return self.unconditional or bool(self.require) or any(
-            getattr(self, "not_" if r == "not" else r) is not None for r in RELATIONS)
+        return self.unconditional or bool(self.require) or bool(self.not_) or any(
+            getattr(self, r) is not None for r in RELATIONS if r != "not")
 
 
 @dataclass(frozen=True)
@@ -823,7 +826,8 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...],
         if not isinstance(in_place, bool):
             raise RuleError((*keypath, "in_place"), "'in_place' is true or false, not "
                             f"{_kind(in_place)}")
-        under = bool(keypath) and (keypath[-1] == "not" or _is_every(keypath))
+        under = bool(keypath) and (keypath[-1] == "not" or _is_every(keypath) or (
+            len(keypath) >= 2 and keypath[-2] == "not" and isinstance(keypath[-1], int)))
         if not under or assign_parts(pattern.text) is None:
             raise RuleError((*keypath, "in_place"), _IN_PLACE_WHERE, key=True)
     if "require" in raw and not _is_every(keypath):
@@ -842,7 +846,7 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...],
         guarded_by=parse_pattern(guard, (*keypath, "guarded_by")) if guard is not None else None,
         follows=sub("follows"),
         precedes=sub("precedes"),
-        not_=sub("not"),
+        not_=_not_rules(raw.get("not"), keypath, bound | pattern.single),
         in_place=in_place,
         unconditional=unconditional,
     )
@@ -887,6 +891,18 @@ def _every_rules(raw: Any) -> tuple[Rule, ...]:
                 key=True)
         rules.append(rule)
     return tuple(rules)
+
+
+def _not_rules(raw: Any, keypath: tuple[str | int, ...],
+               bound: frozenset[str]) -> tuple[Rule, ...]:
+    """``not``: one rule, or a non-empty list of rules none of which may match."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        return (parse_rule(raw, (*keypath, "not"), bound),)
+    if not raw:
+        raise RuleError((*keypath, "not"), "'not' is a rule or a non-empty list of rules")
+    return tuple(parse_rule(r, (*keypath, "not", i), bound) for i, r in enumerate(raw))
 
 
 def _is_every(keypath: tuple[str | int, ...]) -> bool:

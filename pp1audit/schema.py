@@ -139,7 +139,11 @@ _RULE_PROPERTIES: dict[str, Any] = {
                 "description": "A match of this rule ends before the match, in the same function."},
     "precedes": {**_RELATION_VALUE,
                  "description": "A match of this rule starts after the match, in the same function."},
-    "not": {**_RELATION_VALUE, "description": "Nothing in the match's function matches this rule."},
+    "not": {"type": ["string", "object", "array"],
+            "x-message": "'not' is a rule (a pattern, or a mapping with a 'pattern') or a list "
+                         "of rules",
+            "description": "Nothing in the match's function matches this rule (a list: any "
+            "of these rules)."},
     "unconditional": {"type": "boolean", "description": "true: the match runs whenever its "
                       "function reaches it (not in an if/elif/else arm, a loop body, an except, "
                       "one arm of `a if t else b`, the right of and/or, a comprehension's "

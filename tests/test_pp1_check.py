@@ -122,6 +122,7 @@ STATUSES = {
         "resample-three-branches", "dspark-sample-logits-method",
         "dflash-allocates-no-draft-logits", "dspark-allocates-no-draft-logits",
         "dspark-markov-bias-before-sampling", "dspark-scatters-reduced-vocab",
+        "dspark-draw-logits-handed-to-nothing-else",
         "dspark-gumbel-draft-noise", "gumbel-caches-pre-temperature-logits",
         "gumbel-separate-draft-noise", "verify-reloads-scaled-draft-logits",
         "verify-greedy-compares-target-argmax",

@@ -32,6 +32,7 @@ DSPARK = GPU + "spec_decode/dspark/speculator.py"
 REJECTION = GPU + "spec_decode/rejection_sampler.py"
 UTILS = GPU + "spec_decode/rejection_sampler_utils.py"
 GUMBEL = GPU + "sample/gumbel.py"
+DSPARK_DRAW = "        # sample_pos is the predicted token's position P. Sampling keys a draw\n"
 
 MASK = """            self.structured_outputs_worker.apply_grammar_bitmask(
                 logits,
@@ -1410,6 +1411,14 @@ HARMLESS = [
     pytest.param(DSPARK, "        if self._d2t_scatter_index is not None:\n",
                  "        if (self._d2t_scatter_index is not None):\n",
                  id="t8-dspark-scatter-test-parenthesised"),
+    # the logits' shape or size read (not a view: dspark-draw-logits-handed-to-nothing-else),
+    # on the comment's line (a line added would move the citations below it)
+    pytest.param(DSPARK, DSPARK_DRAW, '        logger.debug("%d rows", logits.shape[0])  '
+                 + DSPARK_DRAW.lstrip(), id="t9-dspark-logits-shape-logged"),
+    pytest.param(DSPARK, DSPARK_DRAW, '        logger.debug("%d rows", logits.size(0))  '
+                 + DSPARK_DRAW.lstrip(), id="t10-dspark-logits-size-logged"),
+    pytest.param(DSPARK, DSPARK_DRAW, "        num_rows = logits.shape[0]  " + DSPARK_DRAW.lstrip(),
+                 id="t11-dspark-logits-rows-bound"),
 ]
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text
