@@ -474,6 +474,11 @@ class _Eval:
             multi = name in rule.pattern.multi
             nodes = hit.multi.get(name, []) if multi else (
                 [hit.caps[name]] if name in hit.caps else [])
+            if required and name in hit.inexact:
+                return (f"{'$$$' if multi else '$'}{name}: `{short(hit.node, 50)}` does not "
+                        "give its target that value itself (an augmented assignment, an "
+                        "unpacking, a `for` or `with` target), so it cannot be shown to "
+                        f"satisfy: {c.describe()}")
             start = len(self.skipped)
             if not self.constraint(nodes, c, b, hit.node, multi):
                 shown = ", ".join(short(n, 40) for n in nodes) or "nothing"
@@ -491,22 +496,29 @@ class _Eval:
             why = self.check_where(hit, rule, outer, required=True)
             if why is not None:
                 return f"{why} (required of every match)"
-        if rule.unconditional and rule.guarded_by is None:
-            region = runs_on if runs_on is not None else self.facts.function_of(node, self.scope)
-            why = self.facts.conditional(node, region, certain=self.forbid)
-            if why is not None:
-                return f"it runs only on some passes: {why} (the rule is unconditional)"
+        holder: SgNode | None = None
         if rule.inside is not None:
-            ok = False
             for anc in node.ancestors():
                 if not within(anc, self.scope):
                     break
                 got = at(anc, parse_pattern(rule.inside.pattern.text), b)
                 if got is not None and self.check(got, rule.inside, b) is None:
-                    ok = True
+                    holder = anc
                     break
-            if not ok:
+            if holder is None:
                 return f"it is not inside `{rule.inside.pattern.short}`"
+        if rule.unconditional and rule.guarded_by is None:
+            region = runs_on if runs_on is not None else self.facts.function_of(node, self.scope)
+            if holder is not None:
+                region = _part_holding(holder, node)
+            why = self.facts.conditional(node, region, certain=self.forbid)
+            if why is None and holder is not None:
+                why = _leaves_before(node, region)   # as under a guard: no narrowing exit
+            if why is not None:
+                around = (f" whenever `{rule.inside.pattern.short}` runs"
+                          if rule.inside is not None else "")
+                return (f"it runs only on some passes{around}: {why} (the rule is "
+                        "unconditional)")
         start = len(self.skipped)
         if rule.has is not None and not self.find(node, rule.has, b):
             return (f"it has no `{rule.has.pattern.short}` within it{_has_hint(node, rule.has)}"
@@ -610,6 +622,7 @@ class _Eval:
                            "than the guard")
                 continue
             why = (self.facts.conditional(node, body, certain=self.forbid)
+                   or _leaves_before(node, body)
                    or self.facts.conditional(anc, function, certain=self.forbid))
             if why is None:
                 return None
@@ -629,6 +642,65 @@ class _Eval:
             if any(is_(term, form, b) for term in conjuncts(cond) for form in forms):
                 return True
         return False
+
+
+def _part_holding(holder: SgNode, node: SgNode) -> SgNode:
+    """The code of ``holder`` (an ``inside`` match) on whose every pass ``unconditional``
+    asks ``node`` to run: a definition's whole code; of a compound statement, the part
+    holding ``node`` (an ``if``'s body, a loop's body: ``inside: if T: $$$BODY`` with
+    ``unconditional`` says "whenever that body runs", not "whenever the function does")."""
+    if holder.kind() in _OWN_CODE_ENDS or holder.kind() in ("module", "decorated_definition"):
+        return holder
+    return next((c for c in holder.children() if within(node, c) and key(c) != key(node)),
+                holder)
+
+
+_LEAVING = ("return_statement", "raise_statement", "break_statement", "continue_statement")
+"""Statements that leave the code around them (a ``break``/``continue`` its loop)."""
+
+_OWN_CODE_ENDS = ("function_definition", "lambda", "class_definition")
+"""Where a statement's own code ends: a ``return`` in a nested ``def`` leaves that."""
+
+
+def _leaves_before(node: SgNode, region: SgNode) -> str | None:
+    """A statement before ``node`` in ``region`` that may leave it first, said, or None.
+
+    ``if C: (if x: return) store()`` stores only when C holds and x does not: the
+    narrowing ``C and not x`` that ``unconditional`` beside ``guarded_by`` refuses, which
+    the arms around ``node`` (``facts.conditional``) do not show. A ``break`` or
+    ``continue`` whose loop lies in that statement stays in it; an ``assert`` does not
+    count (``python -O`` strips it, and one states what holds)."""
+    child = node
+    for parent in node.ancestors():
+        if parent.kind() in ("block", "module"):
+            for stmt in parent.children():
+                if key(stmt) == key(child):
+                    break
+                leaving = _leaving(stmt)
+                if leaving is not None:
+                    return (f"after `{short(leaving, 40)}` at line {line(leaving)}, which may "
+                            "leave first")
+        if key(parent) == key(region):
+            return None
+        child = parent
+    return None
+
+
+def _leaving(stmt: SgNode) -> SgNode | None:
+    """The first statement in ``stmt`` (itself included) that leaves the code holding
+    ``stmt``, or None."""
+    found = [stmt] if stmt.kind() in _LEAVING else []
+    for kind in _LEAVING:
+        found += stmt.find_all(kind=kind)
+    for leaving in sorted(found, key=start_of):
+        between = [a for a in leaving.ancestors() if within(a, stmt)]
+        if any(a.kind() in _OWN_CODE_ENDS for a in between):
+            continue  # it leaves a nested definition, not this code
+        if leaving.kind() in ("break_statement", "continue_statement") and any(
+                a.kind() in ("for_statement", "while_statement") for a in between):
+            continue  # it leaves a loop within the statement
+        return leaving
+    return None
 
 
 def _takes(definition: SgNode, name: str, at: int) -> bool:
@@ -1109,8 +1181,7 @@ def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
     unselected: list[tuple[Hit, str]] = []  # matches its `where` leaves out, and why
     done: set[Key] = set()
     for region, any_self in [*((r, False) for r in regions), *((r, True) for r in attached)]:
-        for hit in facts.search(region, rule.pattern.text, {}, every_form=True,
-                                in_place=rule.in_place):
+        for hit in _every_hits(facts, region, rule):
             if key(hit.node) in done or facts.dead(hit.node, certain=True) is not None:
                 continue  # already judged, or never runs
             nearest = _nearest_class(hit.node)
@@ -1138,6 +1209,18 @@ def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
     if seen == 0:
         return _none_selected(rule, where, unselected)
     return None
+
+
+def _every_hits(facts: Facts, region: SgNode, rule: Rule) -> list[Hit]:
+    """The matches ``every`` judges in ``region``: every form of the pattern, and for
+    ``name=value`` the keyword arguments too (``get(url, timeout=5)``, ``**{"timeout": 5}``),
+    as a ``not`` of the same pattern counts them: each match quantified over may break
+    the claim, as each one forbidden may."""
+    text = rule.pattern.text
+    hits = facts.search(region, text, {}, every_form=True, in_place=rule.in_place)
+    seen = {key(h.node) for h in hits}
+    extra = [h for h in keyword_hits(region, text, {}, anywhere=True) if key(h.node) not in seen]
+    return sorted([*hits, *extra], key=lambda h: start_of(h.node)) if extra else hits
 
 
 def _none_selected(rule: Rule, where: str, unselected: list[tuple[Hit, str]]) -> str:

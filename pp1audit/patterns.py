@@ -144,6 +144,12 @@ class Hit:
     node: SgNode
     caps: dict[str, SgNode] = field(default_factory=dict)
     multi: dict[str, list[SgNode]] = field(default_factory=dict)
+    inexact: frozenset[str] = frozenset()
+    """Captures of an assignment's value that are not the value its target gets: ``T += v``,
+    ``T, U = v``, ``for T in v``, ``with v as T`` match ``T = $V`` with ``$V`` the ``v``
+    there, which ``every``/``not`` must see, but ``T`` is not ``v``: what an ``every``'s
+    ``require`` asks of ``$V`` cannot be shown to hold. A ``where`` reads ``v`` as the
+    value's text, as it always has (PP1 allows ``accepted &= is_valid_draft`` so)."""
 
     def bindings(self, outer: dict[str, SgNode]) -> dict[str, SgNode]:
         """Outer bindings with this match's single captures added (outer ones win)."""

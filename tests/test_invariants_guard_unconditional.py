@@ -37,6 +37,10 @@ def body(code: str) -> str:
     "if (cache is not None):\n    col = 1\n    store(cache, col)\n",
     "if None is not cache:\n    store(cache)\n",             # the test's other order
     "x = 1\nif cache is not None:\n    if per_token:\n        col = 2\n    store(cache)\n",
+    # what leaves a loop or a definition inside the body does not leave the body
+    "if cache is not None:\n    for x in xs:\n        if x:\n            break\n    store(cache)\n",
+    "if cache is not None:\n    def h():\n        return 1\n    store(cache, h)\n",
+    "if cache is not None:\n    assert per_token is not None\n    store(cache)\n",
 ])
 def test_a_store_run_whenever_the_guard_holds_passes(make_files: MakeFiles, code: str) -> None:
     c = one(make_files, RULE, body(code))
@@ -57,6 +61,15 @@ def test_a_store_run_whenever_the_guard_holds_passes(make_files: MakeFiles, code
      "in the body of `if per_token:` at line 2"),
     ("for x in xs:\n    if cache is not None:\n        store(cache)\n",
      "in the body of the `for` at line 2"),
+    # an exit before it in the guard's body: `C and not per_token` (review R17 F1)
+    ("if cache is not None:\n    if per_token:\n        return\n    store(cache)\n",
+     "after `return` at line 4, which may leave first"),
+    ("if cache is not None:\n    if per_token:\n        raise ValueError(cache)\n"
+     "    store(cache)\n", "after `raise ValueError(cache)` at line 4"),
+    ("if cache is not None:\n    try:\n        g()\n    except Exception:\n        return\n"
+     "    store(cache)\n", "after `return` at line 6"),
+    ("for x in xs:\n    if cache is not None:\n        if x:\n            continue\n"
+     "        store(cache)\n", "after `continue` at line 5, which may leave first"),
     # an elif runs only when the tests above fail
     ("if per_token:\n    pass\nelif cache is not None:\n    store(cache)\n",
      "no `if` around it tests exactly the guard"),
@@ -104,3 +117,38 @@ def test_under_every_each_store_runs_whenever_the_guard_holds(make_files: MakeFi
     c = one(make_files, rule, narrowed)
     assert c.status is Status.FAIL and "every: `store($$$ARGS)` at line 5" in c.message, \
         c.message
+
+
+# --- unconditional beside inside: whenever the enclosing match's code runs ------------
+
+INSIDE = """\
+    file: pkg/mod.py
+    in: f
+    pattern: mask(logits)
+    inside: "if $TEST: $$$BODY"
+    unconditional: true
+"""
+
+
+@pytest.mark.parametrize(("code", "why"), [
+    ("if per_token:\n    mask(logits)\n", None),
+    ("if per_token:\n    n = 1\n    mask(logits)\n", None),
+    ("if per_token:\n    mask(logits) if xs else None\n", "in an arm of `mask(logits) if xs"),
+    ("if per_token:\n    [mask(logits) for _ in xs]\n", "run once per item, perhaps never"),
+    ("if per_token:\n    try:\n        assert xs\n        mask(logits)\n    except AssertionError:\n"
+     "        pass\n", "try"),
+    ("if per_token:\n    match xs:\n        case 0:\n            mask(logits)\n", "case"),
+    ("if per_token:\n    if xs:\n        return\n    mask(logits)\n", "after `return` at line 4"),
+])
+def test_unconditional_inside_an_if_means_whenever_its_body_runs(
+        make_files: MakeFiles, code: str, why: str | None) -> None:
+    """PP1's grammar mask (review R18: skipped by `x if t else None`, a comprehension over
+    nothing, an assert caught, a `case`) is asked to run whenever its `if`'s body does;
+    before, `unconditional` there meant the function's every pass, which an `if` never is."""
+    src = "def f(logits, per_token, xs):\n" + textwrap.indent(code, "    ")
+    c = one(make_files, INSIDE, src)
+    assert c.status is (Status.PASS if why is None else Status.FAIL), c.message
+    if why is not None:
+        assert "it runs only on some passes whenever `if $TEST: $$$BODY` runs" in c.message, \
+            c.message
+        assert why in c.message, c.message

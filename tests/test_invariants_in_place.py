@@ -49,6 +49,8 @@ def body(code: str) -> str:
     ("del logits\n", 2, "del logits"),
     ("logits.data = x\n", 2, "logits.data = x"),
     ("logits.T[0] = 1\n", 2, "logits.T[0] = 1"),
+    ("logits.T.fill_(0.0)\n", 2, "logits.T.fill_(0.0)"),   # `T`: a view, not a class (R18)
+    ("logits.H.div_(t)\n", 2, "logits.H.div_(t)"),
     ("logits.view(-1)[0] = 1\n", 2, "logits.view(-1)[0] = 1"),
     ("logits[:, :4].view(-1).zero_()\n", 2, "logits[:, :4].view(-1).zero_()"),
     ("torch.div(logits, t, out=logits)\n", 2, "torch.div(logits, t, out=logits)"),

@@ -214,3 +214,54 @@ def test_a_malformed_every_list_is_refused_with_its_place(every: str, words: str
         parse(text, "m.yaml")
     assert words in str(caught.value), str(caught.value)
     assert str(caught.value).startswith("m.yaml:7:"), str(caught.value)
+
+
+@pytest.mark.parametrize(("call", "status"), [
+    ("get(url, timeout=30)", Status.PASS),
+    ("get(url, timeout=5)", Status.FAIL),
+    ("get(url, **{'timeout': 5})", Status.FAIL),
+])
+def test_every_on_a_keyword_pattern_judges_keyword_arguments(
+        make_files: MakeFiles, call: str, status: Status) -> None:
+    """``name=value`` is also a keyword argument, under ``every`` as under ``not``
+    (review R17 F2: ``timeout = 30`` alone made every ``timeout=$T`` hold)."""
+    rule = """\
+        file: pkg/mod.py
+        in: f
+        pattern: return $R
+        every:
+          pattern: timeout=$T
+          require: {T: {is: '30'}}
+    """
+    c = one(make_files, rule, f"def f(url):\n    timeout = 30\n    {call}\n    return 1\n")
+    assert c.status is status, c.message
+    if status is Status.FAIL:
+        assert "at line 3" in c.message, c.message
+
+
+@pytest.mark.parametrize(("write", "status"), [
+    ("self.x = good()", Status.PASS),
+    ("self.x, self.y = good(), other()", Status.PASS),   # paired: self.x gets good()
+    ("self.x += good()", Status.FAIL),
+    ("self.x, y = good()", Status.FAIL),                 # self.x gets good()[0]
+    ("for self.x in good(): pass", Status.FAIL),
+    ("with good() as self.x: pass", Status.FAIL),
+])
+def test_require_on_a_value_that_is_not_the_one_given_fails(
+        make_files: MakeFiles, write: str, status: Status) -> None:
+    """``T += v``, ``T, U = v``, ``for T in v``, ``with v as T`` are assignments of ``T``
+    ``every`` must judge, but ``T`` does not get ``v`` (review R17 F3)."""
+    rule = """\
+        file: pkg/mod.py
+        in: C.__init__
+        pattern: self.x = good()
+        every:
+          pattern: self.x = $V
+          require: {V: {is: good()}}
+    """
+    src = f"class C:\n    def __init__(self):\n        self.x = good()\n        {write}\n"
+    c = one(make_files, rule, src)
+    assert c.status is status, c.message
+    if status is Status.FAIL:
+        assert "does not give its target that value itself" in c.message, c.message
+

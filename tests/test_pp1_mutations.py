@@ -540,7 +540,9 @@ MUTATIONS = [
                  id="u6-cached-logprob-changed-after"),
     # What DSpark scatters into the target vocabulary: zeros, not the draft logits.
     pytest.param(DSPARK, "logits.to(buf.dtype))", "torch.zeros_like(logits, dtype=buf.dtype))",
-                 {"dspark-scatters-reduced-vocab": "fail"}, id="d8-scatters-zeros"),
+                 {"dspark-scatters-reduced-vocab": "fail",
+                  # a new call handed the logits (closed-world)
+                  "dspark-draw-logits-handed-to-nothing-else": "fail"}, id="d8-scatters-zeros"),
     # 6. The review of 401f9ea: each of these passed every rule.
     # A local salt of 0 hides the module's in the function that salts.
     pytest.param(GUMBEL, "    # on H100/Ada/Blackwell", "    _DRAFT_NOISE_SALT = 0  # on H100/Ada/Blackwell",
@@ -569,7 +571,8 @@ MUTATIONS = [
                  {"runner-grammar-before-sampler": "fail"}, id="g18-request-ids-replaced-in-parens"),
     # DSpark's logits zeroed before the scatter, or after it.
     pytest.param(DSPARK, "            buf.index_copy_(", "            logits = torch.zeros_like(logits)\n"
-                 "            buf.index_copy_(", SCATTER_BROKEN,
+                 "            buf.index_copy_(",
+                 {**SCATTER_BROKEN, "dspark-draw-logits-handed-to-nothing-else": "fail"},
                  id="d10-zeroed-before-scatter"),
     pytest.param(DSPARK, "            logits = buf\n",
                  "            logits = buf\n            logits.zero_()\n", SCATTER_BROKEN,
@@ -857,7 +860,9 @@ MUTATIONS = [
                  {"verify-passes-draft-logits": "fail"}, id="i6-draft-logits-scaled-in-verify"),
     pytest.param(DSPARK, SCATTER, SCATTER.replace("            logits = buf\n",
                                                   "            logits = buf; torch.Tensor.zero_(logits)\n"),
-                 {"dspark-scatters-reduced-vocab": "fail"}, id="i7-dspark-scattered-logits-zeroed"),
+                 {"dspark-scatters-reduced-vocab": "fail",
+                  "dspark-draw-logits-handed-to-nothing-else": "fail"},
+                 id="i7-dspark-scattered-logits-zeroed"),
     pytest.param(DSPARK, MARKOV, "            bias.zero_(); " + MARKOV.lstrip(),
                  {"dspark-markov-bias-before-sampling": "fail", "dspark-markov-bias": "fail"},
                  id="i8-dspark-bias-zeroed-before-it-is-added"),

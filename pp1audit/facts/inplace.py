@@ -122,6 +122,8 @@ def _is_namespace(node: SgNode) -> bool:
     parts = text.split(".")
     if not all(p.isidentifier() for p in parts):
         return False
+    if len(parts) > 1 and parts[-1] in _VIEW_ATTRIBUTES:
+        return False  # `logits.T`, `x.H`: a view of a value, capitalised as torch names it
     return parts[0] in ("torch", "operator", "list", "dict", "set", "bytearray", "object") \
         or parts[-1][:1].isupper()
 

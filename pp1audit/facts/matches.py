@@ -37,6 +37,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from ast_grep_py import SgNode
 
 
+
+def _exact(node: SgNode, target: SgNode, value: SgNode) -> bool:
+    """Whether ``target`` gets ``value`` itself from ``node`` (``assigned``'s triple): a walrus,
+    a single target, or one of a tuple paired with the values' tuple; not ``+=``, a ``for``
+    or ``with`` target, nor one target of a value unpacked (``a, b = pair``)."""
+    kind = node.kind()
+    if kind == "named_expression":
+        return True
+    if kind != "assignment":
+        return False
+    left = node.field("left")
+    if left is not None and key(left) == key(target):
+        return True
+    holder = value.parent()
+    return holder is not None and holder.kind() in ("expression_list", "tuple", "list")
+
 class Matches(Writes, CodeRunners):
     """Matches of a pattern and what the matcher asks about each (the top of ``Facts``)."""
 
@@ -187,7 +203,10 @@ class Matches(Writes, CodeRunners):
                     continue
                 vh = at(vnode, vpat, {**bound, **th.caps})
                 if vh is not None:
-                    out.append(Hit(where, {**th.caps, **vh.caps}, {**th.multi, **vh.multi}))
+                    inexact = (frozenset() if _exact(node, tnode, vnode)
+                               else frozenset(vh.caps) | frozenset(vh.multi))
+                    out.append(Hit(where, {**th.caps, **vh.caps}, {**th.multi, **vh.multi},
+                                   inexact))
         obj, dot, attr = target.rpartition(".")
         if dot and attr.isidentifier() and _dotted_text(obj):
             out += self._computed_objects(region, obj, attr, vpat, bound)
