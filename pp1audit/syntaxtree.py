@@ -184,6 +184,19 @@ def statement_raises(text: str) -> str | None:
     return None
 
 
+def constant_statement_completes(stmt: ast.stmt, budget: int) -> bool:
+    """A statement of constants only (``facts.conditional._inert`` checks that) completes:
+    folded as ``statement_raises`` folds, nothing raised and nothing refused (too costly:
+    ``"a" * 10**12`` is unknown, so not known to complete)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _Certain(budget).statement(stmt)
+    except Exception:  # _Refuse, a raised constant, the fold's own limits
+        return False
+    return True
+
+
 class _Refuse(Exception):
     """Folding stops: not made of constants, not certain, or too costly."""
 

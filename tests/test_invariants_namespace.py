@@ -678,14 +678,26 @@ def test_a_required_call_after_a_statement_that_raises_in_part_fails(
         in check.message, check.message
 
 
-@pytest.mark.parametrize("statement", ["1 / 1", "[0][0]", 'int("1")', '"not a docstring"',
-                                       "print(1 / 1)", "_a, _b = 1, 2", "print(_f() or 1 / 0)"])
+@pytest.mark.parametrize("statement", ["1 / 1", "[0][0]", '"not a docstring"',
+                                       "_a, _b = 1, 2"])
 def test_a_constant_that_completes_keeps_the_call(
     pp1: Manifest, tree_copy: Path, edit: FileEdit, statement: str,  # noqa: F811
 ) -> None:
     edit(tree_copy / RUNNER, swallowed(statement))
     check = judge(pp1, tree_copy, MASK_FIRST)
     assert check.status is Status.PASS, check.message
+
+
+@pytest.mark.parametrize("statement", ['int("1")', "print(1 / 1)", "print(_f() or 1 / 0)"])
+def test_a_call_before_the_mask_in_the_try_may_skip_it(
+    pp1: Manifest, tree_copy: Path, edit: FileEdit, statement: str,  # noqa: F811
+) -> None:
+    """Reachable, but the mask must run on every pass through its `if` (`unconditional`):
+    a call may raise, and the `except` then skips the mask."""
+    edit(tree_copy / RUNNER, swallowed(statement))
+    check = judge(pp1, tree_copy, MASK_FIRST)
+    assert check.status is Status.FAIL, check.message
+    assert "whose exception an `except` may catch" in check.message, check.message
 
 
 def test_python_never_reaches_the_call() -> None:

@@ -93,6 +93,7 @@ def test_a_match_that_runs_only_on_some_passes_fails_and_says_where(
     "while True:\n    g(1)\n    break\n",
     "for x in xs:\n    pass\nelse:\n    g(1)\n",      # no `break`: the `else` always runs
     "try:\n    g(1)\nexcept E:\n    pass\n",        # the first statement of the body
+    "try:\n    1 / 1\n    n = [0][0]\n    g(1)\nexcept E:\n    pass\n",  # after constants only
     "try:\n    h()\n    g(1)\nfinally:\n    pass\n",  # no handler: an exception leaves f
     "try:\n    h()\nfinally:\n    g(1)\n",
     "with m:\n    h()\n    g(1)\n",

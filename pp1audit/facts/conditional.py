@@ -16,6 +16,7 @@ whenever the code reaches it, and a rule says what the early paths are with its 
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 from pp1audit.facts.reachability import (
@@ -26,7 +27,15 @@ from pp1audit.facts.reachability import (
     _loop_of,
     _try_parts,
 )
-from pp1audit.syntaxtree import branches, key, line, named_items, short, within
+from pp1audit.syntaxtree import (
+    branches,
+    constant_statement_completes,
+    key,
+    line,
+    named_items,
+    short,
+    within,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ast_grep_py import SgNode
@@ -169,12 +178,44 @@ def _try_arm(child: SgNode, parent: SgNode) -> str | None:
     if stmt is None:  # pragma: no cover - _arm passes a try body's block
         return None
     body, handlers, _orelse, _fin = _try_parts(stmt)
-    opening = named_items(parent.children())[:1]
-    if not handlers or body is None or key(body) != key(parent) or not opening or \
-            key(opening[0]) == key(child):
+    if not handlers or body is None or key(body) != key(parent):
         return None
-    return (f"in the body of the `try` at line {line(stmt)}, after `{short(opening[0], 30)}` "
-            f"at line {line(opening[0])}, whose exception an `except` may catch")
+    for earlier in named_items(parent.children()):
+        if key(earlier) == key(child):
+            return None
+        if not _inert(earlier):
+            return (f"in the body of the `try` at line {line(stmt)}, after "
+                    f"`{short(earlier, 30)}` at line {line(earlier)}, whose exception an "
+                    "`except` may catch")
+    return None
+
+
+_INERT_NODES = (ast.Expr, ast.Assign, ast.Pass, ast.Constant, ast.Tuple, ast.List, ast.Set,
+                ast.Dict, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript,
+                ast.Slice, ast.Load, ast.Store, ast.operator, ast.unaryop, ast.boolop,
+                ast.cmpop, ast.expr_context)
+"""The nodes of a statement made of constants only (and plain names it assigns)."""
+
+
+def _inert(stmt: SgNode) -> bool:
+    """``stmt`` certainly completes without raising: made of constants only (``1 / 1``,
+    ``[0][0]``, ``_a, _b = 1, 2``, a string), folded without an exception
+    (``syntaxtree.constant_statement_completes``). A ``try`` body's statement after it
+    runs whenever the body does; after any other (a call, a name read), a handler may
+    have caught what it raised."""
+    try:
+        tree = ast.parse(stmt.text())
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    if len(tree.body) != 1:
+        return False
+    for node in ast.walk(tree.body[0]):
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Store):
+                return False
+        elif not isinstance(node, _INERT_NODES):
+            return False
+    return constant_statement_completes(tree.body[0], len(stmt.text()))
 
 
 def _per_item(child: SgNode, parent: SgNode) -> str | None:
