@@ -1424,6 +1424,10 @@ HARMLESS = [
                  + DSPARK_DRAW.lstrip(), id="t10-dspark-logits-size-logged"),
     pytest.param(DSPARK, DSPARK_DRAW, "        num_rows = logits.shape[0]  " + DSPARK_DRAW.lstrip(),
                  id="t11-dspark-logits-rows-bound"),
+    # the grammar output handed to sample by keyword (runner-samples-with-grammar-output)
+    pytest.param(RUNNER, "            hidden_states, input_batch, grammar_output\n        )\n",
+                 "            hidden_states, input_batch, grammar_output=grammar_output\n        )\n",
+                 id="t12-sample-given-the-grammar-output-by-keyword"),
 ]
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text
