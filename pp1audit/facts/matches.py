@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ast_grep_py import SgNode
 
 
-
 def _exact(node: SgNode, target: SgNode, value: SgNode) -> bool:
     """Whether ``target`` gets ``value`` itself from ``node`` (``assigned``'s triple): a walrus,
     a single target, or one of a tuple paired with the values' tuple; not ``+=``, a ``for``
@@ -52,6 +51,7 @@ def _exact(node: SgNode, target: SgNode, value: SgNode) -> bool:
         return True
     holder = value.parent()
     return holder is not None and holder.kind() in ("expression_list", "tuple", "list")
+
 
 class Matches(Writes, CodeRunners):
     """Matches of a pattern and what the matcher asks about each (the top of ``Facts``)."""
