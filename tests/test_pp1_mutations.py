@@ -306,7 +306,8 @@ MUTATIONS = [
                  {"runner-grammar-before-sampler": "fail"}, id="g2-mask-under-inner-draft-test"),
     pytest.param(RUNNER, CALL_END, CALL_END + "            sampler_output = "
                  "self.rejection_sampler(logits, input_batch)\n",
-                 {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"},
+                 {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail",
+                  "runner-every-sampler-call-gets-draft-logits": "fail"},
                  id="r3-second-call-without-draft-logits"),
     pytest.param(DFLASH, "        super().__init__(vllm_config, device)\n\n"
                  "        self.hidden_states = torch.zeros(",
@@ -508,7 +509,8 @@ MUTATIONS = [
                  "            sampler_output = rs(logits, input_batch)\n", SAMPLER_CALLS,
                  id="r4-second-call-through-an-alias"),
     pytest.param(RUNNER, CALL_END, CALL_END + "            sampler_output = "
-                 "self.rejection_sampler.__call__(logits, input_batch)\n", SAMPLER_CALLS,
+                 "self.rejection_sampler.__call__(logits, input_batch)\n",
+                 {**SAMPLER_CALLS, "runner-every-sampler-call-gets-draft-logits": "fail"},
                  id="r5-second-call-through-dunder-call"),
     # Verification: top-k/top-p skipped, no request processed, processed twice, written over.
     pytest.param(REJECTION, PROCESSING_END, PROCESSING_END.replace(
@@ -968,11 +970,13 @@ MUTATIONS = [
                  "                self.speculator.draft_logits,\n"
                  "                # Draft logits are needed for probabilistic rejection sampling.\n"
                  "                input_batch,\n",
-                 {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"},
+                 {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail",
+                  "runner-every-sampler-call-gets-draft-logits": "fail"},
                  id="s4-runner-swaps-draft-logits-with-the-batch"),
     pytest.param(RUNNER, CALL_END, CALL_END + "            sampler_output = "
                  "self.rejection_sampler(logits, self.speculator.draft_logits, input_batch)\n",
-                 {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail"},
+                 {"runner-sampler-gets-draft-logits": "fail", "runner-passes-draft-logits": "fail",
+                  "runner-every-sampler-call-gets-draft-logits": "fail"},
                  id="s5-second-call-with-draft-logits-in-the-batchs-place"),
     pytest.param(REJECTION, CALL_PARAMS,
                  "        logits: torch.Tensor,\n        draft_logits: torch.Tensor | None,\n"
