@@ -30,6 +30,17 @@ EVERY_CALL = """\
 """
 
 
+def refused(rule: str) -> str:
+    """The one-line refusal of invariant ``r`` on pkg/mod.py whose keys after ``file:`` are
+    ``rule`` (lines indented by four)."""
+    text = "pp1audit: 1\ntarget: {package: pkg}\ninvariants:\n  r:\n    file: pkg/mod.py\n" + rule
+    with pytest.raises(ManifestError) as caught:
+        parse(text, "m.yaml")
+    message = str(caught.value)
+    assert message.startswith("m.yaml:") and "\n" not in message, message
+    return message
+
+
 def code(*calls: str, params: str = "max_ptr, sum_ptr, row") -> str:
     """A module with ``lse(params)`` and ``f`` making each of ``calls`` (a line each)."""
     body = "".join(f"    {c}\n" for c in calls)
@@ -149,11 +160,8 @@ def test_require_is_the_same_judgement_as_the_not_it_replaces(make_files: MakeFi
 ])
 def test_a_misplaced_or_malformed_require_is_refused_with_its_place(rule: str,
                                                                     words: str) -> None:
-    text = "pp1audit: 1\ntarget: {package: pkg}\ninvariants:\n  r:\n    file: pkg/mod.py\n" + rule
-    with pytest.raises(ManifestError) as caught:
-        parse(text, "m.yaml")
-    assert words in str(caught.value), str(caught.value)
-    assert str(caught.value).startswith("m.yaml:"), str(caught.value)
+    message = refused(rule)
+    assert words in message, message
 
 
 def test_an_every_with_only_require_is_accepted() -> None:
@@ -208,12 +216,8 @@ def test_each_rule_of_an_every_list_is_judged(make_files: MakeFiles, calls: list
     ("every: 3", "3 is read as a number, not as text: quote it ('3') (at invariants.r.every)"),
 ])
 def test_a_malformed_every_list_is_refused_with_its_place(every: str, words: str) -> None:
-    text = ("pp1audit: 1\ntarget: {package: pkg}\ninvariants:\n  r:\n    file: pkg/mod.py\n"
-            f"    pattern: f($$$X)\n    {every}\n")
-    with pytest.raises(ManifestError) as caught:
-        parse(text, "m.yaml")
-    assert words in str(caught.value), str(caught.value)
-    assert str(caught.value).startswith("m.yaml:7:"), str(caught.value)
+    message = refused(f"    pattern: f($$$X)\n    {every}\n")
+    assert words in message and message.startswith("m.yaml:7:"), message
 
 
 @pytest.mark.parametrize(("call", "status"), [
