@@ -395,13 +395,7 @@ class _Eval:
              every_form: bool = False) -> list[Hit]:
         """Live nodes of ``region`` that satisfy ``rule`` completely (region itself included),
         in source order; ``name=value`` also as a keyword argument (``keyword_hits``)."""
-        text = rule.pattern.text
-        hits = self.facts.search(region, text, outer, every_form, rule.in_place)
-        seen = {key(h.node) for h in hits}
-        extra = [h for h in keyword_hits(region, text, outer, anywhere=self.forbid)
-                 if key(h.node) not in seen]
-        if extra:
-            hits = sorted([*hits, *extra], key=lambda h: start_of(h.node))
+        hits = _with_keywords(self.facts, region, rule, outer, every_form, self.forbid)
         out: list[Hit] = []
         for h in hits:
             why = self.left_out(h.node, region)
@@ -1181,7 +1175,7 @@ def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
     unselected: list[tuple[Hit, str]] = []  # matches its `where` leaves out, and why
     done: set[Key] = set()
     for region, any_self in [*((r, False) for r in regions), *((r, True) for r in attached)]:
-        for hit in _every_hits(facts, region, rule):
+        for hit in _with_keywords(facts, region, rule, {}, every_form=True, anywhere=True):
             if key(hit.node) in done or facts.dead(hit.node, certain=True) is not None:
                 continue  # already judged, or never runs
             nearest = _nearest_class(hit.node)
@@ -1211,15 +1205,18 @@ def _every(rule: Rule, facts: Facts, scope: SgNode, where: str) -> str | None:
     return None
 
 
-def _every_hits(facts: Facts, region: SgNode, rule: Rule) -> list[Hit]:
-    """The matches ``every`` judges in ``region``: every form of the pattern, and for
-    ``name=value`` the keyword arguments too (``get(url, timeout=5)``, ``**{"timeout": 5}``),
-    as a ``not`` of the same pattern counts them: each match quantified over may break
-    the claim, as each one forbidden may."""
+def _with_keywords(facts: Facts, region: SgNode, rule: Rule, outer: dict[str, SgNode],
+                   every_form: bool, anywhere: bool) -> list[Hit]:
+    """The pattern's matches in ``region`` (``Facts.search``) and, for ``name=value``, the
+    keyword arguments that pass it (``keyword_hits``; ``anywhere``: ``**{"name": v}`` too,
+    where a rule forbids or quantifies), in source order: what ``find`` and ``every`` read
+    alike (``every`` read no keyword arguments until review R17: `timeout = 30` alone made
+    every ``timeout=$T`` hold)."""
     text = rule.pattern.text
-    hits = facts.search(region, text, {}, every_form=True, in_place=rule.in_place)
+    hits = facts.search(region, text, outer, every_form, rule.in_place)
     seen = {key(h.node) for h in hits}
-    extra = [h for h in keyword_hits(region, text, {}, anywhere=True) if key(h.node) not in seen]
+    extra = [h for h in keyword_hits(region, text, outer, anywhere=anywhere)
+             if key(h.node) not in seen]
     return sorted([*hits, *extra], key=lambda h: start_of(h.node)) if extra else hits
 
 

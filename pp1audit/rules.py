@@ -846,7 +846,8 @@ def parse_rule(raw: Any, keypath: tuple[str | int, ...],
         guarded_by=parse_pattern(guard, (*keypath, "guarded_by")) if guard is not None else None,
         follows=sub("follows"),
         precedes=sub("precedes"),
-        not_=_not_rules(raw.get("not"), keypath, bound | pattern.single),
+        not_=tuple(r for _, r in _rule_list(raw.get("not"), (*keypath, "not"),
+                                             bound | pattern.single)),
         in_place=in_place,
         unconditional=unconditional,
     )
@@ -872,37 +873,29 @@ def _decorators(raw: Any) -> tuple[str, ...] | None:
     return tuple(raw)
 
 
+def _rule_list(raw: Any, keypath: tuple[str | int, ...],
+               bound: frozenset[str] = frozenset()) -> list[tuple[tuple[str | int, ...], Rule]]:
+    """``every`` / ``not`` (the last key of ``keypath``): one rule, or a non-empty list of
+    them, each with its own key path (``every[1]``) for what is said of it."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        return [(keypath, parse_rule(raw, keypath, bound))]
+    if not raw:
+        raise RuleError(keypath, f"'{keypath[-1]}' is a rule or a non-empty list of rules")
+    return [((*keypath, i), parse_rule(r, (*keypath, i), bound)) for i, r in enumerate(raw)]
+
+
 def _every_rules(raw: Any) -> tuple[Rule, ...]:
     """``every``: one rule, or a list of them (one invariant may quantify over two patterns:
     every launch of a kernel passes the flag, and every launch of another its buffers)."""
-    if raw is None:
-        return ()
-    if isinstance(raw, list) and not raw:
-        raise RuleError(("every",), "'every' is a rule or a non-empty list of rules")
-    places: list[tuple[tuple[str | int, ...], Any]] = (
-        [(("every", i), r) for i, r in enumerate(raw)] if isinstance(raw, list)
-        else [(("every",), raw)])
-    rules = []
-    for keypath, item in places:
-        rule = parse_rule(item, keypath)
+    rules = _rule_list(raw, ("every",))
+    for keypath, rule in rules:
         if not rule.has_relation:
             raise RuleError(keypath, _EVERY_WITHOUT_RELATION + (
                 ": its 'where' only selects which matches count" if rule.where else ""),
                 key=True)
-        rules.append(rule)
-    return tuple(rules)
-
-
-def _not_rules(raw: Any, keypath: tuple[str | int, ...],
-               bound: frozenset[str]) -> tuple[Rule, ...]:
-    """``not``: one rule, or a non-empty list of rules none of which may match."""
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        return (parse_rule(raw, (*keypath, "not"), bound),)
-    if not raw:
-        raise RuleError((*keypath, "not"), "'not' is a rule or a non-empty list of rules")
-    return tuple(parse_rule(r, (*keypath, "not", i), bound) for i, r in enumerate(raw))
+    return tuple(rule for _, rule in rules)
 
 
 def _is_every(keypath: tuple[str | int, ...]) -> bool:
