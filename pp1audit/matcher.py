@@ -163,6 +163,7 @@ from pp1audit.rules import (
     regex_matches,
 )
 from pp1audit.store import FileStore
+from pp1audit.stringfold import fold_literals
 from pp1audit.syntaxtree import (
     Key,
     binding_statement,
@@ -297,7 +298,8 @@ class _Eval:
         if c.is_ is not None:
             ok = ok and len(nodes) == 1 and is_(nodes[0], c.is_.text, b)
         if c.regex is not None:
-            ok = ok and regex_matches(c.regex, " ".join(n.text() for n in nodes))
+            # each node on its own: two arguments side by side are not one joined literal
+            ok = ok and regex_matches(c.regex, " ".join(fold_literals(n.text()) for n in nodes))
         if c.any_:
             ok = ok and any(self.constraint(nodes, alt, b, anchor, multi) for alt in c.any_)
         if c.all_:
