@@ -112,7 +112,8 @@ STATUSES = {
         "verify-reloads-draft-logits",
         # invariants
         "runner-sampler-gets-draft-logits", "runner-grammar-before-sampler",
-        "draft-logits-only-when-probabilistic", "draft-sample-method-defaults-greedy",
+        "draft-logits-only-when-probabilistic", "draft-logits-allocated-nowhere-else",
+        "draft-sample-method-defaults-greedy",
         "verify-applies-sampling-params", "dspark-sample-reaches-gumbel", "verify-method",
         "rejection-sample-signature", "sampler-call-in-force", "rejection-sample-imported",
         "draft-stats-launch-wiring", "draft-logits-strides", "verify-logprobs-call-wiring",

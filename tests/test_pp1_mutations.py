@@ -29,6 +29,8 @@ LEGACY = "vllm/v1/worker/gpu_model_runner.py"
 CONFIG = "vllm/config/speculative.py"
 DFLASH = GPU + "spec_decode/dflash/speculator.py"
 DSPARK = GPU + "spec_decode/dspark/speculator.py"
+WATERMARKER = "        self.draft_watermarker: DraftWatermarker | None = None\n"
+SPECULATOR_END = "            dcp_local_seq_lens=dcp_local_seq_lens,\n        )\n"
 REJECTION = GPU + "spec_decode/rejection_sampler.py"
 UTILS = GPU + "spec_decode/rejection_sampler_utils.py"
 GUMBEL = GPU + "sample/gumbel.py"
@@ -1432,6 +1434,15 @@ HARMLESS = [
     pytest.param(RUNNER, "            hidden_states, input_batch, grammar_output\n        )\n",
                  "            hidden_states, input_batch, grammar_output=grammar_output\n        )\n",
                  id="t12-sample-given-the-grammar-output-by-keyword"),
+    # a module helper that allocates the draft cache only under the probabilistic test, and
+    # its call on an existing line (draft-logits-allocated-nowhere-else: the guard is read
+    # in the helper itself)
+    pytest.param(SPECULATOR, (WATERMARKER, SPECULATOR_END), (
+        WATERMARKER.rstrip("\n") + "; _alloc_draft_cache(self, self.speculative_config, (1, 1))\n",
+        SPECULATOR_END + "\n\ndef _alloc_draft_cache(spec, cfg, shape):\n"
+        '    if cfg.draft_sample_method == "probabilistic":\n'
+        "        spec.draft_logits = torch.zeros(shape)\n"),
+        id="t13-guarded-module-helper-allocates-the-draft-cache"),
 ]
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text
