@@ -113,6 +113,7 @@ STATUSES = {
         # invariants
         "runner-sampler-gets-draft-logits", "runner-grammar-before-sampler",
         "draft-logits-only-when-probabilistic", "draft-logits-allocated-nowhere-else",
+        "sampler-call-passes-the-batch", "verify-in-chunks-passes-chunk-rows",
         "draft-sample-method-defaults-greedy",
         "verify-applies-sampling-params", "dspark-sample-reaches-gumbel", "verify-method",
         "rejection-sample-signature", "sampler-call-in-force", "rejection-sample-imported",

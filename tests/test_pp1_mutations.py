@@ -183,6 +183,20 @@ CHUNK_ARGS = """                logits[lo:hi],
 """
 CHUNK_NAMES = ("logits", "draft_logits", "draft_sampled", "pos", "cu_num_logits", "idx_mapping",
                "idx_mapping_np", "expanded_idx_mapping", "expanded_local_pos", "seq_lens_upper_bound_np")
+CHUNKS_CALL_ARGS = """            logits,
+            input_batch,
+            draft_logits,
+            draft_sampled,
+            pos,
+            chunk_logit_limit,
+            max_num_logprobs,
+"""
+CHUNKS_CALL_NAMES = ("logits", "input_batch", "draft_logits", "draft_sampled", "pos",
+                     "max_chunk_logits", "max_num_logprobs")
+
+
+def reversed_lines(text: str) -> str:
+    return "".join(reversed(text.splitlines(True)))
 
 
 def keywords(lines: str, names: tuple[str | None, ...]) -> str:
@@ -1443,6 +1457,12 @@ HARMLESS = [
         '    if cfg.draft_sample_method == "probabilistic":\n'
         "        spec.draft_logits = torch.zeros(shape)\n"),
         id="t13-guarded-module-helper-allocates-the-draft-cache"),
+    # the chunk's _verify call and __call__'s _verify_in_chunks call by keyword, in reverse
+    # order (verify-in-chunks-passes-chunk-rows, sampler-call-passes-the-batch)
+    pytest.param(REJECTION, CHUNK_ARGS, reversed_lines(keywords(CHUNK_ARGS, CHUNK_NAMES)),
+                 id="t14-a-chunk-verified-by-keyword-in-reverse"),
+    pytest.param(REJECTION, CHUNKS_CALL_ARGS, reversed_lines(keywords(CHUNKS_CALL_ARGS, CHUNKS_CALL_NAMES)),
+                 id="t15-chunks-called-by-keyword-in-reverse"),
 ]
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text
