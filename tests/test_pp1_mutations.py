@@ -183,6 +183,10 @@ CHUNK_ARGS = """                logits[lo:hi],
 """
 CHUNK_NAMES = ("logits", "draft_logits", "draft_sampled", "pos", "cu_num_logits", "idx_mapping",
                "idx_mapping_np", "expanded_idx_mapping", "expanded_local_pos", "seq_lens_upper_bound_np")
+STEP_DRAW = ("            draft_sampled_i = self._sample_logits(\n"
+             "                logits_i, idx_map[:, i], sample_pos[:, i], i\n")
+STEP_DRAW_BY_KEYWORD = STEP_DRAW.replace("idx_map[:, i], sample_pos[:, i], i",
+                                         "step=i, sample_pos=sample_pos[:, i], idx_map=idx_map[:, i]")
 CHUNKS_CALL_ARGS = """            logits,
             input_batch,
             draft_logits,
@@ -1463,6 +1467,12 @@ HARMLESS = [
                  id="t14-a-chunk-verified-by-keyword-in-reverse"),
     pytest.param(REJECTION, CHUNKS_CALL_ARGS, reversed_lines(keywords(CHUNKS_CALL_ARGS, CHUNKS_CALL_NAMES)),
                  id="t15-chunks-called-by-keyword-in-reverse"),
+    # DSpark's per-step draws by keyword (dspark-draws-each-step-in-its-place and its top-k twin)
+    pytest.param(DSPARK, "+ bias\n" + STEP_DRAW, "+ bias\n" + STEP_DRAW_BY_KEYWORD,
+                 id="t16-dspark-draws-each-step-by-keyword"),
+    pytest.param(DSPARK, "draft_indices[:, i],\n            )\n" + STEP_DRAW,
+                 "draft_indices[:, i],\n            )\n" + STEP_DRAW_BY_KEYWORD,
+                 id="t17-dspark-topk-draws-each-step-by-keyword"),
 ]
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text
