@@ -115,6 +115,7 @@ STATUSES = {
         "draft-logits-only-when-probabilistic", "draft-logits-allocated-nowhere-else",
         "sampler-call-passes-the-batch", "verify-in-chunks-passes-chunk-rows",
         "dspark-draws-each-step-in-its-place", "dspark-topk-draws-each-step-in-its-place",
+        "dspark-scatter-index-maps-draft-to-target", "dspark-scatter-index-bound-nowhere-else",
         "draft-sample-method-defaults-greedy",
         "verify-applies-sampling-params", "dspark-sample-reaches-gumbel", "verify-method",
         "rejection-sample-signature", "sampler-call-in-force", "rejection-sample-imported",
