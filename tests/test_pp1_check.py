@@ -116,6 +116,7 @@ STATUSES = {
         "sampler-call-passes-the-batch", "verify-in-chunks-passes-chunk-rows",
         "dspark-draws-each-step-in-its-place", "dspark-topk-draws-each-step-in-its-place",
         "dspark-scatter-index-maps-draft-to-target", "dspark-scatter-index-bound-nowhere-else",
+        "config-validators-leave-sample-method",
         "draft-sample-method-defaults-greedy",
         "verify-applies-sampling-params", "dspark-sample-reaches-gumbel", "verify-method",
         "rejection-sample-signature", "sampler-call-in-force", "rejection-sample-imported",
