@@ -187,6 +187,19 @@ STEP_DRAW = ("            draft_sampled_i = self._sample_logits(\n"
              "                logits_i, idx_map[:, i], sample_pos[:, i], i\n")
 STEP_DRAW_BY_KEYWORD = STEP_DRAW.replace("idx_map[:, i], sample_pos[:, i], i",
                                          "step=i, sample_pos=sample_pos[:, i], idx_map=idx_map[:, i]")
+MASK_ARGS = MASK.split("(\n", 1)[1].rsplit("            )\n", 1)[0]
+MASK_NAMES = ("logits", "input_batch", "grammar_req_ids", "grammar_bitmask")
+PROCESSING_ARGS = """            logits,
+            expanded_idx_mapping,
+            idx_mapping,
+            idx_mapping_np,
+            pos,
+            draft_sampled,
+            expanded_local_pos,
+            seq_lens_upper_bound_np,
+"""
+PROCESSING_NAMES = ("logits", "expanded_idx_mapping", "idx_mapping", "idx_mapping_np", "pos", "input_ids",
+                    "expanded_local_pos", "seq_lens_upper_bound_np")
 CHUNKS_CALL_ARGS = """            logits,
             input_batch,
             draft_logits,
@@ -1014,7 +1027,8 @@ MUTATIONS = [
     pytest.param(REJECTION, VERIFY_PARAMS, VERIFY_PARAMS.replace(
                  "        draft_logits: torch.Tensor | None,\n        draft_sampled: torch.Tensor,\n",
                  "        draft_sampled: torch.Tensor,\n        draft_logits: torch.Tensor | None,\n"),
-                 {"verify-passes-draft-logits": "fail"},
+                 {"verify-passes-draft-logits": "fail",  # and the chunk's draft tokens now bind
+                  "verify-in-chunks-passes-chunk-rows": "fail"},  # draft_logits
                  id="s8-verify-parameter-moved-without-its-argument"),
     pytest.param(UTILS, ("        target_logits,\n        target_logits.stride(0),\n"
                          "        target_local_argmax,\n",
@@ -1473,6 +1487,12 @@ HARMLESS = [
     pytest.param(DSPARK, "draft_indices[:, i],\n            )\n" + STEP_DRAW,
                  "draft_indices[:, i],\n            )\n" + STEP_DRAW_BY_KEYWORD,
                  id="t17-dspark-topk-draws-each-step-by-keyword"),
+    # the sampling parameters applied by keyword, in reverse order (R18's false alarm)
+    pytest.param(REJECTION, PROCESSING_ARGS, reversed_lines(keywords(PROCESSING_ARGS, PROCESSING_NAMES)),
+                 id="t18-sampling-params-applied-by-keyword-in-reverse"),
+    # the grammar mask's arguments by keyword, in reverse order (R18's false alarm)
+    pytest.param(RUNNER, MASK_ARGS, reversed_lines(keywords(MASK_ARGS, MASK_NAMES)),
+                 id="t19-grammar-mask-by-keyword-in-reverse"),
 ]
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text
