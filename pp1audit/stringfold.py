@@ -26,20 +26,28 @@ import functools
 import re
 import warnings
 
+from pp1audit.syntaxtree import parse_expression
+
 _PREFIX = r"[rRbBuUfF]{0,2}"
 _TOKEN = re.compile(
     r"(?P<comment>\#[^\n]*)"
-    r"|(?P<string>(?<!\w)" + _PREFIX + r"""(?:'''(?:[^'\\]|\\.|'(?!''))*'''"""
+    r"|(?P<string>" + _PREFIX + r"""(?:'''(?:[^'\\]|\\.|'(?!''))*'''"""
     r'''|"""(?:[^"\\]|\\.|"(?!""))*"""'''
     r"""|'(?:[^'\\\n]|\\.)*'"""
-    r'''|"(?:[^"\\\n]|\\.)*"))''',
+    r'''|"(?:[^"\\\n]|\\.)*"))'''
+    r"|(?P<word>\w+)"
+    r"|(?P<open>[(\[{])|(?P<close>[)\]}])",
     re.DOTALL,
 )
-"""A comment or a whole string literal (any prefix, any quotes), found left to right:
-a quote inside a comment or a ``#`` inside a string is never taken for the other."""
+"""A comment, a whole string literal (any prefix, any quotes), a word (a name, a
+keyword, a number) or a bracket, found left to right: a quote inside a comment or a
+``#`` inside a string is never taken for the other, a word ending in a prefix's letter
+is read whole (the literal after ``or`` in ``(None)or'rejection' '_sampler'`` starts at
+its quote), and brackets are counted (a line break joins literals only inside them)."""
 _BETWEEN = re.compile(r"(?:[ \t\f\r\n]|\\\r?\n|\#[^\n]*)*")
 """What may stand between two literals Python joins: blanks, line continuations,
 comments (the parts of a joined literal inside brackets)."""
+_CONTINUATION = re.compile(r"\\\r?\n")
 
 
 def fold_literals(text: str) -> str:
@@ -57,20 +65,33 @@ def _fold(text: str) -> str:
     out: list[str] = []
     done = 0  # text[:done] is in out
     pos = 0
+    depth = 0  # brackets open at pos, counted from the text's start
+    one_expression: bool | None = None  # the whole text is one expression (asked once)
     while True:
         m = _TOKEN.search(text, pos)
         if m is None:
             break
-        if m.group("comment") is not None:
+        if m.group("string") is None:  # a comment, a word or a bracket
+            depth += 1 if m.group("open") else -1 if m.group("close") and depth else 0
             pos = m.end()
             continue
         run = [m]
         end = m.end()
         while True:
             gap = _BETWEEN.match(text, end)
-            nxt = _TOKEN.match(text, gap.end()) if gap else None
+            if gap is None:  # pragma: no cover - the pattern matches the empty text too
+                break
+            nxt = _TOKEN.match(text, gap.end())
             if nxt is None or nxt.group("string") is None:
                 break
+            if depth == 0 and "\n" in _CONTINUATION.sub("", gap.group()):
+                # A line break outside brackets ends a statement (`x = "a"` then an
+                # attribute's docstring), unless the text is one expression, which the
+                # code around it holds in brackets (an argument written over two lines).
+                if one_expression is None:
+                    one_expression = parse_expression(text) is not None
+                if not one_expression:
+                    break
             run.append(nxt)
             end = nxt.end()
         spelled = _spelling([r.group("string") for r in run])

@@ -27,6 +27,10 @@ from pp1audit.stringfold import fold_literals
     ("'''tri\nple''' 'x'", "'tri\\nplex'"),         # a newline written as Python's repr does
     ('"it\'s" \'a\'', '"it\'sa"'),                  # the first part's quote kept
     ("'#' 'x'", "'#x'"),                            # a `#` inside a literal is no comment
+    ("x[(None)or'rejection' '_sampler']", "x[(None)or'rejection_sampler']"),  # after a keyword
+    ("1 if c else'a' 'b'", "1 if c else'ab'"),
+    ("'a'\n 'b'", "'ab'"),                          # one expression: its brackets are outside
+    ("f(x,\n  'a'\n  'b')", "f(x,\n  'ab')"),
     # escapes written as the characters they stand for
     ("getattr(self, 'rejection\\x5fsampler')", "getattr(self, 'rejection_sampler')"),
     ("'\\N{LOW LINE}'", "'_'"),
@@ -48,6 +52,10 @@ def test_literals_are_spelled_as_python_reads_them(text: str, folded: str) -> No
     "# 'a' 'b'\n'c'",                                # literals in a comment are no literals
     "'unterminated",                                 # not code: left as it was
     "b'a' 'b'",                                      # bytes and str: Python refuses, so do we
+    # a line break outside brackets ends a statement: an attribute's docstring is no part
+    # of the value before it
+    '    a: T = "greedy"\n    """Doc."""\n',
+    "bar = 'x'  # it's\n'y'",
 ])
 def test_what_already_says_its_value_is_left_as_written(text: str) -> None:
     assert fold_literals(text) == text
