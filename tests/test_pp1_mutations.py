@@ -370,7 +370,8 @@ MUTATIONS = [
                  id="l2-rebound-by-a-later-import"),
     # 2. The three pinned files, judged by the rules (any build but the image).
     pytest.param(DSPARK, "logits_i = base_logits[:, i] + bias", "logits_i = base_logits[:, i]",
-                 {"dspark-markov-bias": "fail", "dspark-markov-bias-before-sampling": "fail"},
+                 {"dspark-markov-bias": "fail", "dspark-markov-bias-before-sampling": "fail",
+                  "dspark-draws-each-step-in-its-place": "fail"},
                  id="d1-no-markov-bias"),
     pytest.param(DSPARK, "logits_i = base_logits[:, i] + bias\n",
                  "logits_i = base_logits[:, i] + bias\n            logits_i -= bias\n",
@@ -758,17 +759,20 @@ MUTATIONS = [
     pytest.param(DSPARK, "            bias = self.model.markov_bias(markov_embed)\n",
                  "            bias = self.model.markov_bias(markov_embed)\n"
                  "            bias = torch.zeros_like(bias)\n",
-                 {"dspark-markov-bias-before-sampling": "fail", "dspark-markov-bias": "fail"},
+                 {"dspark-markov-bias-before-sampling": "fail", "dspark-markov-bias": "fail",
+                  "dspark-draws-each-step-in-its-place": "fail"},
                  id="g2c-markov-bias-zeroed"),
     # H: the top-k path samples its candidates without the Markov head.
     pytest.param(DSPARK, TOPK_BIAS, "            logits_i = base_logits[:, i].scatter(\n                -1,\n"
                  "                draft_indices[:, i],\n                base_values[:, i],\n            )",
-                 {"dspark-topk-markov-bias-before-sampling": "fail"}, id="h-topk-path-skips-markov-bias"),
+                 {"dspark-topk-markov-bias-before-sampling": "fail",
+                  "dspark-topk-draws-each-step-in-its-place": "fail"}, id="h-topk-path-skips-markov-bias"),
     pytest.param(DSPARK, TOPK_BIAS, TOPK_BIAS + "\n            logits_i = base_logits[:, i]",
                  {"dspark-topk-markov-bias-before-sampling": "fail"}, id="h2-topk-bias-undone"),
     pytest.param(DSPARK, TOPK_BIAS, keywords(TOPK_BIAS, (None, "markov_embed", "logits", "values", "index"))
                  .replace("markov_embed=markov_embed", "markov_embed=torch.zeros_like(markov_embed)"),
-                 {"dspark-topk-markov-bias-before-sampling": "fail"}, id="h3-topk-bias-by-keyword-of-zeros"),
+                 {"dspark-topk-markov-bias-before-sampling": "fail",
+                  "dspark-topk-draws-each-step-in-its-place": "fail"}, id="h3-topk-bias-by-keyword-of-zeros"),
     pytest.param(DSPARK, "            apply_temperature=True,\n",
                  "            apply_temperature=self.temperature is None,\n",
                  {"dspark-draws-at-temperature": "fail"}, id="p3c-dspark-draws-untempered-by-a-test"),
@@ -899,7 +903,8 @@ MUTATIONS = [
                   "dspark-draw-logits-handed-to-nothing-else": "fail"},
                  id="i7-dspark-scattered-logits-zeroed"),
     pytest.param(DSPARK, MARKOV, "            bias.zero_(); " + MARKOV.lstrip(),
-                 {"dspark-markov-bias-before-sampling": "fail", "dspark-markov-bias": "fail"},
+                 {"dspark-markov-bias-before-sampling": "fail", "dspark-markov-bias": "fail",
+                  "dspark-draws-each-step-in-its-place": "fail"},
                  id="i8-dspark-bias-zeroed-before-it-is-added"),
     pytest.param(DSPARK, MARKOV, MARKOV.rstrip("\n") + "; torch.sub(logits_i, bias, out=logits_i)\n",
                  {"dspark-markov-bias-before-sampling": "fail", "dspark-markov-bias": "fail"},
@@ -971,14 +976,17 @@ MUTATIONS = [
                  {"verify-applies-sampling-params": "fail"}, id="u4-verify-processing-under-an-if"),
     pytest.param(DSPARK, MARKOV, "            logits_i = base_logits[:, i]\n            if i > 0: "
                  + MARKOV.lstrip(), {"dspark-markov-bias": "fail",
-                                     "dspark-markov-bias-before-sampling": "fail"},
+                                     "dspark-markov-bias-before-sampling": "fail",
+                  "dspark-draws-each-step-in-its-place": "fail"},
                  id="u5-dspark-bias-added-on-some-passes"),
     pytest.param(DSPARK, MARKOV_BIAS, "            bias = torch.zeros_like(base_logits[:, i])\n"
                  "            if i > 0: " + MARKOV_BIAS.lstrip(),
-                 {"dspark-markov-bias": "fail", "dspark-markov-bias-before-sampling": "fail"},
+                 {"dspark-markov-bias": "fail", "dspark-markov-bias-before-sampling": "fail",
+                  "dspark-draws-each-step-in-its-place": "fail"},
                  id="u6-dspark-bias-made-on-some-passes"),
     pytest.param(DSPARK, TOPK_CALL, "            logits_i = base_logits[:, i]\n            if i > 0: "
-                 + TOPK_CALL.lstrip(), {"dspark-topk-markov-bias-before-sampling": "fail"},
+                 + TOPK_CALL.lstrip(), {"dspark-topk-markov-bias-before-sampling": "fail",
+                  "dspark-topk-draws-each-step-in-its-place": "fail"},
                  id="u7-dspark-topk-bias-on-some-passes"),
     # 10. Positional swaps (session 19): the draft logits still among the arguments, but
     # bound to another parameter (`has:` let each through); a parameter moved without
@@ -991,11 +999,13 @@ MUTATIONS = [
     pytest.param(REJECTION, "                logits[lo:hi],\n                draft_logits,\n"
                  "                draft_sampled[lo:hi],\n",
                  "                logits[lo:hi],\n                draft_sampled[lo:hi],\n"
-                 "                draft_logits,\n", {"verify-passes-draft-logits": "fail"},
+                 "                draft_logits,\n", {"verify-passes-draft-logits": "fail",
+                  "verify-in-chunks-passes-chunk-rows": "fail"},
                  id="s2-chunks-swap-draft-logits"),
     pytest.param(REJECTION, "            input_batch,\n            draft_logits,\n",
                  "            draft_logits,\n            input_batch,\n",
-                 {"verify-passes-draft-logits": "fail", "sampler-call-in-force": "fail"},
+                 {"verify-passes-draft-logits": "fail", "sampler-call-in-force": "fail",
+                  "sampler-call-passes-the-batch": "fail"},
                  id="s3-call-swaps-draft-logits"),
     pytest.param(RUNNER, "                input_batch,\n"
                  "                # Draft logits are needed for probabilistic rejection sampling.\n"
@@ -1047,14 +1057,16 @@ MUTATIONS = [
                  "    def __call__(self, logits, input_batch, draft_logits=None):\n"
                  "        return self._verify_in_chunks(logits, draft_logits, input_batch, None, None,"
                  " 0, 0)\n",
-                 {"verify-passes-draft-logits": "fail", "sampler-call-in-force": "fail"},
+                 {"verify-passes-draft-logits": "fail", "sampler-call-in-force": "fail",
+                  "sampler-call-passes-the-batch": "fail"},
                  id="s12-a-later-call-definition-swaps-them"),
     # The second review (session 19): the name in force, a call on one path only.
     pytest.param(REJECTION, "            num_rejected=num_rejected,\n        )\n",
                  "            num_rejected=num_rejected,\n        )\n    _with_draft_logits = __call__; _"
                  "_call__ = lambda self, logits, input_batch, draft_logits=None: self._with_draft_logits("
                  "logits, input_batch, None)\n",
-                 {"sampler-call-in-force": "fail"}, id="s13-call-rebound-after-the-class-defines-it"),
+                 {"sampler-call-in-force": "fail",
+                  "sampler-call-passes-the-batch": "fail"}, id="s13-call-rebound-after-the-class-defines-it"),
     pytest.param(REJECTION, "    rejection_sample,\n)\n\n# Cap on",
                  "    rejection_sample,\n)\n_rs = rejection_sample; rejection_sample = lambda target_logi"
                  "ts, draft_logits, *a, **k: _rs(target_logits, None, *a, **k)  # noqa\n# Cap on",
@@ -1074,7 +1086,9 @@ MUTATIONS = [
                  "ing_states.temperature.gpu, self.sampler.sampling_states.seeds.gpu, self.num_speculativ"
                  "e_steps, self.synthetic_conditional_rates)\n            else: processed_logits, sampled"
                  ", num_sampled = self._verify(\n",
-                 {"verify-passes-draft-logits": "fail"}, id="s16-chunks-sample-without-them-on-one-path"),
+                 {"verify-passes-draft-logits": "fail",
+                  "verify-in-chunks-passes-chunk-rows": "fail"},
+                 id="s16-chunks-sample-without-them-on-one-path"),
     pytest.param(UTILS, "        num_warps=1,\n    )\n\n    # Resample the rejected",
                  "        num_warps=1,\n    )\n"
                  "    if synthetic_conditional_rates is not None: _rejection_kernel[(num_reqs,)](sampled"
@@ -1494,6 +1508,13 @@ HARMLESS = [
     pytest.param(RUNNER, MASK_ARGS, reversed_lines(keywords(MASK_ARGS, MASK_NAMES)),
                  id="t19-grammar-mask-by-keyword-in-reverse"),
 ]
+
+# Equivalent rewrites an adversarial review (session 22) found failing checks, kept as
+# data beside the wiring mutations: tests/data/pp1_harmless_edits.json.
+HARMLESS += [pytest.param(m["path"], tuple(m["old"]) if isinstance(m["old"], list) else m["old"],
+                          tuple(m["new"]) if isinstance(m["new"], list) else m["new"], id=m["id"])
+             for m in json.loads((Path(__file__).parent / "data" / "pp1_harmless_edits.json")
+                                 .read_text(encoding="utf-8"))]
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text
 # anchor): the rule keeps its status, the quotation is no longer found. A text anchor
