@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO
@@ -1138,11 +1139,16 @@ MUTATIONS = [
 # stride, a row, a temperature read at the wrong index, the residual's formula). Their
 # texts are too long for this file's lines: they and the statuses each must change are in
 # tests/data/pp1_wiring_mutations.json.
-WIRING = json.loads((Path(__file__).parent / "data" / "pp1_wiring_mutations.json")
-                    .read_text(encoding="utf-8"))
-MUTATIONS += [pytest.param(m["path"], tuple(m["old"]) if isinstance(m["old"], list) else m["old"],
-                           tuple(m["new"]) if isinstance(m["new"], list) else m["new"],
-                           m["expected"], id=m["id"]) for m in WIRING]
+def edits_from_data(name: str, *keys: str) -> list[Any]:
+    """The edits of ``tests/data/<name>`` as parameters: path, old, new (a list is several
+    edits of the file made together), then each of ``keys``."""
+    data = json.loads((Path(__file__).parent / "data" / name).read_text(encoding="utf-8"))
+    return [pytest.param(m["path"], *(tuple(m[k]) if isinstance(m[k], list) else m[k]
+                                      for k in ("old", "new")), *(m[k] for k in keys), id=m["id"])
+            for m in data]
+
+
+MUTATIONS += edits_from_data("pp1_wiring_mutations.json", "expected")
 
 # Edits that keep every claim (a stricter test, a normalisation, an upcast, another
 # spelling of the same addition): no check may change status.
@@ -1511,10 +1517,7 @@ HARMLESS = [
 
 # Equivalent rewrites an adversarial review (session 22) found failing checks, kept as
 # data beside the wiring mutations: tests/data/pp1_harmless_edits.json.
-HARMLESS += [pytest.param(m["path"], tuple(m["old"]) if isinstance(m["old"], list) else m["old"],
-                          tuple(m["new"]) if isinstance(m["new"], list) else m["new"], id=m["id"])
-             for m in json.loads((Path(__file__).parent / "data" / "pp1_harmless_edits.json")
-                                 .read_text(encoding="utf-8"))]
+HARMLESS += edits_from_data("pp1_harmless_edits.json")
 
 # Claim-preserving edits inside a span the audit quotes as text (an unpinned file, a text
 # anchor): the rule keeps its status, the quotation is no longer found. A text anchor
