@@ -146,7 +146,7 @@ FALSE_PASSES = [
                  PASSES, ["(logits, input_batch, None)", "inside `def _never` at line 1605, not in "
                           "GPUModelRunner.sample itself"], id="call-in-nested-def"),
     pytest.param(RUNNER, once(MASK, "            def _never():\n" + indent(MASK)), MASK_FIRST,
-                 ["apply_grammar_bitmask(logits, $$$MASK_ARGS)` does not precede it (the one at lines "
+                 ["apply_grammar_bitmask($$$MASK_ARGS)` does not precede it (the one at lines "
                   "1587-1592: inside `def _never` at line 1586)"], id="mask-in-nested-def"),
     pytest.param(REJECTION, once(APPLY, "        processed_logits = logits\n        def _never():\n"
                                  "            processed_logits = self.sampler.apply_sampling_params(\n"),
@@ -215,7 +215,7 @@ FALSE_PASSES = [
     pytest.param(REJECTION, once(RSCALL, RSCALL.replace("processed_logits,",
                                                         "processed_logits if True else logits,")),
                  VERIFY, ["`processed_logits if True else logits = self.sampler.apply_sampling_"
-                          "params(logits, $$$ARGS)` does not precede it"], id="ternary-argument"),
+                          "params($$$ARGS)` does not precede it"], id="ternary-argument"),
 ]
 
 
