@@ -75,9 +75,9 @@ def checks_in(manifest: Manifest, store: FileStore, prov: ProvenanceRun | None) 
     for path, digest in manifest.files.items():
         checks.append(check_file(path, digest, store))
     by_invariant: InvariantAnchor | None = None
-    if manifest.invariants:  # ast-grep and the matcher load only for manifests with rules
+    if manifest.invariants:  # ast-grep loads only for manifests with rules
         from pp1audit.checks.invariants import anchored_citation, check_invariant
-        from pp1audit.matcher import Engine
+        from pp1audit.rules.engine import Engine
 
         # One engine per run: each Python file parsed once, each invariant evaluated
         # once, whether a citation anchors on it, an invariant check judges it, or both.

@@ -27,7 +27,7 @@ TARGET = "target"
 """The name of the audited tree among sources (``pp1audit.provenance.TARGET``)."""
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pp1audit.rules import Invariant
+    from pp1audit.rules.model import Invariant
 
 
 def text_lines(text: str) -> list[str]:
@@ -81,7 +81,7 @@ class Manifest:
     """Named git sources, remote pins and donors, or None when the manifest has none
     (so that a manifest without them never imports the provenance machinery)."""
     invariants: dict[str, Invariant] = field(default_factory=dict)
-    """Structural rules on the target's Python files (see ``pp1audit.rules``)."""
+    """Claims on the target's Python files, backed by ast-grep rules (``pp1audit.rules``)."""
     record: bool = False
     """``target.record``: verify the distribution against RECORD (``pp1audit.checks.record``)."""
     tree_sha256: str | None = None
@@ -238,7 +238,7 @@ def _invariants(loaded: Loaded, file: str, raw: dict[str, Any], text: str = "") 
     """Parse ``invariants``; a rule error points at its key (``rules.RuleError``)."""
     if not raw.get("invariants"):
         return {}
-    from pp1audit.rules import RuleError, parse_invariant  # only manifests with rules pay
+    from pp1audit.rules.model import RuleError, parse_invariant  # only manifests with rules pay
 
     out: dict[str, Invariant] = {}
     for iid, rec in (raw.get("invariants") or {}).items():
@@ -246,9 +246,7 @@ def _invariants(loaded: Loaded, file: str, raw: dict[str, Any], text: str = "") 
             out[iid] = parse_invariant(iid, rec)
         except RuleError as exc:
             path = ("invariants", iid, *exc.keypath)
-            hint = (_read_as_text_hint(text, loaded, path, exc.not_text)
-                    if exc.not_text is not None else None)
-            raise _fail(loaded, file, path, hint or exc.message, key=exc.key) from None
+            raise _fail(loaded, file, path, exc.message, key=exc.key) from None
     return out
 
 

@@ -44,7 +44,7 @@ from pp1audit.spans import LineIndex, line_range, normalize, span_sha256
 from pp1audit.store import FileStore
 
 if TYPE_CHECKING:
-    from pp1audit.matcher import Engine
+    from pp1audit.rules.engine import Engine
     from pp1audit.yamlrt import Note
 
 UNCHANGED = "unchanged"
@@ -460,7 +460,7 @@ class _Planner:
     @cached_property
     def engine(self) -> Engine:
         """Invariant evaluation over this run's store, made only when an anchor needs it."""
-        from pp1audit.matcher import Engine
+        from pp1audit.rules.engine import Engine
 
         return Engine(self.store)
 

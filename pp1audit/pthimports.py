@@ -17,7 +17,6 @@ import ast
 from dataclasses import dataclass
 
 from pp1audit.safetext import cut
-from pp1audit.syntaxtree import constant_string
 
 CUT = 120
 """Characters of an executing ``.pth`` line shown; the rest is counted, never dropped silently."""
@@ -53,7 +52,7 @@ def pth_imports(lines: list[str]) -> PthImports:
     ``__import__`` / ``import_module`` with a constant name give a module's first
     component; the constant string (or bytes) ``exec``, ``eval`` or ``compile``
     is given is parsed the same way, nested ones too. A string made of constants
-    (``'import ' + 'x'``) is folded (``syntaxtree.constant_string``). Any other
+    (``'import ' + 'x'``, ``f'import x'``, ``'x' * 2``) is folded (``_fold``). Any other
     argument to those calls (``exec(base64.b64decode(…))``, ``__import__(name)``)
     is code or a name computed at run time: ``dynamic``. A line or string that does
     not parse runs nothing (``exec`` raises), so it gives none.
@@ -119,7 +118,36 @@ def _constant_text(node: ast.expr | None) -> str | None:
             return node.value
         if isinstance(node.value, bytes):
             return node.value.decode("utf-8", "replace")
-    return constant_string(ast.unparse(node))
+    return _fold(node, 0)
+
+
+_FOLD_LIMIT = 1 << 16
+"""Longest string ``_fold`` builds: a ``.pth`` line is short; ``'x' * 10**9`` is not text."""
+
+
+def _fold(node: ast.expr, depth: int) -> str | None:
+    """A string expression of constants (``+``, ``*`` by an int, an f-string of
+    constants), evaluated as Python would; None for anything computed at run time."""
+    if depth > 50:
+        return None
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.JoinedStr):
+        parts = [_fold(v, depth + 1) if not isinstance(v, ast.FormattedValue) else None
+                 for v in node.values]
+        return "".join(p for p in parts if p is not None) if None not in parts else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _fold(node.left, depth + 1), _fold(node.right, depth + 1)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        text, times = (node.left, node.right)
+        if isinstance(text, ast.Constant) and isinstance(text.value, int):
+            text, times = times, text
+        folded = _fold(text, depth + 1)
+        if (folded is not None and isinstance(times, ast.Constant) and type(times.value) is int
+                and len(folded) * max(times.value, 0) <= _FOLD_LIMIT):
+            return folded * times.value
+    return None
 
 
 def _cut_code(node: ast.expr) -> str:

@@ -17,12 +17,15 @@ class Status(StrEnum):
 
     PASS = "pass"
     DRIFT = "drift"
+    STALE = "stale"
+    """A claim's evidence is no longer found in the form its rules describe: it may
+    still hold, but a person must look again. Closes the gate, reads unlike fail."""
     FAIL = "fail"
     SKIP = "skip"
     ERROR = "error"
 
 
-STATUS_ORDER = (Status.PASS, Status.DRIFT, Status.FAIL, Status.SKIP, Status.ERROR)
+STATUS_ORDER = (Status.PASS, Status.DRIFT, Status.STALE, Status.FAIL, Status.SKIP, Status.ERROR)
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ class GatePolicy:
 
     def closes(self, status: Status) -> bool:
         """True when a check with this status closes the gate under this policy."""
-        if status in (Status.FAIL, Status.ERROR):
+        if status in (Status.FAIL, Status.STALE, Status.ERROR):
             return True
         if status is Status.DRIFT:
             return not self.allow_drift

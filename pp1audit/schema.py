@@ -73,91 +73,40 @@ CITATION: dict[str, Any] = {
     },
 }
 
-# --- invariants: structural rules on Python source (see pp1audit/rules.py) ------------
+# --- invariants: claims backed by ast-grep rule configs (see pp1audit/rules/) ----------
 
-PATTERN: dict[str, Any] = {
-    "type": "string",
-    "minLength": 1,
-    "x-message": "a pattern is Python code with $X / $$$XS metavariables",
-    "description": "An ast-grep pattern: Python code; $X matches one node, $$$XS zero or more.",
-}
-
-CONSTRAINT: dict[str, Any] = {
+RULE_CONFIG: dict[str, Any] = {
     "type": "object",
-    "description": "A condition on what a metavariable captured.",
+    "description": "An ast-grep rule config, as ast-grep documents it "
+    "(https://ast-grep.github.io/reference/rule.html): 'rule', optional 'constraints' "
+    "and 'utils'. ast-grep itself checks what is inside (at load time).",
     "additionalProperties": False,
+    "required": ["rule"],
     "properties": {
-        "has": {**PATTERN, "description": "One captured node is this (e.g. one of $$$ARGS)."},
-        "contains": {**PATTERN, "description": "One captured node is or contains this."},
-        "is": {**PATTERN, "description": "The single captured node ($X) is this."},
-        "regex": {"type": "string", "description": "The captured text contains a match."},
-        "any": {"type": "array", "minItems": 1, "items": {"type": "object"},
-                "description": "Constraints of which at least one holds (the same claim "
-                "written two ways, e.g. a positional or a keyword argument)."},
-        "all": {"type": "array", "minItems": 1, "items": {"type": "object"},
-                "description": "Constraints of which each holds (one capture asked the same "
-                "kind of thing twice, e.g. two of a call's arguments)."},
-        "not": {"type": "object", "description": "A constraint that must not hold."},
-        "argument": {"type": "object", "description": "The argument the captured call passes "
-                     "for a parameter: {name: P, at: N | of: $DEF, <constraint on it>}; the "
-                     "keyword P= binds it, so does the positional argument at N (from 0) or at "
-                     "P's place in the definition $DEF (a method's self not counted)."},
-        "parameter": {"type": "object", "description": "The captured definition takes "
-                      "parameter {name: P, at: N} at positional place N (self counted, from 0)."},
+        "rule": {"type": "object", "minProperties": 1,
+                 "description": "pattern / kind / regex / inside / has / precedes / follows / "
+                 "all / any / not / matches (with stopBy / field on relations)."},
+        "constraints": {"type": "object", "description": "Metavariable name -> rule its "
+                        "capture must match (e.g. {DEFAULT: {regex: '^.greedy.$'}})."},
+        "utils": {"type": "object", "description": "Named rules for `matches:`."},
     },
-    "minProperties": 1,
+    "x-message": "a rule config is a mapping with 'rule' (and optional 'constraints', 'utils')",
 }
 
-
-_RELATION_VALUE: dict[str, Any] = {
-    "type": ["string", "object"],
-    "x-message": "a relation is a pattern, or a rule mapping with a 'pattern'",
-}
-"""A nested rule's own keys are checked by ``rules.parse_rule`` (with line:column):
-spelling the recursion out here would make the generated validator huge."""
-
-WHERE_KEY_MESSAGE = ("not a metavariable name: metavariables are UPPERCASE (A-Z, digits, _); "
-                     "a 'where' key names one the pattern captures, as ARGS for $$$ARGS "
-                     "($_-names capture nothing)")
-"""Why a ``where`` key is refused: here and in ``rules`` (nested rules) alike."""
-
-_RULE_PROPERTIES: dict[str, Any] = {
-    "pattern": PATTERN,
-    "where": {
-        "type": "object",
-        "description": "Metavariable name (ARGS or $$$ARGS) -> constraint.",
-        "propertyNames": {"pattern": "^(\\$|\\$\\$\\$)?[A-Z][A-Z0-9_]*$",
-                          "x-message": WHERE_KEY_MESSAGE},
-        "additionalProperties": CONSTRAINT,
-    },
-    "guarded_by": {**PATTERN, "description": "The match is in the body of an if/elif "
-                   "whose condition is this (or an 'and' with this among its terms)."},
-    "inside": {**_RELATION_VALUE,
-               "description": "An enclosing node (any depth, within the scope) matches this rule."},
-    "has": {**_RELATION_VALUE, "description": "A node within the match (any depth) matches this rule."},
-    "follows": {**_RELATION_VALUE,
-                "description": "A match of this rule ends before the match, in the same function."},
-    "precedes": {**_RELATION_VALUE,
-                 "description": "A match of this rule starts after the match, in the same function."},
-    "not": {"type": ["string", "object", "array"],
-            "x-message": "'not' is a rule (a pattern, or a mapping with a 'pattern') or a list "
-                         "of rules",
-            "description": "Nothing in the match's function matches this rule (a list: any "
-            "of these rules)."},
-    "unconditional": {"type": "boolean", "description": "true: the match runs whenever its "
-                      "function reaches it (not in an if/elif/else arm, a loop body, an except, "
-                      "one arm of `a if t else b`, the right of and/or, a comprehension's "
-                      "per-item part, an assert)."},
+_ROLE: dict[str, Any] = {
+    "oneOf": [RULE_CONFIG, {"type": "array", "minItems": 1, "items": RULE_CONFIG}],
+    "x-message": "a rule config (a mapping with 'rule') or a list of them",
 }
 
 INVARIANT: dict[str, Any] = {
     "type": "object",
-    "description": "A structural claim on one Python file: the pattern must match (in the "
-    "scope 'in'), satisfy 'where' and every relation; 'every' quantifies over another pattern.",
+    "description": "A claim on one Python file, backed by ast-grep rules: every 'evidence' "
+    "rule must match (none found: stale), no 'counterexample' rule may match (found: fail).",
     "additionalProperties": False,
-    "required": ["file", "pattern"],
+    "required": ["file", "evidence"],
     "properties": {
-        **_RULE_PROPERTIES,
+        "claim": {"type": "string", "description": "The sentence of the audit the rules back."},
+        "title": {"type": "string"},
         "file": {"type": "string", "pattern": _PATH, "description": "The .py file (target path)."},
         "source": {
             "type": "string",
@@ -167,28 +116,14 @@ INVARIANT: dict[str, Any] = {
         },
         "in": {
             "type": "string",
-            "description": "The function or class whose own code is searched, as a dotted "
-            "name (GPUModelRunner.sample); absent: the whole file.",
+            "description": "Scope shorthand: the class or function whose code the rules search, "
+            "as a dotted name (GPUModelRunner.sample); absent: the whole file.",
         },
-        "every": {
-            "type": ["string", "object", "array"],
-            "x-message": "'every' is a rule (a pattern, or a mapping with a 'pattern') or a "
-                         "list of rules",
-            "description": "Every match of this rule's pattern in the scope satisfies its "
-            "relations and its 'require' (and there is at least one); its 'where' selects "
-            "the matches judged. A list: each rule so.",
-        },
-        "decorators": {
-            "type": "array",
-            "items": {"type": "string", "minLength": 1},
-            "x-message": "a list of decorators, e.g. [\"@torch.inference_mode()\"]",
-            "description": "The decorators allowed on the 'in' definitions and the classes "
-            "holding them (compared as code; [] allows none). Absent: only decorators the "
-            "module imports, called with constants at most: a decorator can return any "
-            "function in place of the one searched.",
-        },
-        "claim": {"type": "string", "description": "What the audit says this shows."},
-        "title": {"type": "string"},
+        "evidence": {**_ROLE, "description": "Rules that must each match: the claim's evidence."},
+        "counterexample": {**_ROLE, "description": "Rules none of which may match: code "
+                           "that contradicts the claim."},
+        "utils": {"type": "object", "description": "Named rules shared by all the rules "
+                  "of this claim (merged into each config's own 'utils')."},
     },
 }
 

@@ -33,9 +33,9 @@ from pp1audit.store import FileStore
 if TYPE_CHECKING:
     from pp1audit.cache import Cache
     from pp1audit.gitsource import Clone, GitSource
-    from pp1audit.matcher import Engine
+    from pp1audit.rules.engine import Engine
     from pp1audit.patches import HunkStatus
-    from pp1audit.rules import Invariant
+    from pp1audit.rules.model import Invariant
 
 
 def short(sha: str) -> str:
@@ -224,7 +224,7 @@ class ProvenanceRun:
 
     def _engine(self, store: FileStore) -> Engine:
         """One structural-match engine per source store (each file parsed once per run)."""
-        from pp1audit.matcher import Engine
+        from pp1audit.rules.engine import Engine
 
         engine = self._engines.get(id(store))
         if engine is None:

@@ -1,0 +1,1 @@
+"""The claim language: ast-grep rule configs with a role (``model``), judged natively (``engine``)."""
