@@ -144,7 +144,8 @@ def pin(
     where the checks find it now and its anchor re-quoted; invariants re-checked.
 
     Prints a review table and the manifest's diff. Without -o or --in-place
-    nothing is written. Exit 0 when every pin was carried; 1 when some are
+    nothing is written. Claims whose evidence changed shape are listed as stale for
+    review, not refused. Exit 0 when every pin was carried; 1 when some are
     unresolved (not written unless --allow-unresolved, then written marked);
     2 when nothing on TARGET could be judged (nothing written).
     """
@@ -196,6 +197,11 @@ def pin(
     if plan.target_fails:
         _note(f"{len(plan.target_fails)} check(s) of the target itself fail and no pin can "
               "carry them (see 'target fails'): check will fail on this tree")
+    if plan.stale:
+        # Rules are not pins: nothing to carry, and the claim may still hold. Listed for a
+        # person; check stays closed on them until their rules are brought up to date.
+        _note(f"{len(plan.stale)} claim(s) stale (see 'stale'): their evidence changed shape "
+              "on this tree; re-review them and update their rules")
     return EXIT_CLOSED if unresolved or plan.target_fails else EXIT_OPEN
 
 

@@ -53,6 +53,10 @@ CHANGED = "changed"
 UNRESOLVED = "unresolved"
 NOT_CARRIED = "not carried"
 TARGET_FAILS = "target fails"
+STALE = "stale"
+"""A claim whose evidence the new target no longer shows in the form its rules
+describe: listed for a person to re-review, not marked and not refused (the rules
+are not pins: there is nothing to carry, and the claim may still hold)."""
 """A check of the target itself that fails and that no pin can carry (the tree
 differs from its own RECORD, a tampered pyc): the manifest written would fail."""
 
@@ -111,13 +115,19 @@ class PinPlan:
         return [i for i in self.items if i.outcome == TARGET_FAILS]
 
     @property
+    def stale(self) -> list[PinItem]:
+        """Claims to re-review by hand: their evidence changed shape on the target."""
+        return [i for i in self.items if i.outcome == STALE]
+
+    @property
     def moved(self) -> list[PinItem]:
         """Citations found at other lines (and carried there)."""
         return [i for i in self.items if i.outcome == MOVED]
 
     def counts(self) -> dict[str, int]:
         """Items per outcome, every outcome present."""
-        out = dict.fromkeys((UNCHANGED, MOVED, CHANGED, UNRESOLVED, NOT_CARRIED, TARGET_FAILS), 0)
+        out = dict.fromkeys((UNCHANGED, MOVED, CHANGED, STALE, UNRESOLVED, NOT_CARRIED,
+                             TARGET_FAILS), 0)
         for item in self.items:
             out[item.outcome] += 1
         return out
@@ -599,6 +609,10 @@ class _Planner:
                     self._clear_mark(invariants, ("invariants", check.id))
                     self.items.append(PinItem("invariant", check.id, UNCHANGED, path=check.path,
                                               detail=check.message))
+                    continue
+                if check.status is Status.STALE:
+                    self.items.append(PinItem("invariant", check.id, STALE, path=check.path,
+                                              detail=f"re-review: {check.message}"))
                     continue
                 if check.status in (Status.FAIL, Status.ERROR):
                     self._unresolved_invariant(check, invariants, allowed)

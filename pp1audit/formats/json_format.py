@@ -1,4 +1,7 @@
-"""``--format json``: exactly one object, ``pp1audit.result/1`` (contract, design.md)."""
+"""``--format json``: exactly one object, ``pp1audit.result/2`` (contract, design.md).
+
+Format 2 added the ``stale`` status (and its count): a consumer of format 1 that
+knew five statuses could read an unknown one as passing, hence the new number."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import Any
 from pp1audit.formats import named_source
 from pp1audit.result import Check, Result
 
-FORMAT_ID = "pp1audit.result/1"
+FORMAT_ID = "pp1audit.result/2"
 
 
 def check_dict(check: Check) -> dict[str, Any]:

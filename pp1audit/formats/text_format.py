@@ -27,6 +27,7 @@ from pp1audit.spans import line_range
 _STYLE = {
     Status.PASS: "green",
     Status.DRIFT: "yellow",
+    Status.STALE: "bold yellow",
     Status.FAIL: "bold red",
     Status.SKIP: "cyan",
     Status.ERROR: "bold magenta",
