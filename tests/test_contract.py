@@ -28,7 +28,7 @@ def test_every_check_kind_has_every_contract_key(vllm_tree: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     result = json.loads(proc.stdout)
     assert set(result) == TOP_KEYS
-    assert result["format"] == "pp1audit.result/1"
+    assert result["format"] == "pp1audit.result/2"
     assert set(result["counts"]) == {"pass", "drift", "fail", "skip", "error"}
     assert sum(result["counts"].values()) == len(result["checks"])
     kinds = {c["kind"] for c in result["checks"]}

@@ -20,7 +20,7 @@ the file's pinned digest (docs/threat-model.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pp1audit.errors import MissingFile, SourceError
@@ -120,11 +120,16 @@ class Engine:
             missing = isinstance(exc, MissingFile)
             return Outcome(FAIL if missing else ERROR, exc.sentence, missing_file=missing)
         try:
-            return judge(root, inv, counter)
+            out = judge(root, inv, counter)
         except RecursionError:  # the file's fault (nesting), not the rule's
             return Outcome(ERROR, f"{inv.file} is nested too deeply to be judged")
         except Exception as exc:  # ast-grep refused at run time: a rule bug
             return Outcome(ERROR, f"rule could not be evaluated: {ast_grep_reason(exc)}")
+        if not out.spans:
+            return out
+        # Whole lines, as a citation quotes them (a node's text starts at its column).
+        lines = self.store.get(inv.file).text_lines()
+        return replace(out, excerpts=tuple("\n".join(lines[a - 1 : b]) for a, b in out.spans))
 
 
 def judge(root: SgNode, inv: Invariant, counter: bool = True) -> Outcome:
