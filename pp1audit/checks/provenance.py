@@ -33,8 +33,8 @@ from pp1audit.store import FileStore
 if TYPE_CHECKING:
     from pp1audit.cache import Cache
     from pp1audit.gitsource import Clone, GitSource
-    from pp1audit.rules.engine import Engine
     from pp1audit.patches import HunkStatus
+    from pp1audit.rules.engine import Engine
     from pp1audit.rules.model import Invariant
 
 

@@ -20,6 +20,7 @@ the file's pinned digest (docs/threat-model.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -66,6 +67,7 @@ class Engine:
         self.store = store
         self._parsed: dict[str, SgNode | SourceError] = {}
         self._outcomes: dict[tuple[str, bool], Outcome] = {}
+        self._scope_cache: dict[tuple[str, str | None], list[SgNode]] = {}
         self.parse_count = 0
         """How many files were parsed (one per distinct file: the bench says so)."""
 
@@ -114,38 +116,68 @@ class Engine:
         return hit
 
     def _evaluate(self, inv: Invariant, counter: bool) -> Outcome:
+        """The evidence is looked for once per run; the full verdict adds the
+        counterexamples to it (a citation asks for the first, the check for both)."""
         try:
             root = self.parse(inv.file)
         except SourceError as exc:
             missing = isinstance(exc, MissingFile)
             return Outcome(FAIL if missing else ERROR, exc.sentence, missing_file=missing)
-        try:
-            out = judge(root, inv, counter)
-        except RecursionError:  # the file's fault (nesting), not the rule's
-            return Outcome(ERROR, f"{inv.file} is nested too deeply to be judged")
-        except Exception as exc:  # ast-grep refused at run time: a rule bug
-            return Outcome(ERROR, f"rule could not be evaluated: {ast_grep_reason(exc)}")
+        if counter:
+            found = self._rules(lambda: counterexample(self._scopes(root, inv), inv), inv)
+            return found if found is not None else self._cached(inv, False)
+        out = self._rules(lambda: evidence(self._scopes(root, inv), inv), inv)
+        assert out is not None
         if not out.spans:
             return out
         # Whole lines, as a citation quotes them (a node's text starts at its column).
         lines = self.store.get(inv.file).text_lines()
         return replace(out, excerpts=tuple("\n".join(lines[a - 1 : b]) for a, b in out.spans))
 
+    def _scopes(self, root: SgNode, inv: Invariant) -> list[SgNode]:
+        """``scope_nodes``, once per file and scope (claims share their ``in:``)."""
+        key = (inv.file, inv.scope)
+        if key not in self._scope_cache:
+            self._scope_cache[key] = scope_nodes(root, inv.scope)
+        return self._scope_cache[key]
+
+    @staticmethod
+    def _rules(run: Callable[[], Outcome | None], inv: Invariant) -> Outcome | None:
+        """``run`` with ast-grep's run-time refusals turned into an ``error`` outcome."""
+        try:
+            return run()
+        except RecursionError:  # the file's fault (nesting), not the rule's
+            return Outcome(ERROR, f"{inv.file} is nested too deeply to be judged")
+        except Exception as exc:  # ast-grep refused at run time: a rule bug
+            return Outcome(ERROR, f"rule could not be evaluated: {ast_grep_reason(exc)}")
+
 
 def judge(root: SgNode, inv: Invariant, counter: bool = True) -> Outcome:
     """The verdict of ``inv``'s rules on one parsed file (pure: no store, no cache);
     ``counter=False`` looks for the evidence alone."""
     scopes = scope_nodes(root, inv.scope)
-    if not scopes:
-        return Outcome(STALE, f"no definition {inv.scope} in {inv.file}: the evidence's scope "
-                       "changed shape; re-review the claim")
-    for rule in inv.counterexample if counter else ():
+    found = counterexample(scopes, inv) if counter else None
+    return found if found is not None else evidence(scopes, inv)
+
+
+def counterexample(scopes: list[SgNode], inv: Invariant) -> Outcome | None:
+    """``fail`` with where, when a counterexample rule matches in the scopes; else None."""
+    for rule in inv.counterexample:
         found = _matches(scopes, rule)
         if found:
             span = _lines(found[0])
             more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
             return Outcome(FAIL, f"counterexample found at {_where(span)}{more}: "
                            f"{_first_line(found[0])}")
+    return None
+
+
+def evidence(scopes: list[SgNode], inv: Invariant) -> Outcome:
+    """``pass`` with the first evidence rule's places when every evidence rule matches in
+    the scopes; ``stale`` naming the first that does not (or the scope that is gone)."""
+    if not scopes:
+        return Outcome(STALE, f"no definition {inv.scope} in {inv.file}: the evidence's scope "
+                       "changed shape; re-review the claim")
     first: list[SgNode] = []
     for rule in inv.evidence:
         found = _matches(scopes, rule)
@@ -153,8 +185,7 @@ def judge(root: SgNode, inv: Invariant, counter: bool = True) -> Outcome:
             where = f" in {inv.scope}" if inv.scope else ""
             return Outcome(STALE, f"evidence '{rule.name}' no longer found{where}: the code "
                            "changed shape; re-review the claim")
-        if not first:
-            first = found
+        first = first or found
     spans = tuple(_lines(n) for n in first)
     several = f" ({len(first)} places)" if len(first) > 1 else ""
     return Outcome(PASS, f"holds: evidence at {_where(spans[0])}{several}",
@@ -165,7 +196,7 @@ def _matches(scopes: list[SgNode], rule: RuleConfig) -> list[SgNode]:
     """Matches of one config in every scope, in source order, each once."""
     found: dict[tuple[int, int], SgNode] = {}
     for scope in scopes:
-        for node in scope.find_all(rule.config):  # type: ignore[arg-type]
+        for node in scope.find_all(rule.config):  # type: ignore[call-overload]
             r = node.range()
             found.setdefault((r.start.index, r.end.index), node)
     return [found[k] for k in sorted(found)]
@@ -195,7 +226,7 @@ def _defined_in(holder: SgNode, name: str) -> list[SgNode]:
     rule = {"any": [{"kind": k} for k in _DEFINITIONS],
             "has": {"field": "name", "regex": f"^{name}$"}}
     out = []
-    for node in holder.find_all({"rule": rule}):  # type: ignore[arg-type,typeddict-item]
+    for node in holder.find_all({"rule": rule}):  # type: ignore[call-overload]
         if node == holder:
             continue
         parent = node.parent()

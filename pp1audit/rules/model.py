@@ -142,7 +142,7 @@ def _compile(config: Mapping[str, Any], keypath: tuple[str | int, ...]) -> None:
         if problem is not None:
             raise RuleError(where, problem)
     try:
-        SgRoot("", "python").root().find_all(config)  # type: ignore[arg-type]
+        SgRoot("", "python").root().find_all(config)  # type: ignore[call-overload]
     except Exception as exc:  # ast-grep raises Exception/RuntimeError with its reason
         raise RuleError(keypath, f"ast-grep refuses this rule: {ast_grep_reason(exc)}") from None
 

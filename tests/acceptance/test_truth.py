@@ -9,8 +9,6 @@ against an adversary: a claim that holds must be ``pass`` or ``stale`` (never a 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 from conftest import REPO, fetch_wheel
@@ -103,7 +101,7 @@ def test_relocated_citations_overlap_the_truth(judged: tuple[str, Result]) -> No
 def test_the_gate_closes_on_every_public_release(judged: tuple[str, Result]) -> None:
     """The image pins (version, three digests) are the patched build's: no public
     release is that build, whatever its claims say."""
-    release, result = judged
+    _, result = judged
     assert not result.gate_open
     assert _by_id(result, "version")["version"].status is Status.FAIL
 

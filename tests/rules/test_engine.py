@@ -135,7 +135,7 @@ def test_a_rule_ast_grep_refuses_is_refused_at_load(evidence: dict[str, object],
 
 
 def test_a_non_python_file_or_a_bad_scope_is_refused() -> None:
-    with pytest.raises(RuleError, match="name a .py file"):
+    with pytest.raises(RuleError, match=r"name a \.py file"):
         parse_invariant("c", {**CLAIM, "file": "m.txt"})
     with pytest.raises(RuleError, match="not a dotted name"):
         parse_invariant("c", {**CLAIM, "in": "Runner.sample()"})
