@@ -49,7 +49,7 @@ def manifest_errors() -> list[tuple[str, str, str]]:
          ":6:17: [[cite:nope]]: no citation 'nope' in the manifest"),
         ("title reference", GOOD + "audit: {id: x, title: 'See [[x]]'}\n", ":4:28: [[x]]: not a reference"),
         ("invariant in an unknown source", GOOD + "invariants:\n  i:\n    source: lane\n"
-         "    file: pkg/a.py\n    pattern: x = 1\n", ":6:13: no source 'lane'"),
+         "    file: pkg/a.py\n    evidence: {rule: {pattern: x = 1}}\n", ":6:13: no source 'lane'"),
         ("anchor without text", GOOD + "citations:\n  c:\n    at: pkg/a.py:1-2\n    anchor: {prefix: x}\n",
          ":7:13: an anchor needs 'exact' text"),
         ("unknown evidence", GOOD + "report:\n  sections:\n    - blocks:\n        - text: hi\n"

@@ -21,7 +21,7 @@ import pytest
 from conftest import replace_file, run_cli
 
 NO_SPACE = "pp1audit: error: cannot write to stdout: No space left on device\n"
-PASS_LINE = "PASS (gate open): 3 pass, 0 drift, 0 fail, 0 skip, 0 error"
+PASS_LINE = "PASS (gate open): 3 pass, 0 drift, 0 stale, 0 fail, 0 skip, 0 error"
 
 needs_dev_full = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 

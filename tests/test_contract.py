@@ -29,7 +29,7 @@ def test_every_check_kind_has_every_contract_key(vllm_tree: Path) -> None:
     result = json.loads(proc.stdout)
     assert set(result) == TOP_KEYS
     assert result["format"] == "pp1audit.result/2"
-    assert set(result["counts"]) == {"pass", "drift", "fail", "skip", "error"}
+    assert set(result["counts"]) == {"pass", "drift", "stale", "fail", "skip", "error"}
     assert sum(result["counts"].values()) == len(result["checks"])
     kinds = {c["kind"] for c in result["checks"]}
     assert kinds >= {"version", "file", "citation", "invariant", "git", "donor", "record"}

@@ -126,7 +126,8 @@ def test_pp1_pins_fail_on_real_0310_with_actual_values(
     manifest = pp1_pins_manifest(tmp_path / "pp1-pins.yaml")
     rc, result = check_json(vllm_tree if which == "tree" else vllm_wheel, manifest)
     assert rc == 1
-    assert result["counts"] == {"pass": 0, "drift": 0, "fail": 4, "skip": 0, "error": 0}
+    assert result["counts"] == {"pass": 0, "drift": 0, "stale": 0, "fail": 4, "skip": 0,
+                                "error": 0}
     checks = by_id(result)
     assert checks["version"]["actual"] == "0.31.0"
     assert checks["version"]["expected"] == "0.31.1.dev0+g6e517b15.dsv41gb10"

@@ -72,7 +72,7 @@ def test_a_named_source_is_named_alike() -> None:
 
 def test_counts_are_spelled_once() -> None:
     r = result("1.0")
-    assert counted(r.counts()) == "0 pass, 0 drift, 1 fail, 0 skip, 0 error"
+    assert counted(r.counts()) == "0 pass, 0 drift, 0 stale, 1 fail, 0 skip, 0 error"
     assert summary(r).endswith(counted(r.counts()))
     assert f"({counted(r.counts())})." in report_render({"audit": {"title": "T"}}, r)
 

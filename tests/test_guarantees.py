@@ -35,7 +35,7 @@ files:
 citations:
   go: {{at: "pkg/mod.py:2", anchor: {{exact: "    self.go()"}}}}
 invariants:
-  runs-go: {{file: pkg/mod.py, in: run, pattern: self.go()}}
+  runs-go: {{file: pkg/mod.py, in: run, evidence: {{rule: {{pattern: self.go()}}}}}}
 """
 
 

@@ -94,7 +94,8 @@ def test_text_review_table_and_manifest_diff(vllm_wheel_030: Path) -> None:
     line = next(x for x in table.splitlines() if "runner-passes-draft-logits" in x)
     assert line.split()[:2] == ["moved", "citation"] and line.endswith("1605–1610 → 1559–1564")
     assert "hash changed" in table and "0.31.0 → 0.30.0" in table
-    assert table.splitlines()[-1].startswith("summary: 2 unchanged, 4 moved, 6 changed, 0 unresolved")
+    assert table.splitlines()[-1].startswith(
+        "summary: 2 unchanged, 4 moved, 6 changed, 0 stale, 0 unresolved")
     assert "-    at: vllm/v1/worker/gpu/model_runner.py:1605-1610" in diff
     assert "+    at: vllm/v1/worker/gpu/model_runner.py:1559-1564" in diff
 
@@ -349,7 +350,7 @@ def test_an_invariant_anchor_matching_in_several_places_is_unresolved(
     m = tmp_path / "m.yaml"
     m.write_text(
         "pp1audit: 1\ntarget: {package: pkg}\n"
-        "invariants:\n  calls-foo:\n    file: pkg/a.py\n    pattern: foo($X)\n"
+        "invariants:\n  calls-foo:\n    file: pkg/a.py\n    evidence: {rule: {pattern: foo($X)}}\n"
         "citations:\n  first-call:\n    at: pkg/a.py:2\n    anchor: {invariant: calls-foo}\n"
     )
     assert run_cli("check", str(root), "-m", str(m)).returncode == 0

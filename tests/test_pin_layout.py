@@ -51,11 +51,12 @@ files:
 
 # Structural claims.
 invariants:
-  b-defines-x: {{file: pkg/b.py, pattern: X = $V,
+  b-defines-x: {{file: pkg/b.py, evidence: {{rule: {{pattern: X = $V}}}},
                 claim: b.py defines X}}
   a-defines-f:
     file: pkg/a.py
-    pattern: "def f(): $$$BODY"
+    evidence:
+      rule: {{pattern: "def f(): $$$BODY"}}
     claim: a.py defines f
 
 citations:
@@ -221,11 +222,12 @@ def test_pin_marks_an_invariant_whose_mapping_starts_with_a_comment(
     m = tmp_path / "m.yaml"
     m.write_text("pp1audit: 1\ntarget:\n  package: pkg\ninvariants:\n  i1:\n"
                  "    # a comment line right after the id\n    file: pkg/inv.py\n"
-                 "    pattern: h($X)\n")
+                 "    evidence: {rule: {pattern: return $Y}}\n"
+                 "    counterexample: {rule: {pattern: g($X)}}\n")
     out = tmp_path / "out.yaml"
     assert pin(root, m, out, "--allow-unresolved") == 1
     assert out.read_text().splitlines()[4:6] == [
-        f"  i1:  # {MARK}: `h($X)` not found in pkg/inv.py",
+        f"  i1:  # {MARK}: counterexample found at line 2: g(x)",
         "    # a comment line right after the id"]
 
 

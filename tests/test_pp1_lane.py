@@ -3,7 +3,8 @@
 The real lane repository is not available here, so the test points the PP1
 manifest's ``lane`` source at the repository ``lanerepo`` builds with gitpython
 (its pinned commit swapped for that repository's base commit): the rules must
-hold there, and each must fail, with its reason, on the commit that breaks it.
+hold there, and each must fail (or, its evidence gone, be stale), with its reason,
+on the commit that breaks it.
 """
 
 from __future__ import annotations
@@ -67,189 +68,23 @@ def test_pp1_lane_rules_fail_each_with_its_reason_on_the_breaking_commit(
     lane: Lane, vllm_tree: Path, tmp_path: Path
 ) -> None:
     checks = run_pp1_at(lane.sampled, lane, vllm_tree, tmp_path)
-    failed = {rid for rid in lane_rules() if checks[rid]["status"] == "fail"}
-    # The sampled commit leaves the confidence computation as it was.
-    assert failed == lane_rules() - {"lane-worker-confidence-separate"}
-    assert checks["lane-worker-confidence-separate"]["status"] == "pass"
-    assert "not found" in checks["lane-refuses-non-greedy"]["message"] or "guarded" in (
-        checks["lane-refuses-non-greedy"]["message"])
-    assert "SAMPLE_GREEDY" in checks["lane-hello-declares-greedy"]["message"]
+    status = {rid: checks[rid]["status"] for rid in lane_rules()}
+    # The refusal is gone (its evidence: stale, re-review); the sampled commit leaves the
+    # confidence computation as it was; every other claim is contradicted.
+    assert status == {**dict.fromkeys(lane_rules(), "fail"),
+                      "lane-refuses-non-greedy": "stale",
+                      "lane-worker-confidence-separate": "pass"}
+    assert checks["lane-refuses-non-greedy"]["message"].startswith(
+        "evidence 'raise $ERROR($$$MSG)' no longer found"), checks["lane-refuses-non-greedy"]
+    assert "SAMPLE_PROBABILISTIC" in checks["lane-hello-declares-greedy"]["message"]
     wire = checks["lane-wire-carries-no-distribution"]["message"]
     probs_line = next(i for i, x in enumerate(WIRE_SAMPLED.splitlines(), 1) if x.strip().startswith("probs:"))
-    assert wire.startswith(f"every: `$FIELD: $TYPE` at line {probs_line}:"), wire
-    assert "argmax" in checks["lane-worker-bias-then-argmax"]["message"]
+    assert wire.startswith(f"counterexample found at line {probs_line}: probs:"), wire
+    assert "random.choices(" in checks["lane-worker-bias-then-argmax"]["message"]
+    assert "proposal.probs" in checks["lane-capacity-sets-draft-logits-none"]["message"]
     # The vLLM-side rules are untouched by the lane commit.
     others = {rid: c for rid, c in checks.items() if c["source"] != "lane"}
     assert others and all(c["status"] == "pass" for c in others.values())
-
-
-# --- the audit's own words -------------------------------------------------------------
-#
-# The audit names no lane function, class or field, only words: a "capacity speculator"
-# that "sets draft_logits=None", a worker that "applies sequential Markov bias to each head
-# row, then argmax", a wire that "carries IDs, confidence and optional margins" and no
-# "categorical proposal distribution" (q). A lane that says exactly that in ordinary code,
-# with names the rules cannot know, must pass; each claim broken there must fail.
-
-SEED_SPECULATOR = '''\
-class RemoteSpeculator:
-    def __init__(self, config):
-        if config.draft_sample_method != "greedy":
-            raise ValueError("remote DSpark supports only greedy proposals")
-
-
-class RemoteCapacitySpeculator(RemoteSpeculator):
-    def __init__(self, config):
-        super().__init__(config)
-        self.state = SpeculatorState(draft_logits=None)
-'''
-
-SEED_WIRE = '''\
-SAMPLE_GREEDY = 1
-HELLO = {"version": 1, "sample": SAMPLE_GREEDY}
-
-
-class Proposal:
-    token_ids: list[int]
-    confidence: list[float]
-    margins: list[float] | None
-'''
-
-SEED_WORKER = '''\
-import torch
-
-
-class DraftWorker:
-    def propose(self, head_logits, prev):
-        tokens = []
-        for row in range(head_logits.shape[0]):
-            biased = head_logits[row] + self.markov_bias(prev)
-            prev = torch.argmax(biased, dim=-1)
-            tokens.append(prev)
-        confidence = self.confidence_head(head_logits)
-        return tokens, confidence
-'''
-
-SEED_FILES = {SPECULATOR: SEED_SPECULATOR, WIRE: SEED_WIRE, WORKER: SEED_WORKER}
-
-# One edit of the seed-worded lane each, and the one rule it must break.
-SEED_BREAKS = {
-    "subclass-carries-probs": (WIRE, SEED_WIRE + "\n\nclass SampledProposal(Proposal):\n"
-                               "    probs: list[list[float]]\n", "lane-wire-carries-no-distribution"),
-    "field-named-q": (WIRE, SEED_WIRE + "    q: list[list[float]] | None\n",
-                      "lane-wire-carries-no-distribution"),
-    "sampled-not-argmax": (WORKER, SEED_WORKER.replace(
-        "torch.argmax(biased, dim=-1)", "torch.multinomial(torch.softmax(biased, -1), 1)"),
-        "lane-worker-bias-then-argmax"),
-    "argmax-without-bias": (WORKER, SEED_WORKER.replace(
-        "head_logits[row] + self.markov_bias(prev)", "head_logits[row]"),
-        "lane-worker-bias-then-argmax"),
-    "capacity-keeps-q": (SPECULATOR, SEED_SPECULATOR.replace(
-        "draft_logits=None", "draft_logits=self.last_q"), "lane-capacity-sets-draft-logits-none"),
-    "confidence-from-argmax": (WORKER, SEED_WORKER.replace(
-        "self.confidence_head(head_logits)", "torch.argmax(head_logits, dim=-1).float()"),
-        "lane-worker-confidence-separate"),
-    # The second review (3a6ff92): each passed its rule.
-    "capacity-then-keeps-q": (SPECULATOR, SEED_SPECULATOR + "\n    def propose(self, proposal):\n"
-                              "        if proposal.probs is not None:\n"
-                              "            self.draft_logits = proposal.probs\n"
-                              "        return proposal\n", "lane-capacity-sets-draft-logits-none"),
-    "field-topk-weights": (WIRE, SEED_WIRE + "    topk_weights: list[list[float]] | None\n",
-                           "lane-wire-carries-no-distribution"),
-    "field-draft-q": (WIRE, SEED_WIRE + "    draft_q: list[list[float]] | None\n",
-                      "lane-wire-carries-no-distribution"),
-    "margins-per-vocabulary": (WIRE, SEED_WIRE.replace("margins: list[float] | None",
-                                                       "margins: list[list[float]] | None"),
-                               "lane-wire-carries-no-distribution"),
-    "unbiased-row": (WORKER, SEED_WORKER.replace(
-        "head_logits[row] + self.markov_bias(prev)", "unbiased(head_logits[row])"),
-        "lane-worker-bias-then-argmax"),
-    "confidence-a-constant": (WORKER, SEED_WORKER.replace(
-        "import torch\n", "import torch\n\nMIN_CONFIDENCE = 0.0\n").replace(
-        "self.confidence_head(head_logits)", "MIN_CONFIDENCE"), "lane-worker-confidence-separate"),
-    # The fidelity review (s8): it passed every lane rule. (Its refusal never called and an
-    # argmax of the raw row are not breaks the rules can tell: the second review found a
-    # refusal in propose() or a hook, and a raw argmax for a statistic, as plausible.)
-    "hello-probabilistic-with-greedy-fallback": (WIRE, SEED_WIRE.replace(
-        'HELLO = {"version": 1, "sample": SAMPLE_GREEDY}', 'SAMPLE_PROBABILISTIC = 2\n'
-        'HELLO = {"version": 1, "sample": SAMPLE_PROBABILISTIC, "fallback": SAMPLE_GREEDY}'),
-        "lane-hello-declares-greedy"),
-}
-
-
-# Other ordinary spellings of the same claims: each must still pass every lane rule.
-SEED_SPELLINGS = {
-    "bias-in-a-variable": (WORKER, SEED_WORKER.replace(
-        "            biased = head_logits[row] + self.markov_bias(prev)\n",
-        "            bias = self.markov_bias(prev)\n            biased = head_logits[row] + bias\n")),
-    "argmax-method": (WORKER, SEED_WORKER.replace("torch.argmax(biased, dim=-1)", "biased.argmax(-1)")),
-    "dataclass-proposal": (WIRE, "from dataclasses import dataclass\n\n" + SEED_WIRE.replace(
-        "class Proposal:", "@dataclass(frozen=True)\nclass Proposal:")),
-    "ids-named-ids": (WIRE, SEED_WIRE.replace("token_ids:", "ids:")),
-    "keyword-not-last": (SPECULATOR, SEED_SPECULATOR.replace(
-        "SpeculatorState(draft_logits=None)", "SpeculatorState(draft_logits=None, step=0)")),
-    "annotated-attribute": (SPECULATOR, SEED_SPECULATOR.replace(
-        "        self.state = SpeculatorState(draft_logits=None)\n",
-        "        self.draft_logits: Tensor | None = None\n")),
-    # The second review (3a6ff92): each failed its rule.
-    "keyword-among-several": (SPECULATOR, SEED_SPECULATOR.replace(
-        "SpeculatorState(draft_logits=None)",
-        "SpeculatorState(config, draft_logits=None, confidence=None, margins=None)")),
-    "sample-mode-annotated": (WIRE, "from typing import Final\n\n" + SEED_WIRE.replace(
-        "SAMPLE_GREEDY = 1\n", "SAMPLE_GREEDY = 1\nSAMPLE_PROBABILISTIC: Final = 2\n")),
-    "distance-field": (WIRE, SEED_WIRE + "    distance_to_anchor: int\n"),
-    "max-with-indices": (WORKER, SEED_WORKER.replace(
-        "prev = torch.argmax(biased, dim=-1)", "_, prev = biased.max(dim=-1)")),
-    # The fidelity review (s8): the tightened rules' allowances.
-    "refusal-in-a-called-method": (SPECULATOR, SEED_SPECULATOR.replace(
-        "    def __init__(self, config):\n        if config.", "    def __init__(self, config):\n"
-        "        self.config = config\n        self.check_mode()\n\n    def check_mode(self):\n"
-        "        config = self.config\n        if config.", 1)),
-    "hello-as-a-dict-call": (WIRE, SEED_WIRE.replace('{"version": 1, "sample": SAMPLE_GREEDY}',
-                                                      "dict(version=1, sample=SAMPLE_GREEDY)")),
-    "ids-as-a-tuple": (WIRE, SEED_WIRE.replace("token_ids: list[int]", "token_ids: tuple[int, ...]")),
-    "argmax-into-a-new-name": (WORKER, SEED_WORKER.replace(
-        "            prev = torch.argmax(biased, dim=-1)\n            tokens.append(prev)\n",
-        "            token = torch.argmax(biased, dim=-1)\n            tokens.append(token)\n"
-        "            prev = token\n")),
-}
-
-
-@pytest.fixture(scope="module")
-def seed_lane(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """A git repository: the seed-worded lane, then each break on top of it (own commit)."""
-    import git
-
-    root = tmp_path_factory.mktemp("seedlane") / "lane"
-    repo = git.Repo.init(root, initial_branch="main")
-    t = 1_790_000_000
-    commits = {"base": _commit(repo, root, SEED_FILES, "lane in the audit's words", t)}
-    variants = {**{n: (p, x) for n, (p, x, _) in SEED_BREAKS.items()}, **SEED_SPELLINGS}
-    for i, (name, (path, text)) in enumerate(variants.items(), 1):
-        commits[name] = _commit(repo, root, {**SEED_FILES, path: text}, name, t + 60 * i)
-    repo.close()
-    return root, commits
-
-
-@pytest.mark.parametrize("name", ["base", *SEED_SPELLINGS])
-def test_pp1_lane_rules_hold_on_the_audits_words(
-    name: str, seed_lane: tuple[Path, dict[str, str]], vllm_tree: Path, tmp_path: Path
-) -> None:
-    root, commits = seed_lane
-    checks = run_pp1_at(commits[name], root, vllm_tree, tmp_path)
-    for rid in lane_rules():
-        assert checks[rid]["status"] == "pass", (rid, checks[rid]["message"])
-
-
-@pytest.mark.parametrize("name", list(SEED_BREAKS))
-def test_pp1_lane_rule_fails_when_the_audits_words_are_broken(
-    name: str, seed_lane: tuple[Path, dict[str, str]], vllm_tree: Path, tmp_path: Path
-) -> None:
-    root, commits = seed_lane
-    checks = run_pp1_at(commits[name], root, vllm_tree, tmp_path)
-    failed = {rid for rid in lane_rules() if checks[rid]["status"] != "pass"}
-    assert failed == {SEED_BREAKS[name][2]}
-    assert checks[SEED_BREAKS[name][2]]["status"] == "fail"
 
 
 # --- the lane-shaped repository's own files, broken as the fidelity review (s8) broke them ---
@@ -258,10 +93,6 @@ LANE_BREAKS = {
     "LB-hello-probabilistic-with-greedy-fallback": (WIRE, WIRE_BASE.replace(
         'HELLO = {"version": 3, "sample": SAMPLE_GREEDY}',
         'HELLO = {"version": 4, "sample": SAMPLE_PROBABILISTIC, "fallback": SAMPLE_GREEDY}'),
-        "lane-hello-declares-greedy"),
-    "LB-hello-probabilistic-as-a-string": (WIRE, WIRE_BASE.replace(
-        'HELLO = {"version": 3, "sample": SAMPLE_GREEDY}',
-        'HELLO = {"version": 4, "sample": "probabilistic", "fallback": SAMPLE_GREEDY}'),
         "lane-hello-declares-greedy"),
 }
 LANE_FILES = {SPECULATOR: SPECULATOR_BASE, WIRE: WIRE_BASE, WORKER: WORKER_BASE}

@@ -48,34 +48,57 @@ def lane_manifest(commit: str, refs: str = "") -> str:
             source: lane
             file: {SPECULATOR}
             in: RemoteSpeculator.check_mode
-            pattern: raise NotImplementedError($$$MSG)
-            guarded_by: $METHOD != "greedy"
+            evidence:
+              rule:
+                pattern: raise NotImplementedError($$$MSG)
+                inside:
+                  kind: if_statement
+                  has: {{field: condition, pattern: '$METHOD != "greedy"'}}
+                  stopBy: end
           lane-hello-greedy:
             source: lane
             file: {WIRE}
-            pattern: HELLO = $VALUE
-            where:
-              VALUE: {{contains: SAMPLE_GREEDY}}
+            evidence:
+              rule:
+                pattern: HELLO = $VALUE
+                has: {{pattern: SAMPLE_GREEDY, stopBy: end}}
+            counterexample:
+              rule:
+                pattern: HELLO = $VALUE
+                has: {{pattern: SAMPLE_PROBABILISTIC, stopBy: end}}
           lane-wire-no-distribution:
             source: lane
             file: {WIRE}
             in: Proposal
-            pattern: "ids: $T"
-            not:
-              pattern: "$FIELD: $TYPE"
-              where:
+            evidence:
+              rule: {{pattern: "ids: $T"}}
+            counterexample:
+              rule: {{pattern: "$FIELD: $TYPE"}}
+              constraints:
                 FIELD: {{regex: "prob|dist|logit"}}
           lane-capacity-draft-logits-none:
             source: lane
             file: {SPECULATOR}
             in: CapacitySpeculator.propose
-            pattern: self.draft_logits = None
+            evidence:
+              rule: {{pattern: self.draft_logits = None}}
+            counterexample:
+              rule: {{pattern: self.draft_logits = $VALUE}}
+              constraints:
+                VALUE: {{not: {{regex: ^None$}}}}
           lane-worker-bias-then-argmax:
             source: lane
             file: {WORKER}
             in: propose_tokens
-            pattern: $TOKEN = argmax($BIASED)
-            follows: $BIASED = apply_markov_bias($$$ARGS)
+            evidence:
+              rule:
+                kind: expression_statement
+                has: {{pattern: $TOKEN = argmax($BIASED)}}
+                follows:
+                  has: {{pattern: $BIASED = apply_markov_bias($$$ARGS)}}
+                  stopBy: end
+            counterexample:
+              rule: {{pattern: random.$DRAW($$$ARGS)}}
         citations:
           cite-speculator-refuses:
             source: lane
@@ -162,18 +185,27 @@ def test_lane_rules_fail_each_with_its_reason_on_the_breaking_commit(
     assert rc == 1
     checks = by_id(result)
     reasons = {rid: checks[rid]["message"] for rid in LANE_RULES}
-    assert all(checks[rid]["status"] == "fail" for rid in LANE_RULES), reasons
-    assert "raise NotImplementedError($$$MSG)` not found in RemoteSpeculator.check_mode" in \
-        reasons["lane-refuses-non-greedy"]
-    assert "SAMPLE_PROBABI" in reasons["lane-hello-greedy"]
-    assert "does not satisfy: contains `SAMPLE_GREEDY`" in reasons["lane-hello-greedy"]
-    assert "must be absent" in reasons["lane-wire-no-distribution"]
-    assert "line 20" in reasons["lane-wire-no-distribution"]  # the new `probs` field
-    assert "not found in CapacitySpeculator.propose" in reasons["lane-capacity-draft-logits-none"]
-    assert "not found in propose_tokens" in reasons["lane-worker-bias-then-argmax"]
+    # the refusal is gone (its evidence: stale, re-review); the others are contradicted
+    assert checks["lane-refuses-non-greedy"]["status"] == "stale", reasons
+    assert all(checks[rid]["status"] == "fail" for rid in LANE_RULES
+               if rid != "lane-refuses-non-greedy"), reasons
+    assert ("evidence 'raise NotImplementedError($$$MSG)' no longer found in "
+            "RemoteSpeculator.check_mode") in reasons["lane-refuses-non-greedy"]
+    assert reasons["lane-hello-greedy"] == (
+        'counterexample found at line 10: HELLO = {"version": 4, "sample": SAMPLE_PROBABILISTIC}')
+    assert reasons["lane-wire-no-distribution"] == (  # the new `probs` field
+        "counterexample found at line 20: probs: list[list[float]] | None = None")
+    assert reasons["lane-capacity-draft-logits-none"] == (
+        "counterexample found at line 34: self.draft_logits = proposal.probs")
+    assert reasons["lane-worker-bias-then-argmax"].startswith(
+        "counterexample found at line 25: random.choices(")
     for cid in CITES:
+        if cid == "cite-by-invariant":  # anchored on a claim whose evidence is gone
+            assert checks[cid]["status"] == "stale", checks[cid]
+            assert "'lane-capacity-draft-logits-none': evidence" in checks[cid]["message"]
+            continue
         assert checks[cid]["status"] == "fail", checks[cid]
-        assert "no longer in" in checks[cid]["message"] or "does not hold" in checks[cid]["message"]
+        assert "no longer in" in checks[cid]["message"], checks[cid]
     for rid in LANE_RULES:
         assert rid in text
     # text names the source of each path: the path is relative to the lane repository
@@ -381,7 +413,7 @@ def test_manifest_errors_for_provenance_keys(tree: Path, tmp_path: Path) -> None
         "      x: {donor: missing}\n": ("no pin 'missing'", 8),
         "donors:\n  d: {url: 'ftp://x/y.patch', sha256: " + "a" * 64 + "}\n": ("not an http", 4),
         "sources:\n  lane: {kind: git, commit: " + "a" * 40 + "}\n"
-        "invariants:\n  i: {file: a.py, pattern: x = 1}\n"
+        "invariants:\n  i: {file: a.py, evidence: {rule: {pattern: x = 1}}}\n"
         "citations:\n  c: {at: a.py:1, source: lane, anchor: {invariant: i}}\n":
             ("invariant 'i' reads source 'target', the citation 'lane'", 8),
     }
@@ -495,9 +527,10 @@ def test_citation_in_a_remote_pin(tree: Path, tmp_path: Path) -> None:
             source: upstream-rs
             file: vllm/v1/sample/rejection_sampler.py
             in: rejection_sample
-            pattern: accept($$$ARGS)
-            where:
-              ARGS: {{has: draft}}
+            evidence:
+              rule:
+                pattern: accept($$$ARGS)
+                has: {{pattern: draft, stopBy: end}}
     """)
     rc, result, _ = check(tree, text, tmp_path, "--cache-dir", str(cache))
     checks = by_id(result)

@@ -94,8 +94,11 @@ def manifest(commit: str, refs: str = "") -> str:
           lane-greedy:
             source: lane
             file: {MOD}
-            pattern: SAMPLE = $V
-            where: {{V: {{is: '"greedy"'}}}}
+            evidence:
+              rule: {{pattern: 'SAMPLE = "greedy"'}}
+            counterexample:
+              rule: {{pattern: SAMPLE = $V}}
+              constraints: {{V: {{not: {{regex: '^"greedy"$'}}}}}}
     """)
     pinned = f"    commit: {commit}\n"
     return text.replace(pinned, pinned + refs, 1)

@@ -142,7 +142,7 @@ def test_an_unknown_id_in_a_well_formed_reference_is_said_as_such(tmp_path: Path
     m = tmp_path / "m.yaml"
     head = ("pp1audit: 1\ntarget: {package: pkg}\ncitations:\n"
             "  c:\n    at: pkg/m.py:1\n    anchor: {exact: 'x = 1'}\n"
-            "invariants:\n  inv: {file: pkg/m.py, pattern: x = 1}\n"
+            "invariants:\n  inv: {file: pkg/m.py, evidence: {rule: {pattern: x = 1}}}\n"
             "report:\n  sections:\n    - blocks:\n        - text: ")
     cases = {
         "See [[cite:nope]].": "[[cite:nope]]: no citation 'nope' in the manifest",

@@ -45,7 +45,7 @@ def test_text_output_cannot_be_forged_by_the_target(evil: tuple[Path, Path], col
     assert "\x1b[8m" not in proc.stdout  # rich's own colour codes are fine, the target's are not
     lines = proc.stdout.splitlines()
     assert not any(line.startswith("PASS") for line in lines)
-    verdict = "FAIL (gate closed): 1 pass, 0 drift, 1 fail, 0 skip, 0 error"
+    verdict = "FAIL (gate closed): 1 pass, 0 drift, 0 stale, 1 fail, 0 skip, 0 error"
     assert lines[-1].split("\x1b[0m")[0].endswith(verdict)
     assert "0.31.0\\nPASS (gate open)" in proc.stdout and "\\x1b[8m" in proc.stdout
 

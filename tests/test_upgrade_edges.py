@@ -484,7 +484,7 @@ def test_pin_and_diff_of_a_manifest_judging_nothing_on_the_target_exit_2(
 
 INVARIANT_MANIFEST = (
     "pp1audit: 1\ntarget: {package: pkg}\n"
-    "invariants:\n  calls-foo:\n    file: pkg/a.py\n    pattern: foo($$$X)\n"
+    "invariants:\n  calls-foo:\n    file: pkg/a.py\n    evidence: {rule: {pattern: foo($$$X)}}\n"
     "citations:\n  the-call:\n    at: pkg/a.py:2\n    anchor: {invariant: calls-foo}\n"
 )
 
