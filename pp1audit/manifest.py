@@ -234,7 +234,7 @@ def _anchor(raw: dict[str, Any] | None) -> Anchor | None:
     )
 
 
-def _invariants(loaded: Loaded, file: str, raw: dict[str, Any], text: str = "") -> dict[str, Invariant]:
+def _invariants(loaded: Loaded, file: str, raw: dict[str, Any]) -> dict[str, Invariant]:
     """Parse ``invariants``; a rule error points at its key (``rules.RuleError``)."""
     if not raw.get("invariants"):
         return {}
@@ -547,7 +547,7 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
             return TARGET
         return None if provenance is None else provenance.kind_of(name)
 
-    invariants = _invariants(loaded, file, raw, text)
+    invariants = _invariants(loaded, file, raw)
     for iid, inv in invariants.items():
         if inv.source is not None and kind_of(inv.source) is None:
             raise _fail(loaded, file, ("invariants", iid, "source"),

@@ -53,12 +53,12 @@ CHANGED = "changed"
 UNRESOLVED = "unresolved"
 NOT_CARRIED = "not carried"
 TARGET_FAILS = "target fails"
+"""A check of the target itself that fails and that no pin can carry (the tree
+differs from its own RECORD, a tampered pyc): the manifest written would fail."""
 STALE = "stale"
 """A claim whose evidence the new target no longer shows in the form its rules
 describe: listed for a person to re-review, not marked and not refused (the rules
 are not pins: there is nothing to carry, and the claim may still hold)."""
-"""A check of the target itself that fails and that no pin can carry (the tree
-differs from its own RECORD, a tampered pyc): the manifest written would fail."""
 
 MARK = "pp1audit pin: UNRESOLVED"
 """Comment put on pins that have no ``unresolved`` key (version, files) when marked."""

@@ -47,7 +47,6 @@ class Outcome:
     spans: tuple[tuple[int, int], ...] = ()
     """1-based inclusive lines of each match of the first evidence rule (pass only)."""
     excerpts: tuple[str, ...] = ()
-    missing_file: bool = False
 
 
 def _lines(node: SgNode) -> tuple[int, int]:
@@ -68,8 +67,6 @@ class Engine:
         self._parsed: dict[str, SgNode | SourceError] = {}
         self._outcomes: dict[tuple[str, bool], Outcome] = {}
         self._scope_cache: dict[tuple[str, str | None], list[SgNode]] = {}
-        self.parse_count = 0
-        """How many files were parsed (one per distinct file: the bench says so)."""
 
     def parse(self, path: str) -> SgNode:
         """The file's tree-sitter root; ``SourceError`` (cached too) when it cannot be read."""
@@ -88,7 +85,6 @@ class Engine:
             text = self.store.get(path).text().removeprefix("\ufeff")
         except SourceError as exc:
             return exc
-        self.parse_count += 1
         # Lines as spans.decode_lines numbers them: CRLF and a lone CR end a line.
         root = SgRoot(text.replace("\r\n", "\n").replace("\r", "\n"), "python").root()
         broken = root.find(kind="ERROR")
@@ -121,8 +117,7 @@ class Engine:
         try:
             root = self.parse(inv.file)
         except SourceError as exc:
-            missing = isinstance(exc, MissingFile)
-            return Outcome(FAIL if missing else ERROR, exc.sentence, missing_file=missing)
+            return Outcome(FAIL if isinstance(exc, MissingFile) else ERROR, exc.sentence)
         if counter:
             found = self._rules(lambda: counterexample(self._scopes(root, inv), inv), inv)
             return found if found is not None else self._cached(inv, False)
@@ -236,7 +231,3 @@ def _defined_in(holder: SgNode, name: str) -> list[SgNode]:
             out.append(node)
     return out
 
-
-def span_of(node: SgNode) -> tuple[int, int]:
-    """1-based inclusive lines of a node (for callers outside the engine)."""
-    return _lines(node)

@@ -9,6 +9,7 @@ manifest's line and column).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -159,8 +160,6 @@ def test_check_exits_1_on_stale_and_says_so(make_files: Callable[[dict[str, str 
                        "m.yaml": MANIFEST.format(rule="{pattern: self.draw($$$A)}")})
     proc = run_cli("check", str(root), "--manifest", str(root / "m.yaml"), "--format", "json")
     assert proc.returncode == 1, proc.stderr
-    import json
-
     result = json.loads(proc.stdout)
     assert result["format"] == "pp1audit.result/2"
     assert result["counts"]["stale"] == 1 and result["checks"][0]["status"] == "stale"
@@ -185,7 +184,5 @@ def test_a_file_tree_sitter_cannot_read_is_an_error(
                        "m.yaml": MANIFEST.format(rule="{pattern: self.mask($$$A)}")})
     proc = run_cli("check", str(root), "--manifest", str(root / "m.yaml"), "--format", "json")
     assert proc.returncode == 1
-    import json
-
     check = json.loads(proc.stdout)["checks"][0]
     assert check["status"] == "error" and "line 12" in check["message"]
