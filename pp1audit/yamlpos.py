@@ -233,8 +233,8 @@ def load(text: str, file: str) -> Loaded:
             return out
         if isinstance(n, yaml.SequenceNode):
             return [build(v, (*path, i)) for i, v in enumerate(n.value)]
-        if n.tag == "tag:yaml.org,2002:timestamp":
-            return str(n.value)  # dates stay text: the manifest pins what was written
+        if n.tag == "tag:yaml.org,2002:str" or n.tag == "tag:yaml.org,2002:timestamp":
+            return n.value  # text as written (dates too: the manifest pins what was written)
         try:
             value = constructor.construct_object(n)
         except (ValueError, KeyError):
