@@ -34,14 +34,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from lanerepo import build_lane
 from test_provenance_git import lane_manifest
 
-from pp1audit.audit import run_checks
-from pp1audit.cache import Cache
-from pp1audit.download import download
+from pp1audit.checks.patches import patch_status
 from pp1audit.manifest import parse
-from pp1audit.patches import patch_status
-from pp1audit.runconfig import ProvenanceOptions
+from pp1audit.run import run_checks
 from pp1audit.sources import DirectorySource
-from pp1audit.store import FileStore
+from pp1audit.sources.cache import Cache
+from pp1audit.sources.download import download
+from pp1audit.sources.runconfig import ProvenanceOptions
+from pp1audit.sources.store import FileStore
 
 
 def median_ms(fn: Callable[[], object], runs: int) -> float:

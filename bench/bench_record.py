@@ -44,9 +44,9 @@ import threading
 import time
 from pathlib import Path
 
-from pp1audit.hashing import default_workers, hash_entries
-from pp1audit.inventory import DirInventory
-from pp1audit.record import parse_record
+from pp1audit.checks.distrecord import parse_record
+from pp1audit.sources.hashing import default_workers, hash_entries
+from pp1audit.sources.inventory import DirInventory
 
 MANIFEST = "pp1audit: 1\ntarget:\n  package: vllm\n"
 

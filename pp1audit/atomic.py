@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 
 from pp1audit.errors import Pp1Error
-from pp1audit.fdio import write_all
-from pp1audit.safeio import realpath
+from pp1audit.sources.fdio import write_all
+from pp1audit.sources.safeio import realpath
 
 
 def _mode_for(path: Path) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_record_units import bad, install, run, swap_pyc
 
-from pp1audit.bytecode import RELEASE
+from pp1audit.checks.bytecode import RELEASE
 
 THIS = RELEASE
 OTHER = f"{sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2] + 1}"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pp1audit.safeio import Elsewhere, check_place
 from pp1audit.sources import elsewhere
+from pp1audit.sources.safeio import Elsewhere, check_place
 
 
 def test_a_descriptor_outside_is_elsewhere_unless_it_is_the_one_listed(tmp_path: Path) -> None:

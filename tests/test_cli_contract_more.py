@@ -88,8 +88,8 @@ def test_init_refuses_a_cited_file_name_that_is_not_utf8(
 
 
 def test_a_new_manifest_that_does_not_load_says_where(make_files: Callable[..., Path]) -> None:
-    from pp1audit import init
     from pp1audit.sources import DirectorySource
+    from pp1audit.upgrade import init
 
     tree = make_files({"pkg/__init__.py": ""})
     with pytest.raises(Pp1Error) as raised:
@@ -466,7 +466,7 @@ def test_a_bytecode_worker_outlives_the_signal_the_cli_unwinds_on(
     tracebacks (CPython gh-107219). Under the CLI's handlers a worker ignores the
     signal and the parent's unwinding ends it: here each task signals its own worker,
     deterministically, and every answer still comes back."""
-    from pp1audit import bytecode
+    from pp1audit.checks import bytecode
 
     signum = getattr(signal, name)
 

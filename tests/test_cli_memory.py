@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 RAISE_IN_AUDIT = (
-    "import pp1audit.audit as a\n"
+    "import pp1audit.run as a\n"
     "def refused(*args, **kwargs):\n"
     "    raise MemoryError()\n"
     "a.audit = refused\n"

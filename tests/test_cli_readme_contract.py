@@ -16,7 +16,7 @@ from conftest import on_a_terminal, run_cli
 from test_cli_contract_more import assert_one_error_object
 from test_output_fitted_line import deep_tree
 
-from pp1audit.safetext import CODE_POINTS, as_code_points, printable
+from pp1audit.text.safe import CODE_POINTS, as_code_points, printable
 
 
 @pytest.mark.parametrize("case", ["bad config", "unknown option", "extra argument"])

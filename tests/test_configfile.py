@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from pp1audit import cli, configfile, runconfig
+from pp1audit import cli
+from pp1audit.cli import configfile
 from pp1audit.errors import Pp1Error
+from pp1audit.sources import runconfig
 
 
 @pytest.fixture
@@ -74,8 +76,8 @@ def test_a_plain_check_without_a_config_file_imports_neither_runconfig_nor_the_c
     proc = _plain_check(tmp_path)
     assert proc.returncode == 0, proc.stderr
     imported = _imported(proc)
-    assert "pp1audit.configfile" in imported
-    assert not {"pp1audit.runconfig", "pp1audit.cache", "tomllib"} & imported
+    assert "pp1audit.cli.configfile" in imported
+    assert not {"pp1audit.sources.runconfig", "pp1audit.sources.cache", "tomllib"} & imported
 
 
 def test_a_plain_check_finds_the_config_file_in_its_working_directory(tmp_path: Path) -> None:

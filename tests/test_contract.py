@@ -91,7 +91,8 @@ def test_text_output_prints_data_not_markup(tmp_path: Path, make_files: Callable
 
 
 def test_lazy_upgrade_commands_match_their_module() -> None:
-    from pp1audit import cli, cli_upgrade
+    from pp1audit import cli
+    from pp1audit.cli import upgrade_cmds as cli_upgrade
 
     assert {c.name for c in cli_upgrade.COMMANDS} == set(cli._Group._LAZY)
     for name, attr in cli._Group._LAZY.items():

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, file_lines, find_block, run_cli
 
 from pp1audit.manifest import load_manifest
-from pp1audit.treediff import map_span
+from pp1audit.upgrade.diff import map_span
 
 PP1 = REPO / "manifests" / "pp1.yaml"
 G = "vllm/v1/worker/gpu"

@@ -7,9 +7,9 @@ bytecode" (a red-team run with ``vllm/__pycache__`` a symlink out of the root).
 
 from __future__ import annotations
 
-from pp1audit.hashing import hash_here
-from pp1audit.inventory import UNREADABLE, Entry, what_it_is
-from pp1audit.record import _irregular_bytecode
+from pp1audit.checks.distrecord import _irregular_bytecode
+from pp1audit.sources.hashing import hash_here
+from pp1audit.sources.inventory import UNREADABLE, Entry, what_it_is
 
 
 def test_an_unexaminable_entry_is_said_as_such_with_its_reason() -> None:

@@ -21,14 +21,14 @@ import pytest
 from conftest import replace_file
 from test_record_units import bad, install, record_row, run, wheel_of
 
-from pp1audit.checks.record import RecordRun
-from pp1audit.entrypoints import (
+from pp1audit.checks.entrypoints import (
     ENTRY_POINTS_MAX,
     FINDINGS_PER_FILE,
     EntryPointsError,
     judge,
     parse_entry_points,
 )
+from pp1audit.checks.record import RecordRun
 from pp1audit.result import Check, Status
 from pp1audit.sources import DirectorySource
 

@@ -26,8 +26,8 @@ import pytest
 from conftest import run_cli
 from test_record_units import install
 
-from pp1audit.bytecode import _where_they_part
-from pp1audit.safetext import printable
+from pp1audit.checks.bytecode import _where_they_part
+from pp1audit.text.safe import printable
 
 MANIFEST = "pp1audit: 1\ntarget: {package: pkg, version: '1.0'}\n"
 
@@ -108,14 +108,14 @@ def test_a_literal_and_its_window_read_once_escaped() -> None:
 
 
 def test_bytes_and_tuples_read_as_their_repr_once_escaped() -> None:
-    from pp1audit.bytecode import _literal
+    from pp1audit.checks.bytecode import _literal
 
     for value in (b"\x00\xff\\\n'", ("a\nb", ("x",), 1.5, None), "it's", b"", ()):
         assert printable(_literal(value)) == repr(value)
 
 
 def test_a_long_literal_is_cut_to_its_width_once_escaped() -> None:
-    from pp1audit.bytecode import _SHOWN, _shown
+    from pp1audit.checks.bytecode import _SHOWN, _shown
 
     shown = printable(_shown(("\x1b" * 30,) * 5))
     assert len(shown) <= _SHOWN and shown.endswith("…") and shown.startswith("('\\x1b\\x1b")
@@ -146,7 +146,7 @@ def _venv_zip(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _zip_names(zpath: Path, packages: tuple[str, ...] = ("pkg",)) -> tuple[set[str] | None, list[str]]:
-    from pp1audit.shadowing import ShadowReport, _zip_names
+    from pp1audit.checks.shadowing import ShadowReport, _zip_names
 
     report = ShadowReport()
     return _zip_names(str(zpath), report, packages), report.notes
@@ -193,7 +193,7 @@ def test_only_the_names_that_decide_are_kept(tmp_path: Path) -> None:
     ``_zip_hit`` decides on is a handful per package, and decides the same."""
     from test_shadowing_more import write_zip
 
-    from pp1audit.shadowing import _zip_hit
+    from pp1audit.checks.shadowing import _zip_hit
 
     ext = importlib.machinery.EXTENSION_SUFFIXES[0]
     members = {**{f"pkg/m{i:04}.py": "" for i in range(2000)}, **{f"other{i:04}.py": "" for i in range(2000)},

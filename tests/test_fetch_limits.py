@@ -15,11 +15,11 @@ from textwrap import dedent
 import pytest
 from conftest import REPO, run_cli
 
-from pp1audit.cache import Cache, FetchError
-from pp1audit.download import download
 from pp1audit.errors import Pp1Error
-from pp1audit.fetchpolicy import FetchPolicy
-from pp1audit.runconfig import load_config
+from pp1audit.sources.cache import Cache, FetchError
+from pp1audit.sources.download import download
+from pp1audit.sources.fetchpolicy import FetchPolicy
+from pp1audit.sources.runconfig import load_config
 
 BODY = b"--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n" * 4
 BODY_SHA = hashlib.sha256(BODY).hexdigest()

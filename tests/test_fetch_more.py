@@ -24,11 +24,11 @@ import pytest
 from conftest import run_cli
 from lanerepo import dedent
 
-from pp1audit.cache import Cache, FetchError
-from pp1audit.download import download
 from pp1audit.errors import Pp1Error
-from pp1audit.fetchpolicy import FetchPolicy
-from pp1audit.runconfig import resolve_options
+from pp1audit.sources.cache import Cache, FetchError
+from pp1audit.sources.download import download
+from pp1audit.sources.fetchpolicy import FetchPolicy
+from pp1audit.sources.runconfig import resolve_options
 
 BODY = b"# another pinned file\n" + b"x = 1\n" * 800
 BODY_SHA = hashlib.sha256(BODY).hexdigest()

@@ -15,11 +15,11 @@ import pytest
 
 from pp1audit.formats import UNKNOWN_VERSION, counted, named_source, version_or_unknown
 from pp1audit.formats.json_format import as_dict
+from pp1audit.formats.markdown import render as report_render
 from pp1audit.formats.text_format import render as text_render
 from pp1audit.formats.text_format import summary
-from pp1audit.report import render as report_render
 from pp1audit.result import Check, Result, Status, TargetInfo
-from pp1audit.treediff import TreeDiff, render_text
+from pp1audit.upgrade.diff import TreeDiff, render_text
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pp1audit"
 

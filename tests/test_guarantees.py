@@ -21,9 +21,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from pp1audit.audit import audit
 from pp1audit.manifest import parse
 from pp1audit.result import Status
+from pp1audit.run import audit
 from pp1audit.sources import DirectorySource
 
 MOD = "def run(self):\n    self.go()\n    return 1\n"

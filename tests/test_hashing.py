@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from pp1audit.checks.record import RecordRun
-from pp1audit.hashing import SMALL, SWITCH_INTERVAL, HashRun, hash_entries
-from pp1audit.inventory import DirInventory, Entry
 from pp1audit.sources import DirectorySource
+from pp1audit.sources.hashing import SMALL, SWITCH_INTERVAL, HashRun, hash_entries
+from pp1audit.sources.inventory import DirInventory, Entry
 
 
 def tree(root: Path, sizes: dict[str, int]) -> list[Entry]:
@@ -190,7 +190,7 @@ def test_sources_are_kept_in_memory_only_when_bytecode_names_them(tmp_path: Path
 
 
 def test_a_kept_file_over_the_limit_is_hashed_streaming_not_held(tmp_path: Path) -> None:
-    from pp1audit.hashing import BUFFER, KEEP_FILE, hash_path
+    from pp1audit.sources.hashing import BUFFER, KEEP_FILE, hash_path
 
     big = tmp_path / "big.py"
     with big.open("wb") as f:  # sparse: zeros, then a marker at the end
@@ -209,7 +209,7 @@ def test_a_kept_file_over_2_gib_is_hashed_whole(tmp_path: Path) -> None:
     """``read`` returns at most 2,147,479,552 bytes per call: taking that short read
     for the end hashed such a file truncated (a source hashed while the tree is
     listed is asked to be kept)."""
-    from pp1audit.hashing import BUFFER, hash_path
+    from pp1audit.sources.hashing import BUFFER, hash_path
 
     huge = tmp_path / "huge.py"
     size = (2 << 30) + 4096
@@ -249,7 +249,7 @@ def test_an_exception_while_hashing_one_file_is_that_files_error(tmp_path: Path)
 def test_oversized_bytecode_is_never_read(tmp_path: Path) -> None:
     """Only the bytecode check reads a pyc, and it cannot compare one over the limit:
     a 40 GB sparse pyc must not be hashed for nothing (it took 93 s)."""
-    from pp1audit.hashing import KEEP_FILE
+    from pp1audit.sources.hashing import KEEP_FILE
 
     root = tmp_path / "site"
     tree(root, {"pkg/mod.py": 30})
@@ -266,10 +266,10 @@ def test_oversized_bytecode_is_never_read(tmp_path: Path) -> None:
 def test_a_failed_audit_stops_its_hashing_threads(tmp_path: Path) -> None:
     """audit() starts hashing before the other checks; when one of them raises
     (here a --repo named for nothing), nobody collects the hashing: it must stop."""
-    from pp1audit.audit import audit
     from pp1audit.errors import Pp1Error
     from pp1audit.manifest import parse
-    from pp1audit.runconfig import ProvenanceOptions
+    from pp1audit.run import audit
+    from pp1audit.sources.runconfig import ProvenanceOptions
 
     tree(tmp_path / "site", {f"pkg/f{i}.bin": 2 * SMALL for i in range(200)})
     manifest = parse("pp1audit: 1\ntarget: {package: pkg, record: true}\n", "m.yaml")
@@ -302,7 +302,7 @@ def open_fds() -> set[str]:
 @pytest.fixture
 def slices(monkeypatch: pytest.MonkeyPatch) -> int:
     """Small slices, so a few-MB test file is hashed in slices like a 300 MB one."""
-    from pp1audit import hashing
+    from pp1audit.sources import hashing
 
     monkeypatch.setattr(hashing, "SLICE", 64 << 10)
     monkeypatch.setattr(hashing, "RESUMABLE", 128 << 10)
@@ -400,7 +400,7 @@ def test_a_dead_thread_leaves_no_half_hashed_file_open(tmp_path: Path, slices: i
 def test_a_file_that_shrinks_between_slices_is_hashed_as_read(tmp_path: Path, slices: int) -> None:
     """Truncated while set aside: the digest is that of the bytes read, the size
     says how many (RECORD's size then flags it), and nothing crashes."""
-    from pp1audit.hashing import _Job
+    from pp1audit.sources.hashing import _Job
 
     entries = tree(tmp_path, {"pkg/a.so": 4 * slices})
     job = _Job.open(entries[0], False, "sha256")

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 from test_record_units import bad, install, run
 
-from pp1audit import hashing, safeio, sources
+from pp1audit import sources
 from pp1audit.errors import Pp1Error, SourceError
-from pp1audit.hashing import BUFFER, hash_entries, hash_path
-from pp1audit.inventory import FILE, UNREADABLE, DirInventory, Entry
-from pp1audit.sources import DirectorySource
+from pp1audit.sources import DirectorySource, hashing, safeio
+from pp1audit.sources.hashing import BUFFER, hash_entries, hash_path
+from pp1audit.sources.inventory import FILE, UNREADABLE, DirInventory, Entry
 
 SECRET = b"secret\n"
 """What every file outside the root holds: were it read, its digest would show."""

@@ -192,7 +192,7 @@ def test_context_counts_lines_of_code_as_pin_requotes_them() -> None:
     """The context ``init`` quotes is the run of lines up to the N-th non-blank one on
     each side (blank lines around a top-level def confirm no move), the very lines
     ``pin`` re-quotes; none at all when only blank lines are on that side."""
-    from pp1audit.anchortext import anchor_text, context_lines
+    from pp1audit.text.anchors import anchor_text, context_lines
 
     lines = ["import os", "", "", "def f():", "    return 1", "", "", "X = 1", ""]
     quote = anchor_text(lines, 4, 5)

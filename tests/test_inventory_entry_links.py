@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from pp1audit import shadowing
+from pp1audit.checks import shadowing
 from pp1audit.errors import TargetError
-from pp1audit.inventory import FILE, UNREADABLE, DirInventory
+from pp1audit.sources.inventory import FILE, UNREADABLE, DirInventory
 
 
 def _file(p: Path, data: bytes = b"x\n") -> None:

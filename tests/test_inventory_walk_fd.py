@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from conftest import CACHE
 
-from pp1audit import inventory, safeio
 from pp1audit.errors import TargetError
-from pp1audit.hashing import hash_entries
-from pp1audit.inventory import FILE, MAX_DEPTH, REPLACED, UNREADABLE, DirInventory, Entry
+from pp1audit.sources import inventory, safeio
+from pp1audit.sources.hashing import hash_entries
+from pp1audit.sources.inventory import FILE, MAX_DEPTH, REPLACED, UNREADABLE, DirInventory, Entry
 
 SECRET = b"secret\n"
 """What every file outside the root holds."""

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from pp1audit import spans
 from pp1audit.manifest import load_manifest, parse
-from pp1audit.pin import plan
 from pp1audit.sources import DirectorySource
-from pp1audit.store import FileData
+from pp1audit.sources.store import FileData
+from pp1audit.text import spans
+from pp1audit.upgrade.pin import plan
 
 
 def test_file_index_is_built_once_per_file() -> None:
@@ -69,7 +69,7 @@ def test_a_dataless_tail_loads_its_entry_once(monkeypatch: pytest.MonkeyPatch) -
     """``_dataless_tail`` compares each shorter cut with the whole entry loaded once."""
     import yaml
 
-    from pp1audit.yamlrt import _dataless_tail
+    from pp1audit.upgrade.yamledit import _dataless_tail
 
     segment = ["k: |\n", "  x\n", "  # a\n", "  # b\n", "# c\n"]  # '# a', '# b' are the block's
     whole = "".join(segment)
@@ -88,9 +88,9 @@ def test_a_dataless_tail_loads_its_entry_once(monkeypatch: pytest.MonkeyPatch) -
 def test_a_patch_reads_a_file_as_text_once(make_files: Callable[..., Path]) -> None:
     """``patches._read`` decodes the bytes once, as git holds them, without building the
     line view citations use; a file that is not text is refused as ``text_lines`` refuses it."""
+    from pp1audit.checks.patches import _read
     from pp1audit.errors import SourceError
-    from pp1audit.patches import _read
-    from pp1audit.store import FileStore
+    from pp1audit.sources.store import FileStore
 
     root = make_files({"a.txt": "\ufeffx\r\ny", "b.bin": "a\x00b", "c.txt": "é"})
     (root / "c.txt").write_bytes(b"\xe9\n")
@@ -106,7 +106,7 @@ def test_a_patch_reads_a_file_as_text_once(make_files: Callable[..., Path]) -> N
 
 
 def test_a_diffs_text_hunks_are_built_once() -> None:
-    from pp1audit.patches import _parse
+    from pp1audit.checks.patches import _parse
 
     diff = _parse(b"--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n+y\n", 1)[0]
     assert len(diff.text) == 1 and diff.text is diff.text

@@ -29,7 +29,7 @@ import pytest
 from conftest import run_cli
 
 from pp1audit import atomic
-from pp1audit.safetext import CODE_POINTS
+from pp1audit.text.safe import CODE_POINTS
 
 TOO_LARGE = "pp1audit: error: cannot write to stdout: File too large"
 

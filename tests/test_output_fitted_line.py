@@ -12,7 +12,7 @@ import pytest
 from conftest import on_a_terminal
 
 from pp1audit.formats.text_format import _elide
-from pp1audit.safetext import printable
+from pp1audit.text.safe import printable
 
 LONG = "A" * 83
 UNIT = re.compile(r"(?:\\(?:U[0-9a-f]{8}|u[0-9a-f]{4}|x[0-9a-f]{2}|.)|.)\u0301*", re.DOTALL)

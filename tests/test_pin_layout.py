@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import run_cli
 
-from pp1audit.yamlrt import Note, load_document, splice
+from pp1audit.upgrade.yamledit import Note, load_document, splice
 
 MARK = "pp1audit pin: UNRESOLVED"
 TREE = {

@@ -471,7 +471,7 @@ def test_donor_hunks_in_a_git_source_and_lacks_its_bytes(
 
 def test_git_source_refuses_symlinks_and_names_missing_blobs(tmp_path: Path) -> None:
     from pp1audit.errors import MissingFile, SourceError
-    from pp1audit.gitsource import Clone
+    from pp1audit.sources.git import Clone
 
     root = tmp_path / "r"
     repo = git.Repo.init(root)

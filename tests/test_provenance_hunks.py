@@ -9,9 +9,9 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from pp1audit.patches import APPLIED, CONFLICT, NOT_APPLIED, parse_patch, patch_status
+from pp1audit.checks.patches import APPLIED, CONFLICT, NOT_APPLIED, parse_patch, patch_status
 from pp1audit.sources import DirectorySource
-from pp1audit.store import FileStore
+from pp1audit.sources.store import FileStore
 
 
 def judge(tree: Path, patch: bytes) -> list[str]:

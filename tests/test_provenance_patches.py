@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import replace_file
 
-from pp1audit.patches import APPLIED, CONFLICT, NOT_APPLIED, PatchError, parse_patch, patch_status
+from pp1audit.checks.patches import APPLIED, CONFLICT, NOT_APPLIED, PatchError, parse_patch, patch_status
 from pp1audit.sources import DirectorySource, WheelSource
-from pp1audit.store import FileStore
+from pp1audit.sources.store import FileStore
 
 CONFIG = "vllm/config/speculative.py"
 SAMPLER = "vllm/v1/worker/gpu/spec_decode/rejection_sampler.py"

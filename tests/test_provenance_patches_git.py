@@ -20,9 +20,9 @@ import pytest
 from conftest import run_cli
 from lanerepo import dedent
 
-from pp1audit.patches import APPLIED, CONFLICT, NOT_APPLIED, UNUSABLE, patch_status
+from pp1audit.checks.patches import APPLIED, CONFLICT, NOT_APPLIED, UNUSABLE, patch_status
 from pp1audit.sources import DirectorySource
-from pp1audit.store import FileStore
+from pp1audit.sources.store import FileStore
 
 MOD = "pkg/mod.py"
 LONG = "".join(f"x{i} = 0\n" for i in range(1, 12))

@@ -23,9 +23,9 @@ import pytest
 from conftest import run_cli
 from lanerepo import _commit, dedent
 
-from pp1audit.patches import APPLIED, CONFLICT, NOT_APPLIED, patch_status
+from pp1audit.checks.patches import APPLIED, CONFLICT, NOT_APPLIED, patch_status
 from pp1audit.sources import DirectorySource
-from pp1audit.store import FileStore
+from pp1audit.sources.store import FileStore
 
 MOD = "pkg/mod.py"
 ORIGINAL = "def f():\n    a = 1\n    b = 2\n    return a + b\n"

@@ -25,9 +25,9 @@ import pytest
 from conftest import run_cli
 from lanerepo import dedent
 
-from pp1audit.cache import Cache, FetchError
-from pp1audit.download import DigestMismatch, check_url, download
-from pp1audit.fetchpolicy import FetchPolicy
+from pp1audit.sources.cache import Cache, FetchError
+from pp1audit.sources.download import DigestMismatch, check_url, download
+from pp1audit.sources.fetchpolicy import FetchPolicy
 
 PATCH = (
     b"From 0055 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] hybrid draft\n\n---\n"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from test_record_units import bad, install, record_row, run
 
-from pp1audit.record import is_bytecode
+from pp1audit.checks.distrecord import is_bytecode
 from pp1audit.result import Status
 
 TAG = sys.implementation.cache_tag

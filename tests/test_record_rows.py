@@ -24,7 +24,7 @@ from conftest import replace_file, run_cli, site
 from test_record_units import bad, install, run, wheel_of
 from test_record_vllm import bytecode_cache, manifest, record_json  # noqa: F401 (fixtures)
 
-from pp1audit.record import RecordError, parse_record
+from pp1audit.checks.distrecord import RecordError, parse_record
 from pp1audit.result import Status
 
 RECORD = "pkg-1.0.dist-info/RECORD"

@@ -27,14 +27,14 @@ from pathlib import Path
 
 import pytest
 
+from pp1audit.checks.distrecord import RecordError, parse_record
 from pp1audit.checks.record import RecordRun
-from pp1audit.hashing import hash_entries, hash_path
-from pp1audit.inventory import FIFO, UNREADABLE, DirInventory
-from pp1audit.progress import for_terminal
-from pp1audit.record import RecordError, parse_record
+from pp1audit.checks.treedigest import tree_digest
+from pp1audit.cli.progress import for_terminal
 from pp1audit.result import Check, Status
 from pp1audit.sources import DirectorySource, WheelSource
-from pp1audit.treedigest import tree_digest
+from pp1audit.sources.hashing import hash_entries, hash_path
+from pp1audit.sources.inventory import FIFO, UNREADABLE, DirInventory
 
 FILES = {
     "pkg/__init__.py": "from pkg.mod import answer\n",
@@ -106,7 +106,7 @@ def run(target: Path, **kw: object) -> dict[str, Check]:
 
 
 def _nocache():  # type: ignore[no-untyped-def]
-    from pp1audit.bytecode import VerifiedCache
+    from pp1audit.checks.bytecode import VerifiedCache
 
     return VerifiedCache(None)
 
@@ -353,7 +353,7 @@ class _Tty(io.StringIO):
 
 def test_progress_bar_drawn_on_a_terminal_only_for_text(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pp1audit.progress import TerminalProgress
+    from pp1audit.cli.progress import TerminalProgress
 
     fake = _Tty()
     monkeypatch.setattr(sys, "stderr", fake)
@@ -556,7 +556,7 @@ def test_an_admitted_row_swapped_after_it_was_examined_is_not_hashed(tmp_path: P
     hashing's open by path, led to the host file by a swap after the lookup, is closed
     unread (its digest would be a leak of a host file's content)."""
     from pp1audit.checks.record_judge import _installation
-    from pp1audit.hashing import hash_here
+    from pp1audit.sources.hashing import hash_here
 
     root, sub, host = _outside_layout(tmp_path)
     inv = DirInventory(str(root))
@@ -571,7 +571,7 @@ def test_an_admitted_row_swapped_after_it_was_examined_is_not_hashed(tmp_path: P
 
 
 def test_bytecode_cache_is_used_only_when_no_one_else_can_write_it(tmp_path: Path) -> None:
-    from pp1audit.bytecode import VerifiedCache
+    from pp1audit.checks.bytecode import VerifiedCache
 
     directory = tmp_path / "cache"
     directory.mkdir(mode=0o755)
@@ -595,7 +595,7 @@ def test_a_pyc_whose_comparison_kills_the_worker_is_that_pairs_error_only(
     with SIGKILL, as the OOM killer would), triggered by a marker in one source."""
     import signal
 
-    import pp1audit.bytecode as bytecode
+    import pp1audit.checks.bytecode as bytecode
 
     files = {**FILES, **{f"pkg/m{i}.py": f"VALUE = {i}\n" for i in range(40)}}
     files["pkg/m7.py"] = "VALUE = 'crash the compiler here'\n"
@@ -696,7 +696,7 @@ def test_tampering_that_code_equality_cannot_see_fails(tmp_path: Path) -> None:
 
 
 def test_cache_entries_from_an_older_comparison_rule_are_not_trusted(tmp_path: Path) -> None:
-    from pp1audit.bytecode import VerifiedCache
+    from pp1audit.checks.bytecode import VerifiedCache
 
     root = install(tmp_path / "site")
     src = root / "pkg" / "mod.py"
@@ -735,7 +735,7 @@ def test_optimized_bytecode_python_loads_under_OOO_is_compared(tmp_path: Path) -
 
 def test_a_source_that_grew_since_the_listing_makes_its_bytecode_stale_not_tampered(
         tmp_path: Path) -> None:
-    from pp1audit.bytecode import check_bytecode, keep_for_bytecode
+    from pp1audit.checks.bytecode import check_bytecode, keep_for_bytecode
 
     root = install(tmp_path / "site")
     files = DirInventory(str(root)).walk("pkg")  # the listing: mod.py as its pyc header says
@@ -819,7 +819,7 @@ def test_a_source_too_large_to_keep_leaves_its_bytecode_unverified(tmp_path: Pat
 def test_marshal_reader_reads_long_integers_by_value() -> None:
     """The pyc reader decodes marshal's 15-bit-digit longs (now in linear time):
     every size and sign round-trips to the value Python itself wrote."""
-    from pp1audit.bytecode import _marshal_tree
+    from pp1audit.checks.bytecode import _marshal_tree
 
     for v in (0, 2**15 - 1, 2**15, 2**30, 2**31, -(2**31) - 1, 2**45 + 12345, -(3**3000), 7**5000,
               10**20000):
@@ -831,7 +831,7 @@ def test_a_tree_without_bytecode_never_opens_the_verification_cache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reading the cache (up to 64 MiB) and finding its directory buy nothing
     when no pyc is there to judge; with one, the cache is used."""
-    from pp1audit import bytecode
+    from pp1audit.checks import bytecode
 
     def no_cache() -> Path:
         raise AssertionError("the verification cache was looked for")
@@ -853,8 +853,8 @@ def test_a_large_record_is_read_without_starting_threads(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """RECORD (700 kB for vLLM) is read by the calling thread while the hashing
     threads work: one more thread for one file only cost time (5 ms)."""
-    from pp1audit import hashing
-    from pp1audit.record import read_record
+    from pp1audit.checks.distrecord import read_record
+    from pp1audit.sources import hashing
 
     root = install(tmp_path / "site", {f"pkg/m{i:05}.py": "x = 1\n" for i in range(4000)},
                    compile_pyc=False)
@@ -887,8 +887,8 @@ def test_a_long_field_that_differs_late_is_shown_where_it_differs(tmp_path: Path
 def test_a_long_differing_item_and_an_escaped_string_still_show_where_they_part() -> None:
     """Cut to the same first characters, a long name in a names tuple, or a string
     of escapes, looked identical on both sides of the message."""
-    from pp1audit.bytecode import _field_differences, _where_they_part
-    from pp1audit.safetext import printable
+    from pp1audit.checks.bytecode import _field_differences, _where_they_part
+    from pp1audit.text.safe import printable
 
     long_name = "load_configuration_from_environment_variables_v"
     a = compile(f"from p import {long_name}1\n", "m", "exec")

@@ -114,8 +114,8 @@ def test_an_execute_only_directory_with_real_modes(tmp_path: Path) -> None:
 
 
 def test_a_row_is_blocked_only_by_a_directory_it_lies_under() -> None:
-    from pp1audit.inventory import UNREADABLE, Entry
-    from pp1audit.record import _blocked_by
+    from pp1audit.checks.distrecord import _blocked_by
+    from pp1audit.sources.inventory import UNREADABLE, Entry
 
     blocked = {p: Entry(p, UNREADABLE, 0, error="cannot list this directory: Permission denied")
                for p in ("pkg/a/", "pkg/b/c/")}

@@ -27,11 +27,11 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from pp1audit.bytecode import VerifiedCache
+from pp1audit.checks.bytecode import VerifiedCache
 from pp1audit.checks.record import RecordRun
 from pp1audit.result import Check, Status
 from pp1audit.sources import DirectorySource, WheelSource
-from pp1audit.zipindex import ZipIndex, install_escape
+from pp1audit.sources.zipindex import ZipIndex, install_escape
 
 DIST = "pkg-1.0"
 GOOD = {"pkg/__init__.py": b"", "pkg/mod.py": b"def answer():\n    return 42\n"}

@@ -99,7 +99,7 @@ def test_report_check_of_one_clone_is_current_for_the_other(lane: Lane, tmp_path
 def test_scrub_replaces_only_whole_paths_of_the_clone(lane: Lane, tmp_path: Path) -> None:
     """A clone's path inside a longer word is not the clone: ``/x/lane.git`` beside
     ``/x/lane`` (an alternate), ``refs/tags/srv-build`` for a clone at ``/srv``."""
-    from pp1audit.gitsource import Clone
+    from pp1audit.sources.git import Clone
 
     dest = shallow_clone(lane, tmp_path / "c" / "lane")
     clone = Clone("lane", dest)
@@ -115,7 +115,7 @@ def test_worktree_places_read_as_a_plain_clones(lane: Lane, tmp_path: Path) -> N
     ``common_dir`` normalises it, so a place in it (git's own words, an unreadable
     pack) reads ``$GIT_DIR/objects/pack`` as in a plain clone, never
     ``$GIT_DIR/../../objects/pack``."""
-    from pp1audit.gitsource import Clone
+    from pp1audit.sources.git import Clone
 
     dest = shallow_clone(lane, tmp_path / "plain")
     subprocess.run(["git", "-C", str(dest), "worktree", "add", "-q", "--detach",
@@ -129,7 +129,7 @@ def test_worktree_places_read_as_a_plain_clones(lane: Lane, tmp_path: Path) -> N
 def test_an_unreadable_alternates_file_is_named_from_git_dir(lane: Lane, tmp_path: Path) -> None:
     """``objects/info/alternates`` that cannot be read (here a directory) is named
     ``$GIT_DIR/…``, never by the clone's path: the message goes into the report."""
-    from pp1audit.gitsource import Clone
+    from pp1audit.sources.git import Clone
 
     dest = shallow_clone(lane, tmp_path / "lane")
     (dest / ".git" / "objects" / "info" / "alternates").mkdir(parents=True)
@@ -140,7 +140,7 @@ def test_an_unreadable_alternates_file_is_named_from_git_dir(lane: Lane, tmp_pat
 def test_the_commands_name_the_clone_by_its_placeholder(lane: Lane, tmp_path: Path) -> None:
     """``command`` and ``unshallow_hint`` spell the clone as ``_scrub`` does: one
     placeholder, never the path."""
-    from pp1audit.gitsource import Clone
+    from pp1audit.sources.git import Clone
 
     clone = Clone("lane", shallow_clone(lane, tmp_path / "lane"))
     assert clone.command("fsck") == "git -C <lane clone> fsck"
@@ -153,7 +153,7 @@ def test_git_says_the_reason_it_stopped_not_what_it_went_on_past(tmp_path: Path)
     on; the reason it then stopped is its ``fatal:`` line: that is the one told."""
     import git
 
-    from pp1audit.gitsource import _git_says
+    from pp1audit.sources.git import _git_says
 
     repo = git.Repo.init(tmp_path / "r")
     with repo.config_writer() as cw:

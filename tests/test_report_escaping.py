@@ -26,9 +26,9 @@ from conftest import run_cli
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from pp1audit.report import evidence_line, md, render
+from pp1audit.formats.markdown import evidence_line, md, render
 from pp1audit.result import Check, Status
-from pp1audit.safetext import printable
+from pp1audit.text.safe import printable
 
 NAMES = ["a|b`c<script>.py", "esc\x1b[31m.py", "nl\nname.py", "rtl\u202egnp.py"]
 VERSION = "1.0|x`y<b>z\x1b[31mRED\u202e\\x1b"

@@ -26,13 +26,13 @@ import yaml
 from conftest import run_cli
 from lanerepo import _commit, dedent
 
-from pp1audit.audit import _FOUND_HEADS, check_ids
+from pp1audit.checks.patches import NOT_APPLIED, patch_status
 from pp1audit.errors import ManifestError
 from pp1audit.manifest import parse
-from pp1audit.patches import NOT_APPLIED, patch_status
 from pp1audit.result import Check, Status
+from pp1audit.run import _FOUND_HEADS, check_ids
 from pp1audit.sources import DirectorySource
-from pp1audit.store import FileStore
+from pp1audit.sources.store import FileStore
 
 PKG = {
     "pkg/__init__.py": "from pkg.mod import answer\n",
@@ -380,6 +380,6 @@ def test_the_findings_heads_are_those_the_record_run_writes() -> None:
     (Evidence ``shadowing`` reaches a finding of any head: ``audit._shadowing_finding``.)"""
     root = Path(__file__).resolve().parent.parent / "pp1audit"
     heads = set()
-    for rel in ("checks/record.py", "checks/record_judge.py", "shadowing.py", "vouch.py", "entrypoints.py"):
+    for rel in ("checks/record.py", "checks/record_judge.py", "checks/shadowing.py", "checks/vouch.py", "checks/entrypoints.py"):
         heads.update(re.findall(r'f"([a-z_]+):\{', (root / rel).read_text(encoding="utf-8")))
     assert heads == set(_FOUND_HEADS)

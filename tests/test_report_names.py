@@ -116,7 +116,7 @@ def test_default_and_named_shipped_manifest_make_the_same_document(
         make_files: Callable[..., Path], tmp_path: Path) -> None:
     """A report made with ``-m manifests/pp1.yaml`` (scripts/main-job.sh) is current
     when checked with the default manifest, and the other way round."""
-    from pp1audit.defaults import default_manifest_path
+    from pp1audit.manifest.defaults import default_manifest_path
 
     target = make_files({"vllm/__init__.py": "", "vllm/_version.py": '__version__ = "0.0.1"\n'},
                         tmp_path / "site")

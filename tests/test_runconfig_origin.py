@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pp1audit.runconfig import resolve_options
+from pp1audit.sources.runconfig import resolve_options
 
 
 def test_repo_origin_names_the_config_file_and_key_or_the_option(tmp_path: Path) -> None:

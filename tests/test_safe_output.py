@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from pp1audit.safetext import printable
+from pp1audit.text.safe import printable
 
 EVIL = "0.31.0\nPASS (gate open): 9 pass, 0 drift, 0 fail, 0 skip, 0 error\x1b[8m"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pp1audit.safeio import NotRegular, TooLarge, read_regular
+from pp1audit.sources.safeio import NotRegular, TooLarge, read_regular
 
 
 def test_reads_a_regular_file_whole(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pp1audit import safeio
 from pp1audit.errors import TargetError
+from pp1audit.sources import safeio
 
 RENAME_EXCHANGE = 2
 AT_FDCWD = -100

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pp1audit.formats.text_format import _ellipsis
-from pp1audit.safetext import as_code_points, can_show
+from pp1audit.text.safe import as_code_points, can_show
 
 
 @pytest.mark.parametrize(("text", "encoding", "shown"), [

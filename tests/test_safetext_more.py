@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from pp1audit.bytecode import _where_they_part
+from pp1audit.checks.bytecode import _where_they_part
 from pp1audit.checks.citations import moved_by
-from pp1audit.safetext import printable, printable_code
+from pp1audit.text.safe import printable, printable_code
 
 NEWLINE_NAME = "pkg/a\nb.py"
 BACKSLASH_NAME = "pkg/a\\nb.py"

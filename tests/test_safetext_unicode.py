@@ -10,7 +10,7 @@ import unicodedata
 
 import pytest
 
-from pp1audit.safetext import printable, printable_code
+from pp1audit.text.safe import printable, printable_code
 
 HIDDEN_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
 

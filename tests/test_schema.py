@@ -1,4 +1,4 @@
-"""The manifest JSON Schema: published, used by the loader, and valid for the reference implementation (jsonschema)."""
+"""The manifest JSON Schema: published, used by the loader, valid for jsonschema (the reference)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 from conftest import REPO, run_cli
 
-from pp1audit.schema import SCHEMA
+from pp1audit.manifest.schema import SCHEMA
 
 
 def test_schema_command_prints_the_schema_and_manifests_validate() -> None:

@@ -34,9 +34,9 @@ from pathlib import Path
 import pytest
 from test_record_units import bad, install, record_row, run, swap_pyc
 
-from pp1audit import pthimports, shadowing
-from pp1audit.bytecode import VerifiedCache
-from pp1audit.inventory import DirInventory
+from pp1audit.checks import pthimports, shadowing
+from pp1audit.checks.bytecode import VerifiedCache
+from pp1audit.sources.inventory import DirInventory
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 

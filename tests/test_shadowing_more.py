@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from test_record_units import bad, install, run
 
-from pp1audit import shadowing
+from pp1audit.checks import shadowing
 
 PYVER = f"python{sys.version_info.major}.{sys.version_info.minor}"
 ZIPNAME = f"python{sys.version_info.major}{sys.version_info.minor}.zip"

@@ -21,7 +21,7 @@ import pytest
 from test_record_units import bad, install, record_row, run, swap_pyc, wheel_of
 from test_shadowing_hooks import BASE_EXE, HOOK, PYVER, fake_base, starts, venv, with_hack
 
-from pp1audit import pthimports
+from pp1audit.checks import pthimports
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 

@@ -23,7 +23,7 @@ from test_record_units import bad, install, record_row, run, wheel_of
 from test_shadowing_hooks import with_hack
 from test_shadowing_site import add_rows
 
-from pp1audit.sitemodel import imports_as
+from pp1audit.checks.sitemodel import imports_as
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout")
 

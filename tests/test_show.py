@@ -257,11 +257,11 @@ def test_show_reads_the_lines_from_the_clone_the_checks_opened(
 ) -> None:
     """The status and the lines come from one open clone: opening it a second time
     cost another git process and could read another state of the repository."""
-    from pp1audit import gitsource
     from pp1audit.manifest import load_manifest
-    from pp1audit.runconfig import ProvenanceOptions
-    from pp1audit.show import prepare
     from pp1audit.sources import DirectorySource
+    from pp1audit.sources import git as gitsource
+    from pp1audit.sources.runconfig import ProvenanceOptions
+    from pp1audit.upgrade.show import prepare
 
     opened: list[str] = []
     real = gitsource.Clone.__init__

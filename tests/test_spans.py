@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pp1audit.spans import Span, decode_lines, parse_span, relocate, span_sha256
+from pp1audit.text.spans import Span, decode_lines, parse_span, relocate, span_sha256
 
 
 @pytest.mark.parametrize(
@@ -111,7 +111,7 @@ def test_a_triple_quoted_string_reindented_with_its_block_still_matches() -> Non
 def test_linear_search_finds_what_normalising_every_window_finds(vllm_tree) -> None:  # type: ignore[no-untyped-def]
     """The folded-line prefilter must not lose a match: compare with normalising
     every window, on a real file with re-indented copies of real spans."""
-    from pp1audit.spans import decode_lines, normalize
+    from pp1audit.text.spans import decode_lines, normalize
 
     src = decode_lines((vllm_tree / "vllm/v1/worker/gpu/model_runner.py").read_bytes())
     assert src is not None

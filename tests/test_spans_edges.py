@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from pp1audit import spans
-from pp1audit.audit import audit
 from pp1audit.errors import ManifestError
 from pp1audit.manifest import parse
 from pp1audit.result import Status
+from pp1audit.run import audit
 from pp1audit.sources import DirectorySource
-from pp1audit.spans import MAX_LINE_DIGITS, parse_span
+from pp1audit.text import spans
+from pp1audit.text.spans import MAX_LINE_DIGITS, parse_span
 
 MakeFiles = Callable[..., Path]
 

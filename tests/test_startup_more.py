@@ -46,7 +46,7 @@ from test_shadowing_hooks import (
     with_hack,
 )
 
-from pp1audit.bytecode import RELEASE
+from pp1audit.checks.bytecode import RELEASE
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 

@@ -25,11 +25,11 @@ from conftest import run_cli, setuptools_site
 from test_record_units import bad, install, record_row, run, wheel_of
 from test_shadowing_hooks import HOOK, starts, venv, with_hack
 
-from pp1audit.bytecode import VerifiedCache
-from pp1audit.inventory import DirInventory
+from pp1audit.checks.bytecode import VerifiedCache
+from pp1audit.checks.shadowing import check_shadowing
 from pp1audit.result import Status
-from pp1audit.shadowing import check_shadowing
 from pp1audit.sources import DirectorySource
+from pp1audit.sources.inventory import DirInventory
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 
@@ -250,7 +250,7 @@ def test_hooks_in_the_site_directory_are_in_the_startup_set(tmp_path: Path) -> N
 @pytest.mark.vllm
 def test_a_pip_made_venv_has_a_stable_digest_over_its_distutils_hack(vllm_venv: Path) -> None:
     from pp1audit.checks.record import RecordRun
-    from pp1audit.treedigest import listing_digest
+    from pp1audit.checks.treedigest import listing_digest
 
     where = setuptools_site(vllm_venv)
 

@@ -40,8 +40,8 @@ from test_record_units import bad, record_row, run, swap_pyc
 from test_shadowing_hooks import BASE_EXE, HACK, HOOK, PYVER, fake_base, starts, venv, with_hack
 from test_startup_more import MARK, OTHER, cfg_line, runs, with_script
 
-from pp1audit import shadowing
-from pp1audit.bytecode import RELEASE
+from pp1audit.checks import shadowing
+from pp1audit.checks.bytecode import RELEASE
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 
@@ -431,7 +431,7 @@ def test_what_no_import_reaches_or_an_installer_lists_passes(tmp_path: Path) -> 
 
 @pytest.mark.vllm
 def test_a_pip_made_vllm_venv_has_no_finding(vllm_venv: Path) -> None:
-    from pp1audit.bytecode import VerifiedCache
+    from pp1audit.checks.bytecode import VerifiedCache
 
     where = setuptools_site(vllm_venv)  # the expected set names setuptools' hook
 

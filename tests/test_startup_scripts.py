@@ -26,10 +26,10 @@ from conftest import replace_file, run_cli, site
 from test_record_vllm import bytecode_cache, manifest, venv_copy  # noqa: F401
 from test_shadowing_hooks import venv
 
-from pp1audit.bytecode import VerifiedCache
-from pp1audit.inventory import DirInventory
-from pp1audit.shadowing import check_shadowing
-from pp1audit.treedigest import listing_digest, script_header, script_token
+from pp1audit.checks.bytecode import VerifiedCache
+from pp1audit.checks.shadowing import check_shadowing
+from pp1audit.checks.treedigest import listing_digest, script_header, script_token
+from pp1audit.sources.inventory import DirInventory
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 
@@ -281,7 +281,7 @@ def test_pin_repins_the_startup_digest_over_the_console_script(
 def test_a_script_over_the_cap_is_not_read_and_its_size_is_its_token(tmp_path: Path) -> None:
     """A 40 GB sparse ``bin/vllm`` held the run while it was hashed (the pin runs
     without ``--record`` too): over ``SCRIPT_MODULE_MAX`` it is not read."""
-    from pp1audit.shadowing import SCRIPT_MODULE_MAX
+    from pp1audit.checks.shadowing import SCRIPT_MODULE_MAX
 
     v, root = with_script(tmp_path)
     size = 40 << 30

@@ -361,7 +361,7 @@ def test_comments_after_a_dropped_suffix_stay(make_files: Callable[..., Path], t
 
 
 def test_splice_keeps_the_comments_that_follow_an_edited_entry() -> None:
-    from pp1audit.yamlrt import load_document, splice
+    from pp1audit.upgrade.yamledit import load_document, splice
 
     old = ("top:\n  one:\n    a: 1\n    b: 2\n\n# about what follows\nnext: 3\n")
     doc = load_document(old)
@@ -427,7 +427,7 @@ def test_comments_inside_an_entry_stay_when_its_context_is_dropped(
 
 
 def test_drop_key_keeps_the_comments_after_the_value() -> None:
-    from pp1audit.yamlrt import drop_key, load_document
+    from pp1audit.upgrade.yamledit import drop_key, load_document
 
     old = ("a:\n  first: |\n    1\n  # after first\n  plain: x   # eol\n  # after plain\n"
            "  last: |\n    3\n  # after last\nb: 1\n")

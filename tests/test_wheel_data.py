@@ -29,8 +29,8 @@ import pytest
 from conftest import REPO, run_cli
 
 from pp1audit.errors import MissingFile, SourceError
-from pp1audit.inventory import UNREADABLE, WheelInventory
 from pp1audit.sources import WheelSource, installed_path
+from pp1audit.sources.inventory import UNREADABLE, WheelInventory
 
 DIST = "pkg-1.0"
 DATA = f"{DIST}.data"

@@ -9,7 +9,7 @@ from pathlib import Path
 from test_recwheel_edges import make_wheel, wheel_path
 
 from pp1audit.checks.record_judge import _member_escapes
-from pp1audit.inventory import WheelInventory
+from pp1audit.sources.inventory import WheelInventory
 
 
 def test_the_escapes_are_those_of_the_wheel_listed(tmp_path: Path) -> None:

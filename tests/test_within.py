@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pp1audit.inventory import DirInventory
 from pp1audit.sources import DirectorySource
+from pp1audit.sources.inventory import DirInventory
 
 
 def test_everything_is_inside_the_root_slash() -> None:

@@ -15,8 +15,8 @@ import pytest
 import yaml
 from conftest import run_cli
 
-from pp1audit import yamlpos
 from pp1audit.errors import ManifestError
+from pp1audit.manifest import yamlpos
 
 GOOD = "pp1audit: 1\ntarget:\n  package: pkg\n"
 

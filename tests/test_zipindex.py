@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli
 
-from pp1audit import zipindex
-from pp1audit.zipindex import ZipError, ZipIndex
+from pp1audit.sources import zipindex
+from pp1audit.sources.zipindex import ZipError, ZipIndex
 
 
 @pytest.fixture(autouse=True, params=["zlib-ng", "zlib"])
@@ -370,7 +370,7 @@ def test_a_directory_run_never_loads_the_inflater(tmp_path: Path) -> None:
     man.write_text("pp1audit: 1\ntarget: {package: pkg, record: true}\n", encoding="utf-8")
     code = (
         "import sys\nfrom pathlib import Path\nfrom pp1audit.manifest import load_manifest\n"
-        "from pp1audit.audit import audit\nfrom pp1audit.sources import DirectorySource\n"
+        "from pp1audit.run import audit\nfrom pp1audit.sources import DirectorySource\n"
         f"audit(load_manifest(Path({str(man)!r})), DirectorySource(Path({str(root)!r})))\n"
         "print(sorted(m for m in sys.modules if m.startswith(('zlib_ng', 'gzip'))))\n"
     )

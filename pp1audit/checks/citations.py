@@ -19,8 +19,8 @@ from pp1audit.checks import source_problem
 from pp1audit.errors import SourceError
 from pp1audit.manifest import Anchor, Citation
 from pp1audit.result import Check, Status
-from pp1audit.spans import OpenState, Span, reindented_by, relocate, span_sha256
-from pp1audit.store import FileStore
+from pp1audit.sources.store import FileStore
+from pp1audit.text.spans import OpenState, Span, reindented_by, relocate, span_sha256
 
 
 def _anchor_holds(anchor: Anchor, current: list[str]) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pp1audit.checks import source_problem
 from pp1audit.errors import SourceError
 from pp1audit.result import Check, Status
-from pp1audit.store import FileStore
+from pp1audit.sources.store import FileStore
 
 
 def check_file(path: str, expected: str, store: FileStore, source: str | None = None) -> Check:

@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING, Any
 from pp1audit.checks.citations import check_citation
 from pp1audit.errors import Pp1Error, SourceError
 from pp1audit.manifest import Citation, Manifest
-from pp1audit.provenance import TARGET, ContentRule, GitSourceSpec, RefPin, RemotePin
+from pp1audit.manifest.provenance import TARGET, ContentRule, GitSourceSpec, RefPin, RemotePin
 from pp1audit.result import Check, Status
-from pp1audit.runconfig import ProvenanceOptions
-from pp1audit.store import FileStore
+from pp1audit.sources.runconfig import ProvenanceOptions
+from pp1audit.sources.store import FileStore
 
 if TYPE_CHECKING:
-    from pp1audit.cache import Cache
-    from pp1audit.gitsource import Clone, GitSource
-    from pp1audit.patches import HunkStatus
+    from pp1audit.checks.patches import HunkStatus
     from pp1audit.rules.engine import Engine
     from pp1audit.rules.model import Invariant
+    from pp1audit.sources.cache import Cache
+    from pp1audit.sources.git import Clone, GitSource
 
 
 def short(sha: str) -> str:
@@ -94,7 +94,7 @@ class ProvenanceRun:
         if path is None:
             return None
         if name not in self._clones:
-            from pp1audit.gitsource import Clone
+            from pp1audit.sources.git import Clone
 
             self._clones[name] = Clone(name, path, self.options.repo_origin(name))
         return self._clones[name]
@@ -117,7 +117,7 @@ class ProvenanceRun:
     def _commit_store(self, clone: Clone, sha: str) -> FileStore | _Unavailable:
         """A store over a commit of a clone: ``fail`` when the clone lacks it,
         ``error`` when its object cannot be read or does not hash to its id."""
-        from pp1audit.gitsource import CloneError
+        from pp1audit.sources.git import CloneError
 
         try:
             source = clone.source(sha)
@@ -130,7 +130,7 @@ class ProvenanceRun:
     def cache(self) -> Cache:
         """The content-addressed cache of remote pins."""
         if self._cache is None:
-            from pp1audit.cache import Cache, default_cache_dir
+            from pp1audit.sources.cache import Cache, default_cache_dir
 
             self._cache = Cache(self.options.cache_dir or default_cache_dir(),
                                 self.options.policy.max_bytes)
@@ -139,8 +139,8 @@ class ProvenanceRun:
     def remote_store(self, pin_id: str) -> FileStore | _Unavailable:
         """A one-file store over a pin's verified cached bytes, or why there is none."""
         if pin_id not in self._remote:
-            from pp1audit.cache import FetchError
-            from pp1audit.remote import RemoteSource
+            from pp1audit.sources.cache import FetchError
+            from pp1audit.sources.remote import RemoteSource
 
             pin = self.prov.remotes[pin_id]
             hit: FileStore | _Unavailable
@@ -163,7 +163,7 @@ class ProvenanceRun:
 
     @staticmethod
     def _fetch_status(exc: Exception) -> Status:
-        from pp1audit.download import DigestMismatch
+        from pp1audit.sources.download import DigestMismatch
 
         return Status.FAIL if isinstance(exc, DigestMismatch) else Status.ERROR
 
@@ -172,8 +172,8 @@ class ProvenanceRun:
 
         Failures are remembered so that the checks of those pins report them.
         """
-        from pp1audit.cache import FetchError
-        from pp1audit.download import download
+        from pp1audit.sources.cache import FetchError
+        from pp1audit.sources.download import download
 
         out: list[tuple[RemotePin, str, Exception | None]] = []
         for pin in self.prov.remotes.values():
@@ -321,7 +321,7 @@ class ProvenanceRun:
         clone = self.clone(spec.name)
         if clone is None:
             return Check(**base, status=Status.SKIP, message=self._not_given(spec.name))
-        from pp1audit.gitsource import CloneError
+        from pp1audit.sources.git import CloneError
 
         try:
             found = clone.resolve_ref(ref.name)
@@ -442,7 +442,7 @@ class ProvenanceRun:
 
     def donor_checks(self, pin: RemotePin) -> list[Check]:
         """The donor patch's hunks in the tree it applies to: a summary and one check per hunk."""
-        from pp1audit.patches import APPLIED, NOT_APPLIED, PatchError, patch_status, tally
+        from pp1audit.checks.patches import APPLIED, NOT_APPLIED, PatchError, patch_status, tally
 
         cid = f"{pin.id}:hunks"
         where = "the target" if pin.applies_to == TARGET else (
@@ -484,7 +484,7 @@ class ProvenanceRun:
         """The summary's status and message: ``error`` when a hunk's file could not be
         used (nothing was judged there, as a file check says), else the hunks against
         ``expect`` (information when there is none)."""
-        from pp1audit.patches import UNUSABLE
+        from pp1audit.checks.patches import UNUSABLE
 
         total = len(statuses)
         unusable = list(dict.fromkeys(s.reason for s in statuses if s.status == UNUSABLE))
@@ -507,7 +507,7 @@ class ProvenanceRun:
     def _hunk_check(pin: RemotePin, s: HunkStatus, want: str | None) -> Check:
         """One hunk's check, on the file its lines were read from (a rename's old name
         while it is not applied); ``error`` when that file could not be used."""
-        from pp1audit.patches import UNUSABLE
+        from pp1audit.checks.patches import UNUSABLE
 
         if s.status == UNUSABLE:
             status, message = Status.ERROR, f"{s.hunk.title}: {s.reason}"
@@ -528,7 +528,7 @@ def fetch_manifest(manifest: Manifest, options: ProvenanceOptions) -> list[tuple
     a verdict on the content) or ``failed`` (nothing could be judged: network,
     HTTP status, limits, the cache).
     """
-    from pp1audit.download import DigestMismatch
+    from pp1audit.sources.download import DigestMismatch
 
     run = ProvenanceRun(manifest, options)
     return [(pin.id, "ok" if err is None else "mismatch" if isinstance(err, DigestMismatch)
@@ -537,6 +537,6 @@ def fetch_manifest(manifest: Manifest, options: ProvenanceOptions) -> list[tuple
 
 def cache_dir_of(options: ProvenanceOptions) -> Path:
     """The cache directory a run with these options uses."""
-    from pp1audit.cache import default_cache_dir
+    from pp1audit.sources.cache import default_cache_dir
 
     return options.cache_dir or default_cache_dir()

@@ -8,7 +8,7 @@ To keep results readable on a 5,000-file package, each part yields one summary
 check that passes, plus one check per problem file:
 
 * ``record`` — summary; ``record:<path>`` — modified / missing / unlisted /
-  not a regular file (see ``pp1audit.record`` for the rules);
+  not a regular file (see ``pp1audit.checks.distrecord`` for the rules);
 * ``tree`` — the tree digest (``actual``), compared with ``target.tree_sha256``
   when pinned; on a mismatch the message names the files that explain it;
 * ``startup`` — the startup digest (``actual``) over the code that runs at every
@@ -21,33 +21,33 @@ check that passes, plus one check per problem file:
   ``*.dist-info`` or a re-hashed row vouches as well); the pin is the anchor, as
   ``tree_sha256`` is for the package;
 * ``bytecode`` — summary; ``bytecode:<pyc>`` — tampered (fail) or another
-  interpreter's (skip) bytecode (see ``pp1audit.bytecode``);
+  interpreter's (skip) bytecode (see ``pp1audit.checks.bytecode``);
 * ``shadowing`` — summary; ``pth:<file>`` / ``shadow:<path>`` / ``pyvenv:<cfg>``
   — executing ``.pth`` files, path lines to what does not exist or others can
   write, other copies of the package (beside a console script too), modules no
   RECORD lists (at the root, beside a console script), a symlinked
   ``pyvenv.cfg``, a ``bin/python`` that is a script (see
-  ``pp1audit.shadowing``); a startup module's bytecode that only another
+  ``pp1audit.checks.shadowing``); a startup module's bytecode that only another
   interpreter or release could verify is a ``skip`` (``pth:<file>:other:<pyc>``);
   ``plugin:<dist-info>/entry_points.txt[:<line>]`` — entry points in the
   package's own groups (``vllm.general_plugins``…) that another distribution
   declares (in the target root, or in a directory or zip a ``.pth`` path line
   or the admitted system site-packages put on ``sys.path``, or in a console
   script's directory, named by its full path), or that the audited one
-  declares without its RECORD vouching for them (see ``pp1audit.entrypoints``).
+  declares without its RECORD vouching for them (see ``pp1audit.checks.entrypoints``).
   They are code the package itself imports and runs, so the shadowing summary
   names them too.
 """
 
 from __future__ import annotations
 
-from pp1audit.bytecode import VerifiedCache, keep_for_bytecode, pyc_name
+from pp1audit.checks.bytecode import VerifiedCache, keep_for_bytecode, pyc_name
+from pp1audit.checks.sitemodel import site_dir_as_given
 from pp1audit.errors import TargetError
-from pp1audit.hashing import KEEP_FILE, Digest, HashRun, Progress, too_large
-from pp1audit.inventory import FILE, DirInventory, Entry, Inventory, WheelInventory, inventory_for
 from pp1audit.result import Check, Status
-from pp1audit.sitemodel import site_dir_as_given
 from pp1audit.sources import DirectorySource, Source
+from pp1audit.sources.hashing import KEEP_FILE, Digest, HashRun, Progress, too_large
+from pp1audit.sources.inventory import FILE, DirInventory, Entry, Inventory, WheelInventory, inventory_for
 
 KIND = "record"
 

@@ -16,31 +16,8 @@ import stat
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pp1audit.bytecode import VerifiedCache, check_bytecode, default_cache
-from pp1audit.checks.record import KIND, error_check
-from pp1audit.entrypoints import (
-    ENTRY_POINTS_MAX,
-    EntryPointsError,
-    PluginFinding,
-    PluginReport,
-    parse_entry_points,
-)
-from pp1audit.entrypoints import (
-    judge as judge_entry_points,
-)
-from pp1audit.hashing import Digest, Progress, hash_here
-from pp1audit.inventory import (
-    DIR,
-    FILE,
-    SYMLINK,
-    UNREADABLE,
-    DirInventory,
-    Entry,
-    Inventory,
-    WheelInventory,
-    what_it_is,
-)
-from pp1audit.record import (
+from pp1audit.checks.bytecode import VerifiedCache, check_bytecode, default_cache
+from pp1audit.checks.distrecord import (
     Problem,
     RecordEntry,
     RecordError,
@@ -55,13 +32,36 @@ from pp1audit.record import (
     read_small,
     verify,
 )
+from pp1audit.checks.entrypoints import (
+    ENTRY_POINTS_MAX,
+    EntryPointsError,
+    PluginFinding,
+    PluginReport,
+    parse_entry_points,
+)
+from pp1audit.checks.entrypoints import (
+    judge as judge_entry_points,
+)
+from pp1audit.checks.record import KIND, error_check
+from pp1audit.checks.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
+from pp1audit.checks.sitemodel import Release
+from pp1audit.checks.treedigest import listing_digest, tree_digest
 from pp1audit.result import Check, Status
-from pp1audit.safeio import is_within, realpath
-from pp1audit.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
-from pp1audit.sitemodel import Release
 from pp1audit.sources import installed_path
-from pp1audit.treedigest import listing_digest, tree_digest
-from pp1audit.zipindex import NotAZip, ZipError, install_escape
+from pp1audit.sources.hashing import Digest, Progress, hash_here
+from pp1audit.sources.inventory import (
+    DIR,
+    FILE,
+    SYMLINK,
+    UNREADABLE,
+    DirInventory,
+    Entry,
+    Inventory,
+    WheelInventory,
+    what_it_is,
+)
+from pp1audit.sources.safeio import is_within, realpath
+from pp1audit.sources.zipindex import NotAZip, ZipError, install_escape
 
 if TYPE_CHECKING:
     from pp1audit.checks.record import RecordRun
@@ -253,7 +253,7 @@ def judge(rr: RecordRun) -> list[Check]:
 
 def _record_checks(ver: object, record_path: str | None, problem: str | None, package: str,
                    files: list[Entry], digests: dict[str, Digest]) -> list[Check]:
-    from pp1audit.record import Verification
+    from pp1audit.checks.distrecord import Verification
 
     if problem is not None or not isinstance(ver, Verification):
         return [error_check("record", problem or "RECORD could not be verified", record_path)]
@@ -279,7 +279,7 @@ def _problem_check(p: Problem) -> Check:
 
 def _tree_check(files: list[Entry], digests: dict[str, Digest], package: str, pin: str | None,
                 ver: object, record_problem: str | None) -> Check:
-    from pp1audit.record import Verification
+    from pp1audit.checks.distrecord import Verification
 
     td = tree_digest(files, digests, package)
     if td.sha256 is None:
@@ -350,7 +350,7 @@ def _short(token: str | None) -> str:
 
 def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: Progress | None,
                      cache: VerifiedCache | None, release: Release | None) -> list[Check]:
-    from pp1audit.bytecode import TAG
+    from pp1audit.checks.bytecode import TAG
 
     rep = check_bytecode(files, digests, cache=cache or default_cache(), progress=progress,
                          target_release=release)
@@ -407,7 +407,7 @@ def _unvouched(primary: str | None, rows: list[RecordEntry], ver: object,
     """Why the audited distribution's ``entry_points.txt`` is not the one its RECORD
     vouches for, or None when RECORD lists it with a hash it matches. Its entry
     points are then the wheel's own (vLLM's two ``vllm.general_plugins``)."""
-    from pp1audit.record import Verification
+    from pp1audit.checks.distrecord import Verification
 
     if primary is None:
         return None  # every distribution is another one

@@ -11,7 +11,7 @@ import ast
 from pp1audit.checks import source_problem
 from pp1audit.errors import SourceError
 from pp1audit.result import Check, Status
-from pp1audit.store import FileStore
+from pp1audit.sources.store import FileStore
 
 _NAMES = ("__version__", "version")
 MAX_VERSION_FILE = 1 << 20

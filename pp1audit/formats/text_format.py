@@ -21,8 +21,8 @@ from collections.abc import Iterable
 
 from pp1audit.formats import counted, named_source, version_or_unknown
 from pp1audit.result import Check, Result, Status
-from pp1audit.safetext import as_code_points, can_show, printable
-from pp1audit.spans import line_range
+from pp1audit.text.safe import as_code_points, can_show, printable
+from pp1audit.text.spans import line_range
 
 _STYLE = {
     Status.PASS: "green",

@@ -30,7 +30,7 @@ from pp1audit.rules.model import Invariant, RuleConfig, ast_grep_reason
 if TYPE_CHECKING:
     from ast_grep_py import SgNode
 
-    from pp1audit.store import FileStore
+    from pp1audit.sources.store import FileStore
 
 PASS, STALE, FAIL, ERROR = "pass", "stale", "fail", "error"
 """An outcome's status, named as the result statuses it becomes."""

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pp1audit.paths import path_problem
+from pp1audit.manifest.paths import path_problem
 
 SCOPE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 """``in:``: dotted names of classes/functions, from the module down."""

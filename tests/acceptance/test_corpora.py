@@ -24,7 +24,7 @@ from pp1audit.manifest import Manifest, load_manifest
 from pp1audit.result import Check, Status
 from pp1audit.rules.engine import Engine
 from pp1audit.sources import Source, open_target
-from pp1audit.store import FileStore
+from pp1audit.sources.store import FileStore
 
 pytestmark = pytest.mark.vllm
 

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from conftest import REPO, fetch_wheel
 
-from pp1audit.audit import audit
 from pp1audit.manifest import load_manifest
 from pp1audit.result import Check, Result, Status
+from pp1audit.run import audit
 from pp1audit.sources import open_target
 
 pytestmark = pytest.mark.vllm

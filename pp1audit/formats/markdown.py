@@ -1,0 +1,730 @@
+"""Regenerate the Markdown audit from the manifest and, optionally, a check result.
+
+The prose lives in the manifest's ``report`` section; every number in it that
+the manifest pins (line spans, digests, commits, the version) is written as a
+``[[…]]`` reference and rendered from the pinned data, so the document cannot
+disagree with the manifest. With a result, each block that names evidence is
+followed by what was measured for it, and a closing section lists every check.
+Output is deterministic: manifest order, no clock, and no path as typed (``Names``).
+
+References: ``[[=a.b.c]]`` a manifest value by key path; ``[[cite:ID]]`` a
+citation as ``path:a–b``; ``[[cite:ID|shown/path.py]]`` the same with a shorter
+path (a suffix of the real one); ``[[lines:ID]]`` just ``a–b`` (or ``a``).
+
+What is a reference, so that a typo is an error and never a silently dropped pin
+(there is no escape, and the prose never needs one):
+
+* ``[[`` followed (after spaces) by ``=``, ``cite:`` or ``lines:`` starts a
+  reference, which must be closed by ``]]`` on its line with no bracket inside:
+  ``[[=a.b]``, ``[[=a.b`` and ``[[=a [[=b]]`` are errors at that ``[[``.
+* Any ``[[X]]`` (``X`` without brackets or line breaks) is a reference too, and
+  an unknown kind (``[[site:c]]``, ``[[0]]``) is an error.
+* Every other ``[`` is literal text, as in a Markdown link around a reference
+  (``[[[=ref.title]]](url)``). A ``]`` right after a reference is literal only
+  where it closes such a ``[`` written before it in the same text;
+  ``[[=a.b]]]`` is an error at the stray ``]``.
+
+Errors name the reference's own ``line:column`` in the manifest (``locate``).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pp1audit.formats import UNKNOWN_VERSION, counted, named_source
+from pp1audit.manifest.yamlpos import KeyPath
+from pp1audit.result import Check, Result, Status
+from pp1audit.text.safe import printable, printable_code
+from pp1audit.text.spans import line_range, parse_span
+
+_REF = re.compile(r"\[\[([^\[\]\n]+)\]\]")
+"""A well-formed reference: no bracket inside, on one line."""
+_OPENS = re.compile(r"\[\[[ \t]*(?:=|cite:|lines:)")
+"""What only a reference starts with: it must then be well-formed."""
+_BRACKET = re.compile(r"[\[\]]")
+_SHOWN = re.compile(r"\[\[[ \t]*[^\s\[\]`]*\]?")
+"""How much of an unclosed reference a message quotes: up to a space, bracket or backtick."""
+
+
+class BadReference(ValueError):
+    """A reference that cannot be rendered, and where it is in its text."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+@dataclass(frozen=True)
+class Ref:
+    """One well-formed ``[[…]]`` reference: ``text[start:end]``, ``body`` inside it."""
+
+    start: int
+    end: int
+    body: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A problem of the report section, at the value under ``keypath``; ``offset``:
+    how far into that value (``text``) the bad reference starts, when one does."""
+
+    keypath: KeyPath
+    message: str
+    offset: int | None = None
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One paragraph, bullet or generated table of the report."""
+
+    kind: str  # "text" | "bullet" | "table"
+    text: str
+    evidence: tuple[str, ...]
+    keypath: tuple[str | int, ...]
+    table: dict[str, Any] | None = None
+
+
+def _lookup(raw: dict[str, Any], dotted: str) -> object:
+    """Value at a dotted key path; keys may themselves contain dots (file paths)."""
+    node: object = raw
+    rest = dotted
+    while rest:
+        if not isinstance(node, dict):
+            raise KeyError(dotted)
+        keys = sorted((k for k in node if rest == k or rest.startswith(k + ".")), key=len, reverse=True)
+        if not keys:
+            raise KeyError(dotted)
+        node = node[keys[0]]
+        rest = rest[len(keys[0]) + 1 :]
+    return node
+
+
+def _dash(a: int, b: int) -> str:
+    return line_range(a, b, "–")
+
+
+_PIN_KINDS = (("invariants", "an invariant"), ("donors", "a donor"), ("remotes", "a remote"),
+              ("sources", "a source"))
+
+
+def _not_a_citation(raw: dict[str, Any], cid: str) -> str:
+    """Why ``cid`` in a well-formed ``[[cite:…]]``/``[[lines:…]]`` has no span: no such
+    id, or the id of another kind of pin (which has no lines to show)."""
+    if not cid:
+        return "no citation id"
+    for section, kind in _PIN_KINDS:
+        if cid in (raw.get(section) or {}):
+            return f"'{cid}' names {kind}, not a citation (only citations have lines to show)"
+    return f"no citation '{cid}' in the manifest"
+
+
+def references(text: str) -> list[Ref]:
+    """The references of ``text`` in order; ``BadReference`` at the first malformed
+    one (the rules are in the module docstring)."""
+    refs: list[Ref] = []
+    open_brackets = 0  # literal '[' not yet closed: a Markdown link's text, say
+    pos = 0
+    while (m := _BRACKET.search(text, pos)) is not None:
+        at = m.start()
+        ref = _REF.match(text, at)
+        if ref is not None:
+            refs.append(Ref(at, ref.end(), ref.group(1).strip()))
+            pos = ref.end()
+            if text.startswith("]", pos):
+                if not open_brackets:
+                    raise BadReference(f"stray ']' after {ref.group()}: a reference ends with ']]'", pos)
+                open_brackets -= 1
+                pos += 1
+            continue
+        if _OPENS.match(text, at):
+            raise BadReference(_unclosed(text, at), at)
+        open_brackets = open_brackets + 1 if m.group() == "[" else max(0, open_brackets - 1)
+        pos = at + 1
+    return refs
+
+
+def _unclosed(text: str, at: int) -> str:
+    """Why the reference starting at ``at`` is not well-formed."""
+    shown = _SHOWN.match(text, at)
+    head = shown.group() if shown else "[["
+    if head.endswith("]"):
+        return f"{head}: a reference ends with ']]', not ']'"
+    return f"{head}: unclosed reference (close it with ']]' on the same line)"
+
+
+def expand(text: str, raw: dict[str, Any]) -> str:
+    """Render the ``[[…]]`` references of ``text`` from the manifest; ``BadReference`` if bad."""
+    out: list[str] = []
+    pos = 0
+    for ref in references(text):
+        out += [text[pos : ref.start], _rendered(ref, raw)]
+        pos = ref.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _rendered(r: Ref, raw: dict[str, Any]) -> str:
+    """The text one reference stands for; ``BadReference`` (at the reference) if none."""
+    ref = r.body
+    if ref.startswith("="):
+        try:
+            value = _lookup(raw, ref[1:])
+        except KeyError:
+            raise BadReference(f"[[{ref}]]: no such key in the manifest", r.start) from None
+        if isinstance(value, (dict, list)):
+            raise BadReference(f"[[{ref}]]: names a mapping or list, not a value", r.start)
+        return str(value)
+    kind, _, arg = ref.partition(":")
+    cid, _, shown = arg.partition("|")
+    if kind not in ("cite", "lines"):
+        raise BadReference(f"[[{ref}]]: not a reference ([[=key.path]], [[cite:ID]], [[lines:ID]])",
+                           r.start)
+    citation = (raw.get("citations") or {}).get(cid)
+    if citation is None:
+        raise BadReference(f"[[{ref}]]: {_not_a_citation(raw, cid)}", r.start)
+    span = parse_span(citation["at"])
+    if kind == "lines":
+        return _dash(span.start, span.end)
+    path = span.path
+    if shown:
+        if not (path == shown or path.endswith("/" + shown)):
+            raise BadReference(f"[[{ref}]]: '{shown}' is not a tail of {path}", r.start)
+        path = shown
+    return f"{path}:{_dash(span.start, span.end)}"
+
+
+def parse_blocks(raw: dict[str, Any]) -> list[tuple[str | None, list[Block]]]:
+    """Sections of the ``report`` section as (heading, blocks)."""
+    out: list[tuple[str | None, list[Block]]] = []
+    for si, section in enumerate((raw.get("report") or {}).get("sections") or []):
+        blocks = []
+        for bi, rec in enumerate(section.get("blocks") or []):
+            path: tuple[str | int, ...] = ("report", "sections", si, "blocks", bi)
+            evidence = tuple(rec.get("evidence") or ())
+            if "table" in rec:
+                blocks.append(Block("table", "", evidence, path, rec))
+            elif "bullet" in rec:
+                blocks.append(Block("bullet", rec["bullet"], evidence, path))
+            else:
+                blocks.append(Block("text", rec["text"], evidence, path))
+        out.append((section.get("heading"), blocks))
+    return out
+
+
+def _titles(raw: dict[str, Any]) -> list[tuple[KeyPath, str]]:
+    """The title and headings, by key path: texts with references but no evidence."""
+    report = raw.get("report") or {}
+    titled: list[tuple[KeyPath, str]] = []
+    if "title" in report:
+        titled.append((("report", "title"), report["title"]))
+    elif "title" in (raw.get("audit") or {}):
+        titled.append((("audit", "title"), raw["audit"]["title"]))
+    for si, section in enumerate(report.get("sections") or []):
+        if "heading" in section:
+            titled.append((("report", "sections", si, "heading"), section["heading"]))
+    return titled
+
+
+def _texts(block: Block) -> list[tuple[KeyPath, str]]:
+    """A block's texts with references, by their own key paths."""
+    if block.kind == "table":
+        header = (block.table or {}).get("header", [])
+        return [((*block.keypath, "header", i), h) for i, h in enumerate(header)]
+    return [((*block.keypath, block.kind), block.text)]
+
+
+def _text_problems(keypath: KeyPath, text: str, raw: dict[str, Any],
+                   evidence: tuple[str, ...] | None) -> list[Problem]:
+    """The first bad reference of ``text``, or the spans it quotes that are not in
+    ``evidence`` (None: a title, which has no evidence)."""
+    try:
+        expand(text, raw)
+    except BadReference as exc:
+        return [Problem(keypath, str(exc), exc.offset, text)]
+    if evidence is None:
+        return []
+    # A span quoted in the prose is shown where it was pinned; only the block's
+    # evidence lines say where it is now, so it must be evidence.
+    citations = raw.get("citations") or {}
+    return [Problem(keypath, f"cites '{cid}' but does not list it in evidence: its measured "
+                             "place would not show", ref.start, text)
+            for ref, cid in _cited(text) if cid in citations and cid not in evidence]
+
+
+def validate(raw: dict[str, Any]) -> list[Problem]:
+    """Problems of the report section, in document order; empty when valid. (Check ids
+    that clash are refused before, by ``manifest.parse``: ``audit.id_clashes``.)"""
+    from pp1audit.run import check_ids
+
+    problems: list[Problem] = []
+    ids = check_ids(raw)
+    for keypath, text in _titles(raw):
+        problems += _text_problems(keypath, text, raw, None)
+    for _, blocks in parse_blocks(raw):
+        for block in blocks:
+            for i, ev in enumerate(block.evidence):
+                if not ids.names(ev):
+                    problems.append(Problem((*block.keypath, "evidence", i), ids.why_not(ev)))
+            for keypath, text in _texts(block):
+                problems += _text_problems(keypath, text, raw, block.evidence)
+    return problems
+
+
+def _cited(text: str) -> list[tuple[Ref, str]]:
+    """The ``[[cite:…]]`` and ``[[lines:…]]`` references of ``text``, with their ids."""
+    out = []
+    for ref in references(text):
+        kind, _, arg = ref.body.partition(":")
+        if kind in ("cite", "lines"):
+            out.append((ref, arg.partition("|")[0]))
+    return out
+
+
+def locate(source: str, start: tuple[int, int], value: str, offset: int) -> tuple[int, int]:
+    """The (line, column) in ``source`` of ``value[offset]`` (not a space), for the
+    scalar whose node starts at ``start`` (as ``yamlpos`` gives it); ``start`` itself
+    where the two cannot be matched character for character.
+
+    The scalar's source lines are walked along the value: each line's text without
+    its indentation must continue the value after the whitespace that joins the
+    lines (a kept line break, a folded space, a trailing space dropped). That holds
+    for every block scalar (``|``, ``>`` and their indicators), for plain scalars
+    and for quoted ones, ``''`` in single quotes included, so a reference's own
+    line and column come out. A backslash escape in double quotes changes the
+    text (``\\x5b`` is ``[``): from the first one on, the scalar's start is the
+    nearest sure place, and it is what such a reference is given.
+    """
+    lines = source.splitlines()
+    line, col = start
+    if not 0 < line <= len(lines) or not 0 < col <= len(lines[line - 1]):
+        return start
+    indicator = lines[line - 1][col - 1]
+    quote = indicator if indicator in "'\"" else ""
+    if indicator in "|>":
+        first, c0 = line + 1, 0  # a block scalar's text starts on the next line
+    else:
+        first, c0 = line, col if quote else col - 1  # 0-based: after the quote, or at the start
+    pos = 0
+    for ln in range(first, len(lines) + 1):
+        src = lines[ln - 1]
+        c = c0 if ln == first else 0
+        while c < len(src) and src[c] in " \t":
+            c += 1
+        while pos < len(value) and value[pos].isspace():
+            pos += 1
+        while c < len(src) and pos < len(value):
+            if pos == offset:
+                return (ln, c + 1)
+            if (quote == '"' and src[c] == "\\") or value[pos] != src[c]:
+                break
+            c += 2 if quote == "'" and src.startswith("''", c) else 1
+            pos += 1
+        if src[c:].strip() or pos >= len(value) or pos > offset:
+            break  # this line does not continue the value: give the scalar's start
+    return start
+
+
+# Markdown of untrusted text. Everything the target or the manifest says reaches the
+# document through ``md`` (or, for the manifest's own prose, ``_prose``), so a file
+# name, version or message can neither act (raw HTML, a control character) nor change
+# the document's structure (close a code span, add a table column, start a line).
+
+Context = Literal["code", "text", "message"]
+"""Where a value goes: an inline code span, plain text, or a check's message
+(Markdown whose own code spans are kept): see ``md``."""
+
+_RUN = re.compile("`+")
+_INLINE = re.compile(r"\\\\|_+|[`*~\[\]<&|]|!\Z")
+"""What text escapes outside code spans: ``printable``'s doubled backslash; what starts a
+code span, a link or image (``[``, ``]``, a closing ``!``), HTML or an entity (``<``,
+``&``), emphasis or strikethrough (``*``, ``_``, ``~``) or a table cell (``|``). Nothing
+else has inline meaning once these are inert (``(`` needs a ``]`` before it, ``>`` a
+``<``), so ``.``, ``,``, ``(``, ``)``, ``:`` and ``>`` stay as written (readable)."""
+_INLINE_IN_CELL = re.compile(r"\\\\|_+|[`*~\[\]<&]|!\Z")
+"""The same in a table cell, whose every ``|`` is escaped afterwards (``_cell``)."""
+_HTML_ENTITY = {"<": "&lt;", "&": "&amp;"}
+_ENTITY = {**_HTML_ENTITY, "\\\\": "\\\\\\\\"}
+_AUTHOR = re.compile(r"\\[^\x00]|[<&]")
+"""What the manifest's own prose escapes outside code spans: ``<`` and ``&`` (no HTML, no
+entity read into a control character), where the author has not escaped them already."""
+_HOLE = "\x00"
+"""Where a reference's value goes in prose while its code spans are found: a raw NUL
+cannot be in the prose by then (``printable_code`` has shown it as ``\\x00``)."""
+_PARAGRAPHS = re.compile(r"(\n[ \t]*\n)")
+_LINE_START = re.compile(r"(?:[ \t]*(?:>|(?:[-+*]|[0-9]{1,9}[.)])[ \t]))*[ \t]*")
+"""What may come before a value on its line for the value to begin a block: indentation
+and the markers of block quotes and list items (a value after ``> `` or ``- `` starts a
+block inside them)."""
+_NUMBER_START = re.compile(_LINE_START.pattern + "[0-9]{1,9}")
+"""A line so far that a ``.`` or ``)`` would make an ordered list item (``2026`` + ``.``)."""
+_BLOCK_MARK = frozenset("#>-+=")
+"""The first characters that start a block (a heading, quote, list item, thematic break
+or setext underline) that ``_INLINE`` leaves as they are."""
+_ORDINAL = re.compile(r"[0-9]+(?=[.)])")
+"""Digits before ``.`` or ``)``: an ordered list item where it begins a line."""
+_CLOSING_HASHES = re.compile(r"(?:^|(?<= ))#(?=#* *\Z)")
+"""The first ``#`` of a run of them that ends a heading after a space: a closing sequence
+(dropped by CommonMark) unless escaped."""
+
+
+def md(value: str, context: Context, *, cell: bool = False) -> str:
+    """``value`` (from the target or the manifest) as Markdown that shows it and does nothing.
+
+    Control and invisible characters are ``printable`` escapes everywhere. Then, by context:
+
+    * ``code``: a name, path, version or id, as an inline code span fenced by more
+      backticks than the longest run in it (padded with a space where it starts or ends
+      with one, as CommonMark wants), so no backtick in it can close the span;
+    * ``text``: plain text (a reference's value, a package or source name, a digest),
+      escaped by ``_inline``: no code span, link, image, autolink, HTML, entity,
+      emphasis or strikethrough can start in it, and ``printable``'s ``\\\\`` is doubled
+      once more, as Markdown reads ``\\\\`` as one backslash: rendered, the text reads
+      exactly as ``printable`` shows it, so a name holding a literal ``\\x1b`` still
+      differs from one holding ESC;
+    * ``message``: a check's message, which is Markdown: its code spans are kept as
+      written and outside them it is escaped as ``text``. As nothing outside a code span
+      can start a link or HTML tag any more (the only constructs CommonMark reads before
+      a code span that starts later), the code spans ``_pieces`` finds are CommonMark's.
+
+    ``cell``: the value is in a GFM table cell, where ``|`` ends the cell even inside a
+    code span unless written ``\\|`` (GFM's rule: the table reads it back as ``|``).
+    """
+    shown = printable(value)
+    if context == "code":
+        out = _code_span(shown)
+    elif context == "text":
+        out = _inline(shown, cell=cell)
+    else:
+        out = _outside_code(shown, lambda piece: _inline(piece, cell=cell))
+    return _cell(out) if cell else out
+
+
+def _inline(text: str, *, cell: bool = False) -> str:
+    """``text`` (``printable``: one line) as Markdown text that shows it and does nothing:
+    ``_INLINE`` escaped, a backslash before each punctuation mark (``<``, ``&`` as
+    entities). A run of ``_`` with a letter or digit on both sides stays as written:
+    CommonMark lets it neither open nor close emphasis, so ``snake_case`` and
+    ``a.__init__`` keep their underscores readable (the latter's, next to ``.``, do not)."""
+
+    def escaped(m: re.Match[str]) -> str:
+        mark = m.group()
+        if mark[0] != "_":
+            return _ENTITY.get(mark, "\\" + mark)
+        start, end = m.span()
+        if start > 0 and end < len(text) and text[start - 1].isalnum() and text[end].isalnum():
+            return mark
+        return "\\_" * len(mark)
+
+    return (_INLINE_IN_CELL if cell else _INLINE).sub(escaped, text)
+
+
+def _cell(text: str) -> str:
+    """``text`` in a GFM table cell: each ``|`` written ``\\|``. The table takes one
+    backslash off before a ``|`` and reads the rest as inline Markdown, so the cell
+    shows exactly what ``text`` would show outside a table, code spans included."""
+    return text.replace("|", "\\|")
+
+
+def _block_safe(text: str) -> str:
+    """``text`` (escaped by ``_inline``) where it begins a line, so that it begins
+    nothing: its first character escaped when it would start a heading, quote, list
+    item, thematic break or setext underline, the dot or parenthesis of a leading
+    number (``1.``) escaped, and a leading space written ``&#32;`` (four of them would
+    start a code block, and any would be dropped)."""
+    if text.startswith(" "):
+        return "&#32;" + text[1:]
+    if text[:1] in _BLOCK_MARK:
+        return "\\" + text
+    if (number := _ORDINAL.match(text)) is not None:
+        return text[: number.end()] + "\\" + text[number.end():]
+    return text
+
+
+def _code_span(text: str) -> str:
+    """``text`` (already escaped: one line) as an inline code span nothing in it can close."""
+    if not text:
+        return ""  # no span shows nothing: a space between backticks would read as a space
+    fence = "`" * (1 + max((len(run) for run in _RUN.findall(text)), default=0))
+    stripped = text.startswith(" ") and text.endswith(" ") and text.strip(" ")
+    pad = " " if text.startswith("`") or text.endswith("`") or stripped else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _pieces(text: str) -> list[tuple[str, bool]]:
+    """``text`` cut into (piece, is it a code span), as CommonMark reads inline code:
+    a run of N backticks opens a span that the next run of exactly N closes; a run
+    with none is literal, as is a backtick after a backslash outside a span."""
+    pieces: list[tuple[str, bool]] = []
+    start = pos = 0
+    while pos < len(text):
+        if text[pos] == "\\":
+            pos += 2
+            continue
+        run = _RUN.match(text, pos)
+        if run is None:
+            pos += 1
+            continue
+        closing = re.compile(f"(?<!`){run.group()}(?!`)").search(text, run.end())
+        if closing is None:
+            pos = run.end()
+            continue
+        if start < pos:
+            pieces.append((text[start:pos], False))
+        pieces.append((text[pos:closing.end()], True))
+        start = pos = closing.end()
+    if start < len(text):
+        pieces.append((text[start:], False))
+    return pieces
+
+
+def _outside_code(text: str, escape: Callable[[str], str]) -> str:
+    """``text`` with ``escape`` applied to what is not in a code span."""
+    return "".join(piece if code else escape(piece) for piece, code in _pieces(text))
+
+
+def _prose(text: str, raw: dict[str, Any], *, one_line: bool = False, cell: bool = False) -> str:
+    """The manifest's own Markdown (a title, heading, header cell, paragraph or bullet)
+    with its references rendered; ``BadReference`` if one is bad.
+
+    The prose stays Markdown (emphasis, links, its code spans), but shows its control
+    characters escaped (and its line breaks too when ``one_line``: a title cannot
+    start a new line) and its ``<`` and ``&`` as ``&lt;`` and ``&amp;`` outside code
+    spans (no raw HTML, no entity for a control character). A reference's value is
+    data: outside a code span it is ``md`` text that also cannot begin a block or a
+    link destination (``_value_text``); inside one it is put in the span, which is
+    fenced anew so that a backtick in the value cannot close it. Code spans are found
+    before the values go in (one paragraph at a time, as CommonMark does), so a value
+    cannot move them."""
+    refs = references(text)
+    escape = printable_code if one_line else _lines_code
+    bounds = [0, *(at for r in refs for at in (r.start, r.end)), len(text)]
+    skeleton = _HOLE.join(escape(text[a:b]) for a, b in zip(bounds[::2], bounds[1::2], strict=True))
+    values = iter([printable(_rendered(r, raw)) for r in refs])
+    out: list[str] = []
+    for para in _PARAGRAPHS.split(skeleton):
+        for piece, code in _pieces(para):
+            if not code:
+                author = _AUTHOR.sub(lambda m: _HTML_ENTITY.get(m.group(), m.group()), piece)
+                out.append(_fill_text(author, values, "".join(out), one_line=one_line, cell=cell))
+            elif _HOLE in piece:
+                out.append(_code_span(_fill(_span_text(piece), values)))
+            else:
+                out.append(piece)
+    rendered = "".join(out)
+    return _cell(rendered) if cell else rendered
+
+
+def _fill(piece: str, values: Iterator[str]) -> str:
+    """``piece`` (inside a code span) with its holes filled by the next values as they are."""
+    first, *rest = piece.split(_HOLE)
+    return first + "".join(next(values) + after for after in rest)
+
+
+def _fill_text(piece: str, values: Iterator[str], before: str, *, one_line: bool, cell: bool) -> str:
+    """``piece`` (prose outside code spans, after the Markdown ``before`` it) with its
+    holes filled by the next values as ``_value_text``. A backslash of the prose right
+    before a hole is its own (a literal one, as in ``C:\\``) and is escaped: else it
+    would take the escape off the value's first character (an escaped backtick would
+    read as an escaped backslash and a live backtick). A value that leaves its line a
+    number (``2026``) has a ``.`` or ``)`` after it escaped: no ordered list item."""
+    first, *rest = piece.split(_HOLE)
+    out = first
+    for after in rest:
+        if (len(out) - len(out.rstrip("\\"))) % 2:
+            out += "\\"
+        out += _value_text(next(values), (before + out).rpartition("\n")[2], one_line=one_line, cell=cell)
+        if not one_line and after[:1] in (".", ")") and _NUMBER_START.fullmatch(
+                (before + out).rpartition("\n")[2]):
+            after = "\\" + after
+        out += after
+    return out
+
+
+def _value_text(value: str, line: str, *, one_line: bool, cell: bool) -> str:
+    """A reference's value (``printable``) as prose text, after ``line`` (the Markdown of
+    its line so far): ``_inline``, and what its place adds. After a ``]`` a first
+    punctuation mark is escaped (``(`` would make the prose's ``[x]`` a link, ``:`` a
+    link definition), as is a first ``.`` or ``)`` after a line's leading number. In a
+    title or heading (``one_line``) a closing run of ``#`` is escaped (CommonMark would
+    drop it); elsewhere, where nothing but indentation and list or quote markers
+    precede it, the value begins a block and is ``_block_safe``."""
+    text = _inline(value, cell=cell)
+    first = text[:1]
+    if first and ((line.endswith("]") and first in string.punctuation and first not in "\\&")
+                  or (not one_line and first in ".)" and _NUMBER_START.fullmatch(line))):
+        text = "\\" + text
+    if one_line:
+        return _CLOSING_HASHES.sub(r"\\#", text)
+    return _block_safe(text) if _LINE_START.fullmatch(line) else text
+
+
+def _lines_code(text: str) -> str:
+    """``printable_code`` line by line: prose keeps its line breaks."""
+    return "\n".join(printable_code(line) for line in text.split("\n"))
+
+
+def _span_text(span: str) -> str:
+    """What a code span shows (CommonMark): inside its fences, one space stripped from
+    each end when both ends have one (and it is not all spaces)."""
+    fence = len(span) - len(span.lstrip("`"))
+    text = span[fence:-fence]
+    if text.startswith(" ") and text.endswith(" ") and text.strip(" "):
+        text = text[1:-1]
+    return text.replace("\n", " ")
+
+
+def evidence_line(check: Check) -> str:
+    """One measured fact, in one Markdown line: every value in it goes through ``md``
+    (whatever the target put in its version string or file names)."""
+    status = f"**{check.status.value}**"
+    where = ""
+    if check.path and check.lines:
+        where = " " + md(f"{check.path}:{_dash(*check.lines)}", "code")
+        if check.found_lines and check.found_lines != check.lines:
+            where += f" → now {_dash(*check.found_lines)}"
+    elif check.path:
+        where = " " + md(check.path, "code")
+    source = named_source(check)
+    src = f" [{md(source, 'text')}]" if source else ""
+    detail = md(check.message, "message")
+    if check.kind == "file" and check.status is not Status.PASS and check.actual:
+        detail += f"; actual {md(check.actual, 'code')}"
+    if check.kind == "version" and check.actual:
+        detail = f"found {md(check.actual, 'code')}, pinned {md(str(check.expected), 'code')}"
+    return f"{status} {check.kind} {md(check.id, 'code')}{src}{where}: {detail}"
+
+
+def _excerpt(check: Check, indent: str) -> list[str]:
+    if not check.excerpt:
+        return []
+    first = (check.found_lines or check.lines or (1, 1))[0]
+    lines = [printable_code(line) for line in check.excerpt.split("\n")]
+    # A fence longer than any run of backticks in the code: cited code cannot close it.
+    fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", "\n".join(lines))), default=0))
+    body = [f"{indent}{fence}python"]
+    for i, line in enumerate(lines):
+        body.append(f"{indent}{first + i:5d}  {line}".rstrip())
+    body.append(f"{indent}{fence}")
+    return body
+
+
+def _table(block: Block, raw: dict[str, Any], result: Result | None,
+           shown: set[str]) -> list[str]:
+    """The hash table of ``files`` under the block's prefix; adds the file check
+    ids it shows to ``shown`` (they are not listed again as uncited)."""
+    spec = block.table or {}
+    prefix = spec.get("prefix", "")
+    header = [_prose(h, raw, one_line=True, cell=True) for h in spec.get("header", ["File", "SHA256"])]
+    by_id = {c.id: c for c in result.checks} if result else {}
+    if result:
+        header.append("measured")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for path, digest in (raw.get("files") or {}).items():
+        if not path.startswith(prefix):
+            continue
+        row = [md(path[len(prefix):], "code", cell=True), md(str(digest), "text", cell=True)]
+        shown.add(f"file:{path}")
+        if result:
+            check = by_id.get(f"file:{path}")
+            if check is None:
+                row.append("not checked")
+            elif check.status is Status.PASS:
+                row.append("**pass**")
+            else:
+                measured = (md(check.actual, "text", cell=True) if check.actual
+                            else md(check.message, "message", cell=True))
+                row.append(f"**{check.status.value}**: {measured}")
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+@dataclass(frozen=True)
+class Names:
+    """How the ``## Measured`` section names the manifest and the target.
+
+    A committed audit is checked (``report --check``) from any working directory
+    and any checkout path, so it must not hold the paths as typed (``m.yaml``,
+    ``../m.yaml``, ``/home/runner/work/…``, a symlink's name): the CLI passes the
+    file names of what they resolve to (``cli._names``). The manifest's SHA-256 and
+    the target's kind, package and version, printed beside them, identify both.
+    """
+
+    manifest: str
+    target: str | None = None
+
+
+def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = False,
+           names: Names | None = None) -> str:
+    """The Markdown audit: as pinned (no result) or with what was measured;
+    ``names``: how to name the manifest and target (default: as the result has them)."""
+    report = raw.get("report") or {}
+    out: list[str] = []
+    title = _prose(report.get("title", str((raw.get("audit") or {}).get("title", "Audit"))), raw,
+                   one_line=True)
+    out += [f"# {title}", ""]
+    from pp1audit.run import check_ids
+
+    shown: set[str] = set()  # ids of the checks shown with a block
+    ids = check_ids(raw)
+    previous = ""
+    for heading, blocks in parse_blocks(raw):
+        if heading:
+            out += ["", f"## {_prose(heading, raw, one_line=True)}", ""]
+        for block in blocks:
+            indent = ""
+            if previous == "bullet" and block.kind != "bullet":
+                out.append("")  # a list ends before the next paragraph
+            if block.kind == "table":
+                out += _table(block, raw, result, shown)
+            elif block.kind == "bullet":
+                lines = _prose(block.text.rstrip("\n"), raw).split("\n")
+                # Continuation lines stay as written (Markdown's lazy continuation),
+                # as audits are usually hand-wrapped.
+                out += ["* " + lines[0], *lines[1:]]
+                indent = "  "
+            else:
+                out += _prose(block.text.rstrip("\n"), raw).split("\n")
+            if result is not None and block.evidence:
+                if block.kind != "bullet":
+                    out.append("")
+                for ev in block.evidence:
+                    checks = ids.cited(result.checks, ev)
+                    shown.update(c.id for c in checks)
+                    if not checks:
+                        out.append(f"{indent}- **not checked** {md(ev, 'code')}")
+                    for check in checks:
+                        out.append(f"{indent}- {evidence_line(check)}")
+                        if excerpts:
+                            out += _excerpt(check, indent + "  ")
+            if block.kind != "bullet":
+                out.append("")
+            previous = block.kind
+    if result is not None:
+        out += _measured(result, shown, names)
+    text = "\n".join(out)
+    text = re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+    return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def _measured(result: Result, shown: set[str], names: Names | None) -> list[str]:
+    t = result.target
+    out = ["", "## Measured", ""]
+    if t is not None:
+        where = t.location if names is None or names.target is None else names.target
+        # No version found in the tree: said in words, as `check` says it (not "None").
+        version = md(t.version, "code") if t.version else f"({UNKNOWN_VERSION})"
+        out.append(f"Target: {md(t.kind, 'text')} {md(where, 'code')} — {md(t.package, 'text')} "
+                   f"{version}.")
+    manifest = str(result.manifest_path) if names is None else names.manifest
+    out.append(f"Manifest: {md(manifest, 'code')} (SHA-256 `{result.manifest_sha256}`).")
+    out += [f"Verdict: **{result.verdict}** ({counted(result.counts())}).", ""]
+    rest = [c for c in result.checks if c.id not in shown]
+    if rest:
+        out += ["Checks not cited above:", ""]
+        out += [f"- {evidence_line(c)}" for c in rest]
+    return out

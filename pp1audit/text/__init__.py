@@ -1,0 +1,1 @@
+"""Text: line spans and anchors, and measured text made safe to print."""

@@ -1,0 +1,1 @@
+"""The upgrade workflow: ``init``, ``pin``, ``diff`` and ``show``."""
