@@ -217,3 +217,54 @@ def build_lane(root: Path) -> Lane:
 def dedent(text: str) -> str:
     """``textwrap.dedent`` for manifest snippets written inline in tests."""
     return textwrap.dedent(text).lstrip("\n")
+
+
+# The lane as the audit words it. The audit names no lane function, class or field,
+# only words: a "capacity speculator" that "sets draft_logits=None", a worker that
+# "applies sequential Markov bias to each head row, then argmax", a wire that "carries
+# IDs, confidence and optional margins" and no "categorical proposal distribution".
+# The same claims in ordinary code with names the rules cannot know: the second base of
+# the lane corpus (tests/data/lane_corpus.yaml).
+WORDS_SPECULATOR = '''\
+class RemoteSpeculator:
+    def __init__(self, config):
+        if config.draft_sample_method != "greedy":
+            raise ValueError("remote DSpark supports only greedy proposals")
+
+
+class RemoteCapacitySpeculator(RemoteSpeculator):
+    def __init__(self, config):
+        super().__init__(config)
+        self.state = SpeculatorState(draft_logits=None)
+'''
+
+WORDS_WIRE = '''\
+SAMPLE_GREEDY = 1
+HELLO = {"version": 1, "sample": SAMPLE_GREEDY}
+
+
+class Proposal:
+    token_ids: list[int]
+    confidence: list[float]
+    margins: list[float] | None
+'''
+
+WORDS_WORKER = '''\
+import torch
+
+
+class DraftWorker:
+    def propose(self, head_logits, prev):
+        tokens = []
+        for row in range(head_logits.shape[0]):
+            biased = head_logits[row] + self.markov_bias(prev)
+            prev = torch.argmax(biased, dim=-1)
+            tokens.append(prev)
+        confidence = self.confidence_head(head_logits)
+        return tokens, confidence
+'''
+
+LANE_FILES = {SPECULATOR: SPECULATOR_BASE, WIRE: WIRE_BASE, WORKER: WORKER_BASE}
+"""The lane-shaped repository's three claim files at its base commit."""
+WORDS_FILES = {SPECULATOR: WORDS_SPECULATOR, WIRE: WORDS_WIRE, WORKER: WORDS_WORKER}
+"""The same three files in the audit's words."""
