@@ -157,7 +157,7 @@ def test_ctrl_c_during_a_write_says_aborted_in_one_line(tmp_path: Path, pinned: 
     out = out_dir / "out.json"
     proc = _killed_while_writing(signal.SIGINT, tmp_path, tree, manifest, out)
     assert proc.returncode == 2
-    assert proc.stderr == "pp1audit: aborted\n"  # no empty line first: stderr is no terminal
+    assert proc.stderr == "pp1audit: error: aborted\n"  # no empty line first: stderr is no terminal
     assert list(out_dir.iterdir()) == []
 
 
@@ -514,7 +514,7 @@ def _children(pid: int) -> list[str]:
 @pytest.mark.parametrize(("name", "code", "said"), [
     ("SIGTERM", -signal.SIGTERM, "pp1audit: terminated by SIGTERM\n"),  # shell: 143
     ("SIGHUP", -signal.SIGHUP, "pp1audit: terminated by SIGHUP\n"),     # shell: 129
-    ("SIGINT", 2, "pp1audit: aborted\n"),
+    ("SIGINT", 2, "pp1audit: error: aborted\n"),
 ])
 def test_a_signal_to_the_group_once_workers_exist_ends_the_run_cleanly(
         name: str, code: int, said: str, tmp_path: Path, many_pycs: tuple[Path, Path]) -> None:

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pp1audit import cli
-from pp1audit.cli import configfile
+from pp1audit.cli import configfile, options
 from pp1audit.errors import Pp1Error
 from pp1audit.sources import runconfig
 
@@ -37,7 +36,7 @@ def renamed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_cli_and_runconfig_find_the_same_file(renamed: Path) -> None:
     message = re.escape("elsewhere.toml: unknown section 'foo' (known: cache, fetch, repos)")
     with pytest.raises(Pp1Error, match=message):
-        cli._validate_config(None)
+        options.validate_config(None)
     with pytest.raises(Pp1Error, match=message):
         runconfig.resolve_options(None, (), None)
 

@@ -29,6 +29,7 @@ from pp1audit.checks.entrypoints import (
     parse_entry_points,
 )
 from pp1audit.checks.record import RecordRun
+from pp1audit.checks.record_judge import record_checks
 from pp1audit.result import Check, Status
 from pp1audit.sources import DirectorySource
 
@@ -273,7 +274,7 @@ def test_plugins_are_judged_only_with_record(tmp_path: Path) -> None:
     root = install(tmp_path / "site")
     add_dist(root, "[pkg.plugins]\nx = helper:register\n")
     with DirectorySource(root) as source:
-        checks = RecordRun("pkg", source, record=False).checks()
+        checks = record_checks(RecordRun("pkg", source, record=False))
     assert [c.id for c in checks] == ["tree"]
 
 
@@ -290,7 +291,7 @@ VLLM_PLUGIN = textwrap.dedent("""\
 
 def run_vllm(target: Path) -> dict[str, Check]:
     with DirectorySource(target) as source:
-        checks = RecordRun("vllm", source, cache=None).checks()
+        checks = record_checks(RecordRun("vllm", source, cache=None))
     return {c.id: c for c in checks}
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pp1audit.checks.record import RecordRun
+from pp1audit.checks.record_judge import record_checks
 from pp1audit.sources import DirectorySource
 from pp1audit.sources.hashing import SMALL, SWITCH_INTERVAL, HashRun, hash_entries
 from pp1audit.sources.inventory import DirInventory, Entry
@@ -290,7 +291,7 @@ def test_without_record_no_bytecode_is_read(tmp_path: Path) -> None:
         f.truncate(40 << 30)
     with DirectorySource(root) as source:
         rec = RecordRun("pkg", source, record=False, tree_sha256="0" * 64)
-        checks = {c.id: c for c in rec.checks()}
+        checks = {c.id: c for c in record_checks(rec)}
     assert checks["tree"].status.value == "fail"  # judged (the pin is made up), quickly
     assert rec.run.out.get("pkg/__pycache__/m.cpython-311.pyc") is None  # never hashed
 

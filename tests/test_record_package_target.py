@@ -10,13 +10,14 @@ from pathlib import Path
 from test_record_units import bad, install
 
 from pp1audit.checks.record import RecordRun
+from pp1audit.checks.record_judge import record_checks
 from pp1audit.result import Check, Status
 from pp1audit.sources import open_target
 
 
 def run_on(target: Path) -> dict[str, Check]:
     with open_target(target, "pkg") as source:
-        checks = RecordRun("pkg", source, cache=None).checks()
+        checks = record_checks(RecordRun("pkg", source, cache=None))
     return {c.id: c for c in checks}
 
 

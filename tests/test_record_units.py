@@ -29,6 +29,7 @@ import pytest
 
 from pp1audit.checks.distrecord import RecordError, parse_record
 from pp1audit.checks.record import RecordRun
+from pp1audit.checks.record_judge import record_checks
 from pp1audit.checks.treedigest import tree_digest
 from pp1audit.cli.progress import for_terminal
 from pp1audit.result import Check, Status
@@ -101,7 +102,7 @@ def wheel_of(root: Path, tmp_path: Path, extra: dict[str, str] | None = None) ->
 def run(target: Path, **kw: object) -> dict[str, Check]:
     source = WheelSource(target) if target.suffix == ".whl" else DirectorySource(target)
     with source:
-        checks = RecordRun("pkg", source, cache=_nocache(), **kw).checks()  # type: ignore[arg-type]
+        checks = record_checks(RecordRun("pkg", source, cache=_nocache(), **kw))  # type: ignore[arg-type]
     return {c.id: c for c in checks}
 
 
@@ -290,7 +291,7 @@ def test_package_directory_target_is_audited_from_its_parent(tmp_path: Path) -> 
     root = install(tmp_path / "site")
     (root / "pkg" / "extra.py").write_text("x = 1\n", encoding="utf-8")
     with DirectorySource(root / "pkg", mount="pkg") as source:
-        checks = {c.id: c for c in RecordRun("pkg", source, cache=_nocache()).checks()}
+        checks = {c.id: c for c in record_checks(RecordRun("pkg", source, cache=_nocache()))}
     assert set(bad(checks)) == {"record:pkg/extra.py"}
     assert checks["tree"].actual == run(root)["tree"].actual
 
@@ -710,7 +711,7 @@ def test_cache_entries_from_an_older_comparison_rule_are_not_trusted(tmp_path: P
     old_key = VerifiedCache.key(*sha, 0).rsplit(" ", 1)[0]  # rule 1 vouched for this pair
     VerifiedCache(cache_dir).add([old_key])
     with DirectorySource(root) as source:
-        checks = {c.id: c for c in RecordRun("pkg", source, cache=VerifiedCache(cache_dir)).checks()}
+        checks = {c.id: c for c in record_checks(RecordRun("pkg", source, cache=VerifiedCache(cache_dir)))}
     assert list(bad(checks)) == [f"bytecode:{pyc.relative_to(root).as_posix()}"]
     lines = next(cache_dir.iterdir()).read_text().splitlines()
     assert lines[0] == old_key and lines[1:] and all(x.endswith(" c2") for x in lines[1:])
@@ -843,9 +844,9 @@ def test_a_tree_without_bytecode_never_opens_the_verification_cache(
             rec = RecordRun("pkg", source)
             if compile_pyc:
                 with pytest.raises(AssertionError, match="was looked for"):
-                    rec.checks()
+                    record_checks(rec)
             else:
-                checks = {c.id: c for c in rec.checks()}
+                checks = {c.id: c for c in record_checks(rec)}
                 assert bad(checks) == {} and checks["bytecode"].message.startswith("0 bytecode files")
 
 

@@ -29,6 +29,7 @@ from conftest import run_cli
 
 from pp1audit.checks.bytecode import VerifiedCache
 from pp1audit.checks.record import RecordRun
+from pp1audit.checks.record_judge import record_checks
 from pp1audit.result import Check, Status
 from pp1audit.sources import DirectorySource, WheelSource
 from pp1audit.sources.zipindex import ZipIndex, install_escape
@@ -80,7 +81,7 @@ def wheel_path(tmp_path: Path, sub: str) -> Path:
 def run(target: Path) -> dict[str, Check]:
     source = WheelSource(target) if target.suffix == ".whl" else DirectorySource(target)
     with source:
-        checks = RecordRun("pkg", source, cache=VerifiedCache(None)).checks()
+        checks = record_checks(RecordRun("pkg", source, cache=VerifiedCache(None)))
     return {c.id: c for c in checks}
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import REPO, run_cli
 
-from pp1audit.formats.markdown import Problem, validate
+from pp1audit.manifest.prose import Problem, validate
 
 PP1 = REPO / "manifests" / "pp1.yaml"
 SEED = REPO.parent / "shared" / "seeds" / "000_b8cc05a1b3d28d45.txt"

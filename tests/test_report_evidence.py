@@ -29,8 +29,8 @@ from lanerepo import _commit, dedent
 from pp1audit.checks.patches import NOT_APPLIED, patch_status
 from pp1audit.errors import ManifestError
 from pp1audit.manifest import parse
+from pp1audit.manifest.ids import _FOUND_HEADS, check_ids
 from pp1audit.result import Check, Status
-from pp1audit.run import _FOUND_HEADS, check_ids
 from pp1audit.sources import DirectorySource
 from pp1audit.sources.store import FileStore
 
@@ -378,8 +378,8 @@ def test_the_findings_heads_are_those_the_record_run_writes() -> None:
     """``audit._FOUND_HEADS`` (names refused, hints given) lists the heads the hashing run's
     parts build finding ids with; read from their source, so a new head cannot go unlisted.
     (Evidence ``shadowing`` reaches a finding of any head: ``audit._shadowing_finding``.)"""
-    root = Path(__file__).resolve().parent.parent / "pp1audit"
+    root = Path(__file__).resolve().parent.parent / "pp1audit" / "checks"
     heads = set()
-    for rel in ("checks/record.py", "checks/record_judge.py", "checks/shadowing.py", "checks/vouch.py", "checks/entrypoints.py"):
+    for rel in ("record.py", "record_judge.py", "shadowing.py", "vouch.py", "entrypoints.py"):
         heads.update(re.findall(r'f"([a-z_]+):\{', (root / rel).read_text(encoding="utf-8")))
     assert heads == set(_FOUND_HEADS)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, cast
 import pytest
 from conftest import run_cli
 
-from pp1audit.cli import _names
+from pp1audit.cli.audit_cmds import _names
 
 if TYPE_CHECKING:
     from pp1audit.manifest import Manifest

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli
 
-from pp1audit.formats.markdown import expand, locate
+from pp1audit.manifest.prose import expand, locate
 
 PP1 = REPO / "manifests" / "pp1.yaml"
 

@@ -36,6 +36,7 @@ from test_record_units import bad, install, record_row, run, swap_pyc
 
 from pp1audit.checks import pthimports, shadowing
 from pp1audit.checks.bytecode import VerifiedCache
+from pp1audit.checks.record_judge import record_checks
 from pp1audit.sources.inventory import DirInventory
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
@@ -544,7 +545,7 @@ def test_record_run_passes_its_cache_to_the_vouched_modules(tmp_path: Path) -> N
     root = with_hack(install(tmp_path / "site"))
     cache = VerifiedCache(tmp_path / "cache")
     with DirectorySource(root) as source:
-        checks = RecordRun("pkg", source, cache=cache).checks()
+        checks = record_checks(RecordRun("pkg", source, cache=cache))
     assert [c.id for c in checks if c.status.value != "pass"] == []
     hack = {VerifiedCache.key(hashlib.sha256(pyc.read_bytes()).digest(),
                               hashlib.sha256((root / "_hack" / f"{pyc.name.split('.')[0]}.py")

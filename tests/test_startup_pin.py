@@ -26,6 +26,7 @@ from test_record_units import bad, install, record_row, run, wheel_of
 from test_shadowing_hooks import HOOK, starts, venv, with_hack
 
 from pp1audit.checks.bytecode import VerifiedCache
+from pp1audit.checks.record_judge import record_checks
 from pp1audit.checks.shadowing import check_shadowing
 from pp1audit.result import Status
 from pp1audit.sources import DirectorySource
@@ -268,7 +269,7 @@ def test_a_pip_made_venv_has_a_stable_digest_over_its_distutils_hack(vllm_venv: 
     assert dict(files)["_distutils_hack/__init__.py"] == sha(where / "_distutils_hack" / "__init__.py")
     assert not any("__pycache__" in p for p in paths)
     with DirectorySource(where) as source:  # the pin alone: no bytecode read, nothing written
-        checks = RecordRun("vllm", source, record=False, startup_sha256=digest,
-                           cache=VerifiedCache(None)).checks()
+        checks = record_checks(RecordRun("vllm", source, record=False, startup_sha256=digest,
+                           cache=VerifiedCache(None)))
     startup = next(c for c in checks if c.id == "startup")
     assert startup.status is Status.PASS and startup.actual == digest

@@ -3,7 +3,8 @@
 One inventory and one parallel hashing pass feed every part, so each file is
 read once (sources and bytecode are kept in memory for the bytecode check).
 This module lists the tree and starts the hashing (``RecordRun``);
-``checks/record_judge.py`` makes the checks from what was hashed.
+``checks/record_judge.py`` makes the checks from what was hashed (its ``record_checks``
+is what a caller collects: the listing never imports the judging).
 To keep results readable on a 5,000-file package, each part yields one summary
 check that passes, plus one check per problem file:
 
@@ -154,18 +155,11 @@ class RecordRun:
         if self.progress is not None:
             self.progress.stop()
 
-    def checks(self) -> list[Check]:
-        """Wait for the hashing and return every check of the family (``record_judge``:
-        loaded here, while the threads hash, not before they start)."""
-        if self._early is not None:
-            return self._early
-        try:
-            from pp1audit.checks.record_judge import judge
+    @property
+    def early(self) -> list[Check] | None:
+        """The family's checks when listing already failed (nothing to hash), else None."""
+        return self._early
 
-            return judge(self)
-        except BaseException:
-            self.cancel()
-            raise
 
 def _site_dir(source: Source, inv: Inventory) -> str | None:
     """The target root as ``site`` spells it: the path given, symlinks kept

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from pp1audit.checks.bytecode import VerifiedCache, check_bytecode, default_cache
 from pp1audit.checks.distrecord import (
@@ -42,7 +41,7 @@ from pp1audit.checks.entrypoints import (
 from pp1audit.checks.entrypoints import (
     judge as judge_entry_points,
 )
-from pp1audit.checks.record import KIND, error_check
+from pp1audit.checks.record import KIND, RecordRun, error_check
 from pp1audit.checks.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
 from pp1audit.checks.sitemodel import Release
 from pp1audit.checks.treedigest import listing_digest, tree_digest
@@ -63,8 +62,6 @@ from pp1audit.sources.inventory import (
 from pp1audit.sources.safeio import is_within, realpath
 from pp1audit.sources.zipindex import NotAZip, ZipError, install_escape
 
-if TYPE_CHECKING:
-    from pp1audit.checks.record import RecordRun
 
 def _logical_rows(inv: Inventory, rows: list[RecordEntry]) -> list[RecordEntry]:
     """RECORD rows at their logical paths (``record.logical_path``). When a wheel's RECORD lists
@@ -177,6 +174,18 @@ def _primary(inv: Inventory, dists: list[str], package: str, present: set[str]) 
         return len(paths & present), f"{meta}/RECORD" in paths
 
     return max(candidates, key=score)
+
+
+def record_checks(rr: RecordRun) -> list[Check]:
+    """Wait for ``rr``'s hashing and return every check of the family; the threads are
+    stopped if judging fails (loaded by the caller while the threads hash)."""
+    if rr.early is not None:
+        return rr.early
+    try:
+        return judge(rr)
+    except BaseException:
+        rr.cancel()
+        raise
 
 
 def judge(rr: RecordRun) -> list[Check]:

@@ -1,6 +1,6 @@
 """Command line of the upgrade workflow: ``init``, ``pin``, ``show`` and ``diff``.
 
-Kept apart from ``cli.py`` (which registers these commands) so that the check
+Kept apart from the audit commands (``cli/__init__.py`` registers these on first use) so that the check
 path stays small. Like every command, these only parse options, call the pure
 core (``pp1audit.upgrade.init``, ``pin``, ``show``, ``treediff``), print what it returns
 and map the outcome to an exit code: 0 done / nothing differs, 1 something a
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pp1audit.cli import ConfiguredCommand, PathParam, _emit, provenance_options, tell
+from pp1audit.cli.options import ConfiguredCommand, PathParam, provenance_options
+from pp1audit.cli.output import emit, tell
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, Pp1Error
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def _color(choice: str) -> bool:
 
 def _out(text: str, *, utf8: bool = False) -> None:
     """``text`` to stdout; ``utf8`` (a manifest, JSON) as UTF-8 whatever the locale."""
-    _emit(text, None, utf8=utf8)
+    emit(text, None, utf8=utf8)
 
 
 def _note(text: str) -> None:
@@ -227,7 +228,7 @@ def show(
     passes (or a plain span was shown), 1 when its check would close the gate
     (a cited file that cannot be read included), 2 for bad input.
     """
-    from pp1audit.cli import make_provenance_options
+    from pp1audit.cli.options import make_provenance_options
     from pp1audit.result import GatePolicy
     from pp1audit.sources import open_target
     from pp1audit.upgrade import show as show_mod

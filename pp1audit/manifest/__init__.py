@@ -440,7 +440,7 @@ def _url_commit_check(loaded: Loaded, file: str, text: str, raw: dict[str, Any])
         if problem is not None:
             raise _fail(loaded, file, keypath, problem)
     for clash in url_commit_clashes(raw):
-        from pp1audit.formats.markdown import locate  # only a manifest in error pays
+        from pp1audit.manifest.prose import locate  # only a manifest in error pays
 
         line, col = locate(text, loaded.where(clash.keypath), clash.url, clash.offset)
         raise ManifestError(file, line, col, keypath_str(clash.keypath), clash.message)
@@ -449,7 +449,7 @@ def _url_commit_check(loaded: Loaded, file: str, text: str, raw: dict[str, Any])
 def _report_check(loaded: Loaded, file: str, text: str, raw: dict[str, Any]) -> None:
     """The report section's first problem, at the bad reference itself when there is
     one (its place in the scalar's text, mapped back to the file's line:column)."""
-    from pp1audit.formats.markdown import locate, validate
+    from pp1audit.manifest.prose import locate, validate
 
     for problem in validate(raw):
         line, col = loaded.where(problem.keypath)
@@ -609,7 +609,7 @@ def parse(text: str, file: str, sha256: str | None = None) -> Manifest:
                         f"'{iid}' is also a citation id; check ids must be unique", key=True)
 
     # Evidence names checks by their ids: a clash of ids comes before any evidence.
-    from pp1audit.run import id_clashes
+    from pp1audit.manifest.ids import id_clashes
 
     clash = next(iter(id_clashes(raw)), None)
     if clash is not None:
