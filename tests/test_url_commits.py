@@ -14,7 +14,8 @@ import pytest
 from conftest import REPO, run_cli
 
 from pp1audit.errors import ManifestError
-from pp1audit.manifest import commit_segments, parse, url_commit_clashes
+from pp1audit.manifest import parse
+from pp1audit.manifest.urls import commit_segments, url_commit_clashes
 
 PP1 = REPO / "manifests" / "pp1.yaml"
 DONOR = "afe4d5e41ec6fa4db17c5cc88758af439a106913"

@@ -113,10 +113,10 @@ def default_path(url: str) -> str:
 
 def parse_provenance(loaded: Loaded, file: str, raw: dict[str, Any]) -> Provenance:
     """Build the provenance records; ``ManifestError`` (with line:column) on a bad reference."""
-    from pp1audit.manifest import _fail
+    from pp1audit.manifest.explain import fail_at
 
     def fail(path: KeyPath, message: str, key: bool = False) -> Exception:
-        return _fail(loaded, file, path, message, key=key)
+        return fail_at(loaded, file, path, message, key=key)
 
     remotes: dict[str, RemotePin] = {}
     for section, donor in (("remotes", False), ("donors", True)):
