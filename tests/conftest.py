@@ -74,6 +74,17 @@ def extract_wheel(wheel: Path, dest: Path) -> Path:
     return dest
 
 
+VLLM_FIXTURES = frozenset({"vllm_wheel", "vllm_wheel_030", "vllm_tree", "vllm_venv"})
+"""Fixtures that need a real vLLM wheel: a test using one (even through another
+fixture) is marked ``vllm``, so ``pytest -m "not vllm"`` is the fast tier."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if VLLM_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.vllm)
+
+
 @pytest.fixture(scope="session")
 def vllm_wheel() -> Path:
     """Path of the real vLLM 0.31.0 wheel."""
