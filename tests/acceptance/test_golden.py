@@ -14,10 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
+import sys
+
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, site
 
 pytestmark = pytest.mark.vllm
 
@@ -51,3 +54,18 @@ def test_the_wheel_and_the_tree_are_judged_alike() -> None:
                    for k in ("wheel", "tree"))
     assert wheel["target"].pop("kind") == "wheel" and tree["target"].pop("kind") == "directory"
     assert wheel == tree
+
+
+def test_pp1_record_on_a_pip_installed_0_31_0_is_the_golden_result(vllm_venv: Path) -> None:
+    """``--record`` on a real pip-installed 0.31.0 (RECORD, bytecode, ``.pth`` files,
+    entry points): the venv's and this Python's paths are the machine's, not the result's."""
+    proc = run_cli("check", str(site(vllm_venv)), "--record", "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    text = proc.stdout.replace(str(vllm_venv), "<venv>").replace(sys.base_prefix, "<python>")
+    # How many bytecode files the verification cache already knew depends on earlier runs.
+    text = re.sub(r"\([0-9,]+ from the verification cache\)", "(N from the verification cache)", text)
+    got = _normalised(text)
+    path = GOLDEN / "pp1-0.31.0-record-venv.json"
+    if os.environ.get("PP1AUDIT_REGOLD"):
+        path.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert got == json.loads(path.read_text(encoding="utf-8"))
