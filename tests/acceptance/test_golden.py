@@ -15,9 +15,8 @@ import hashlib
 import json
 import os
 import re
-from pathlib import Path
-
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO, run_cli, site
