@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import email.parser
 import os
 import re
 from dataclasses import dataclass
@@ -175,10 +174,11 @@ def _dist_infos(package: str, source: Source) -> list[str]:
 def _metadata_version(data: bytes, path: str) -> tuple[str | None, str | None]:
     """METADATA's one ``Version:`` header, or why there is none."""
     head = re.split(rb"\r?\n\r?\n", data[: 1 << 20], maxsplit=1)[0]  # KiBs of headers, then the body
-    found = email.parser.BytesHeaderParser().parsebytes(head).get_all("Version") or []
+    # Header lines as RFC 822 writes them (no email.parser: 5 ms of start-up for one field).
+    found = re.findall(rb"^version[ \t]*:[ \t]*(.*?)[ \t]*\r?$", head, re.I | re.M)
     if len(found) != 1:
         return None, f"{path} has {len(found) or 'no'} Version: header{'s' if found else ''}"
-    return str(found[0]).strip(), None
+    return found[0].decode("utf-8", "replace"), None
 
 
 def version_path(package: str) -> str:
