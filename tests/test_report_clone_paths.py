@@ -126,17 +126,6 @@ def test_worktree_places_read_as_a_plain_clones(lane: Lane, tmp_path: Path) -> N
             "$GIT_DIR/objects/pack"
 
 
-def test_an_unreadable_alternates_file_is_named_from_git_dir(lane: Lane, tmp_path: Path) -> None:
-    """``objects/info/alternates`` that cannot be read (here a directory) is named
-    ``$GIT_DIR/…``, never by the clone's path: the message goes into the report."""
-    from pp1audit.sources.git import Clone
-
-    dest = shallow_clone(lane, tmp_path / "lane")
-    (dest / ".git" / "objects" / "info" / "alternates").mkdir(parents=True)
-    said = Clone("lane", dest).unreadable_objects(lane.base)
-    assert said == "$GIT_DIR/objects/info/alternates cannot be read (Is a directory)"
-
-
 def test_the_commands_name_the_clone_by_its_placeholder(lane: Lane, tmp_path: Path) -> None:
     """``command`` and ``unshallow_hint`` spell the clone as ``_scrub`` does: one
     placeholder, never the path."""
