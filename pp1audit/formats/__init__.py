@@ -35,6 +35,25 @@ def counted(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {status}" for status, n in counts.items())
 
 
+def skip_reasons(checks: list[Check]) -> list[tuple[str, int]]:
+    """What the skipped ``checks`` wait for, once each with how many wait for it: their
+    messages name the input and how to give it (``--repo NAME=PATH``, ``pp1audit
+    fetch``). A message that ends another one (a donor's hunks "not checked: <the
+    donor's reason>") waits for the same input; it is told in its shortest words."""
+    reasons: list[str] = []
+    counts: list[int] = []
+    for c in checks:
+        for i, reason in enumerate(reasons):
+            if c.message.endswith(reason) or reason.endswith(c.message):
+                reasons[i] = min(reason, c.message, key=len)
+                counts[i] += 1
+                break
+        else:
+            reasons.append(c.message)
+            counts.append(1)
+    return list(zip(reasons, counts, strict=True))
+
+
 def get_formatter(name: str) -> Callable[..., str]:
     """The ``render`` function of the named format (imported only when used)."""
     if name not in FORMATS:
@@ -44,5 +63,5 @@ def get_formatter(name: str) -> Callable[..., str]:
     return render
 
 
-__all__ = ["FORMATS", "UNKNOWN_VERSION", "Result", "counted", "get_formatter", "named_source",
+__all__ = ["FORMATS", "UNKNOWN_VERSION", "Result", "counted", "get_formatter", "named_source", "skip_reasons",
            "version_or_unknown"]

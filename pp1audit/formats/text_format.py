@@ -2,7 +2,9 @@
 
 Colour and width are separate questions. On a terminal (with colour or
 without) it is drawn by rich, at the terminal's width, under a header row, its
-first line fitted too. Anywhere else it is plain aligned text, one check per
+first line fitted too; its rows are grouped by status, broken first, and the
+skips are told once per input they wait for (``--repo lane=PATH``, ``pp1audit
+fetch``) instead of one row each. Anywhere else it is plain aligned text, one check per
 line and no header, which keeps rich's import cost off the path of CI logs and
 pipes; colour forced there (``--color always``, which wins over ``NO_COLOR``)
 only wraps the status and the verdict in escape codes, so the rows are the
@@ -19,7 +21,7 @@ import sys
 import unicodedata
 from collections.abc import Iterable
 
-from pp1audit.formats import counted, named_source, version_or_unknown
+from pp1audit.formats import counted, named_source, skip_reasons, version_or_unknown
 from pp1audit.result import Check, Result, Status
 from pp1audit.text.safe import as_code_points, can_show, printable
 from pp1audit.text.spans import line_range
@@ -70,6 +72,28 @@ def _rows(result: Result, verbose: bool) -> list[Check]:
     return [c for c in result.checks if verbose or c.status is not Status.PASS]
 
 
+_BROKEN_FIRST = (Status.FAIL, Status.ERROR, Status.STALE, Status.DRIFT, Status.SKIP, Status.PASS)
+"""A terminal's order: what closes the gate first, what merely waits for an input last."""
+
+
+def _grouped(result: Result, verbose: bool) -> list[Check]:
+    """The terminal's rows: grouped by status, broken first, in manifest order within a
+    status; skips are summarised after the table (``_waiting``) unless ``verbose``."""
+    rank = {s: i for i, s in enumerate(_BROKEN_FIRST)}
+    rows = [c for c in _rows(result, verbose) if verbose or c.status is not Status.SKIP]
+    return sorted(rows, key=lambda c: rank[c.status])
+
+
+def _waiting(result: Result) -> list[str]:
+    """The skips told once per input they wait for, with what would give it."""
+    skipped = [c for c in result.checks if c.status is Status.SKIP]
+    if not skipped:
+        return []
+    lines = [f"{len(skipped)} not judged, each waiting for an input:"]
+    lines += [f"  {n:>3} × {printable(reason)}" for reason, n in skip_reasons(skipped)]
+    return lines
+
+
 def render(result: Result, verbose: bool = False, color: bool = False,
            terminal: bool = False) -> str:
     """The report as text: escape codes only when ``color``; a table fitted to the
@@ -79,9 +103,9 @@ def render(result: Result, verbose: bool = False, color: bool = False,
     no header, with colour or without: ``--color always | tee ci.log`` stripped of
     its escape codes is byte for byte what ``| tee ci.log`` writes, so a grep, a
     ``wc -l`` or a diff of two logs reads the same whichever was asked for."""
-    rows = _rows(result, verbose)
     if terminal:
-        return _render_rich(result, rows, color=color)
+        return _render_rich(result, _grouped(result, verbose), color=color)
+    rows = _rows(result, verbose)
     head = _head(result)
     ids = [printable(c.id) for c in rows]
     widths = [max((len(x) for x in col), default=0) for col in (
@@ -327,5 +351,7 @@ def _render_rich(result: Result, rows: list[Check], *, color: bool) -> str:
     with console.capture() as cap:
         if rows:
             console.print(table)
+        for line in _waiting(result):
+            console.print(written(line), style=_STYLE[Status.SKIP] if line.startswith(" ") else "")
         console.print(Text(summary(result), style=_verdict_style(result)))
     return (head + "\n" if head else "") + cap.get()
