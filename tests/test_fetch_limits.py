@@ -1,10 +1,9 @@
-"""Download limits beyond one socket read: the total deadline, stale temporary
-files, and the range checks on ``[fetch]`` settings in ``pp1audit.toml``."""
+"""Download limits beyond one socket read: the total deadline (in the main thread
+and in another), and the range checks on ``[fetch]`` settings in ``pp1audit.toml``."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -18,8 +17,7 @@ from conftest import REPO, run_cli
 from pp1audit.errors import Pp1Error
 from pp1audit.sources.cache import Cache, FetchError
 from pp1audit.sources.download import download
-from pp1audit.sources.fetchpolicy import FetchPolicy
-from pp1audit.sources.runconfig import load_config
+from pp1audit.sources.runconfig import FetchPolicy, load_config
 
 BODY = b"--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n" * 4
 BODY_SHA = hashlib.sha256(BODY).hexdigest()
@@ -28,7 +26,8 @@ BODY_SHA = hashlib.sha256(BODY).hexdigest()
 @pytest.fixture
 def server() -> Iterator[str]:
     """``/drip``: one byte every 0.5 s (each read returns well within any read
-    timeout, so only a total deadline can end it); ``/ok``: the body at once."""
+    timeout, so only a total deadline can end it); ``/ok``: the body at once;
+    ``/retry-after``: 503, come back in a minute."""
     stop = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
@@ -36,6 +35,12 @@ def server() -> Iterator[str]:
             pass
 
         def do_GET(self) -> None:
+            if self.path == "/retry-after":  # a 503 asking for a minute's wait, every time
+                self.send_response(503)
+                self.send_header("Retry-After", "60")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             self.send_response(200)
             self.send_header("Content-Length", str(len(BODY)))
             self.end_headers()
@@ -117,19 +122,37 @@ def test_total_timeout_from_the_config_file(server: str, tmp_path: Path) -> None
     assert files_under(cache) == []
 
 
-def test_stale_part_files_are_removed_before_downloading(server: str, tmp_path: Path) -> None:
-    shelf = tmp_path / "cache" / "sha256"
-    shelf.mkdir(parents=True)
-    old, fresh, other = shelf / ".part-killedrun", shelf / ".part-inprogress", shelf / "notes"
-    for p in (old, fresh, other):
-        p.write_bytes(b"partial")
-    an_hour_ago = time.time() - 3600
-    os.utime(old, (an_hour_ago, an_hour_ago))
-    os.utime(other, (an_hour_ago, an_hour_ago))
-    got = download(f"{server}/ok", BODY_SHA, Cache(tmp_path / "cache"), FetchPolicy())
-    assert got.path.read_bytes() == BODY
-    assert not old.exists()  # a killed run's leftover
-    assert fresh.exists() and other.exists()  # maybe another run's live download; not ours
+def test_the_deadline_holds_in_another_thread_too(server: str, tmp_path: Path) -> None:
+    """Off the main thread no signal can interrupt a read: the body's loop checks the
+    clock after every read, and a dripping server returns from each one."""
+    errors: list[str] = []
+
+    def run() -> None:
+        try:
+            download(f"{server}/drip", BODY_SHA, Cache(tmp_path / "cache"),
+                     FetchPolicy(read_timeout=5, total_timeout=1.5))
+        except FetchError as exc:
+            errors.append(str(exc))
+
+    started = time.monotonic()
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(20)
+    assert not worker.is_alive() and time.monotonic() - started < 5
+    assert errors == [f"{server}/drip: download did not finish within the total timeout of "
+                      "1.5 s; aborted"]
+    assert files_under(tmp_path / "cache") == []
+
+
+def test_a_long_retry_after_cannot_outlast_the_deadline(server: str, tmp_path: Path) -> None:
+    """``Retry`` sleeps as long as ``Retry-After`` says; the deadline interrupts the sleep."""
+    started = time.monotonic()
+    with pytest.raises(FetchError) as info:
+        download(f"{server}/retry-after", BODY_SHA, Cache(tmp_path / "cache"),
+                 FetchPolicy(attempts=3, total_timeout=1.0))
+    assert time.monotonic() - started < 5
+    assert str(info.value) == (f"{server}/retry-after: download did not finish within the total "
+                               "timeout of 1 s; aborted")
 
 
 @pytest.mark.parametrize(("fetch", "words"), [

@@ -1,8 +1,7 @@
 """A pinned remote file as a ``Source``: its verified cached bytes at its logical path.
 
-Fetching and caching the bytes are ``pp1audit.sources.download`` and ``pp1audit.sources.cache``;
-this module only serves them to the checks like any other file.
-"""
+Fetching and caching them are ``download`` and ``cache``; this serves them to the
+checks like any other file."""
 
 from __future__ import annotations
 

@@ -1,28 +1,23 @@
 """Run-time inputs for provenance checks: clone paths, the remote cache, fetch limits.
 
-They come from command-line options and, so that a CI job or a workstation does
-not repeat them, from a TOML file (``--config FILE``, else ``./pp1audit.toml`` when
-present)::
+From command-line options and, so that a CI job does not repeat them, a TOML
+file (``--config FILE``, else ``./pp1audit.toml`` when present)::
 
     [repos]              # named git sources of the manifest -> local clones
     lane = "../lane"     # relative paths are relative to the config file
-
     [cache]
     dir = "~/.cache/pp1audit"
-
     [fetch]
     timeout = 30         # seconds, connect and read (0 < timeout <= 3600)
     total_timeout = 120  # seconds for a whole download, tries included (same range)
     max_bytes = 33554432 # >= 1
     attempts = 3         # >= 1
 
-Command-line values win over the file, and the file over ``$PP1AUDIT_CACHE_DIR``.
+Command-line values win over the file, the file over ``$PP1AUDIT_CACHE_DIR``.
 Unknown keys, wrong types and values out of range are usage errors (exit 2)
-naming the file, never silently ignored or clamped (a negative timeout would
-otherwise surface as a crash deep inside the HTTP client). A cache directory
-that cannot be one (an existing file) is a usage error too, however it was
-named, and a ``--repo`` NAME given twice with two paths (the last would
-silently win, and the gate flip with the order of the options).
+naming the file, never ignored or clamped; so is a cache directory that cannot
+be one, however it was named, and a ``--repo`` NAME given twice with two paths
+(the last would silently win, and the gate flip with the options' order).
 """
 
 from __future__ import annotations
@@ -36,12 +31,27 @@ from typing import Any
 
 from pp1audit.cli.configfile import config_file
 from pp1audit.errors import Pp1Error
-from pp1audit.sources.cache import CACHE_ENV, default_cache_dir
-from pp1audit.sources.fetchpolicy import FetchPolicy
+from pp1audit.sources.cache import CACHE_ENV, MAX_BYTES, default_cache_dir
 from pp1audit.sources.safeio import realpath
 
 MAX_TIMEOUT = 3600.0
 """Longest accepted timeout, in seconds: beyond an hour a value is a typo (ms?)."""
+
+
+@dataclass(frozen=True)
+class FetchPolicy:
+    """Limits of one download. Here, not in the downloader: every run with
+    provenance resolves them, and only a fetching one may load requests."""
+
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    max_bytes: int = MAX_BYTES
+    attempts: int = 3
+    """Tries in all (1 = no retry): connection failures and 429/5xx answers."""
+    backoff: float = 0.5
+    """urllib3's ``backoff_factor``."""
+    total_timeout: float = 120.0
+    """Seconds for one whole download, tries and redirects included."""
 
 
 @dataclass(frozen=True)
@@ -51,28 +61,25 @@ class ProvenanceOptions:
     repos: dict[str, Path] = field(default_factory=dict)
     """Named git source -> local clone (``--repo NAME=PATH``, or the config file)."""
     named_on_command_line: frozenset[str] = frozenset()
-    """Names given with ``--repo``: a manifest without them is a usage error. Names only
-    in a config file may belong to other manifests and are ignored when unknown."""
+    """Names given with ``--repo``: one the manifest lacks is a usage error (names
+    only in a config file may belong to other manifests)."""
     from_config: dict[str, Path] = field(default_factory=dict)
     """Names whose path a config file gave (and no ``--repo`` overrode) -> that file."""
     cache_dir: Path | None = None
     """Remote-pin cache; None: ``cache.default_cache_dir()``."""
     fetch: bool = False
-    """Download missing remote pins before checking (``check --fetch``). Without it
-    nothing opens a socket, so ``--offline`` (the default made explicit) needs no
-    state of its own: it only refuses to be combined with ``--fetch``."""
+    """Download missing remote pins first (``check --fetch``). Without it nothing
+    opens a socket, so ``--offline`` needs no state of its own."""
     policy: FetchPolicy = field(default_factory=FetchPolicy)
 
     def repo_origin(self, name: str) -> str:
-        """Who gave the clone path of source ``name``, as the head of a one-line error
-        about it: ``cfg.toml: [repos] lane: /path`` or ``/path: --repo lane``. A path
-        that is no clone is the fault of the line that wrote it, and one from a config
-        file blamed on ``--repo`` sends the reader to a command line that has none."""
-        path = self.repos.get(name)
+        """Who gave the clone path of ``name``, as the head of an error about it
+        (``cfg.toml: [repos] lane: /path`` or ``/path: --repo lane``): a path from a
+        config file blamed on ``--repo`` sends the reader to the wrong place."""
         file = self.from_config.get(name)
         if file is not None:
-            return f"{file}: [repos] {name}: {path}"
-        return f"{path}: --repo {name}"
+            return f"{file}: [repos] {name}: {self.repos.get(name)}"
+        return f"{self.repos.get(name)}: --repo {name}"
 
 
 def parse_repo_option(value: str) -> tuple[str, Path]:
@@ -84,7 +91,7 @@ def parse_repo_option(value: str) -> tuple[str, Path]:
 
 
 def _expect(file: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+    if not isinstance(value, kind) or isinstance(value, bool):
         raise Pp1Error(f"{file}: '{key}' has the wrong type")
     return value
 
@@ -104,6 +111,24 @@ def _at_least_one(file: Path, key: str, value: Any) -> int:
     return n
 
 
+_FETCH_KEYS: dict[str, tuple[Any, tuple[str, ...]]] = {
+    "attempts": (_at_least_one, ("attempts",)),
+    "max_bytes": (_at_least_one, ("max_bytes",)),
+    "timeout": (_seconds, ("connect_timeout", "read_timeout")),
+    "total_timeout": (_seconds, ("total_timeout",)),
+}
+"""``[fetch]`` key -> its check, and the policy fields it sets."""
+
+
+def _section(file: Path, data: dict[str, Any], name: str, known: Any) -> dict[str, Any]:
+    section: dict[str, Any] = _expect(file, name, data.get(name, {}), dict)
+    extra = sorted(set(section) - set(known)) if known is not None else []
+    if extra:
+        raise Pp1Error(f"{file}: unknown key '{name}.{extra[0]}'"
+                       + (f" (known: {', '.join(known)})" if name == "fetch" else ""))
+    return section
+
+
 def load_config(file: Path) -> ProvenanceOptions:
     """Read a config file; one-line ``Pp1Error`` naming it for any problem."""
     import tomllib
@@ -117,37 +142,19 @@ def load_config(file: Path) -> ProvenanceOptions:
         raise Pp1Error(f"{file}: config is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise Pp1Error(f"{file}: invalid TOML: {exc}") from None
-    base = file.resolve().parent
-    known = {"repos", "cache", "fetch"}
-    extra = sorted(set(data) - known)
+    extra = sorted(set(data) - {"repos", "cache", "fetch"})
     if extra:
         raise Pp1Error(f"{file}: unknown section '{extra[0]}' (known: cache, fetch, repos)")
-    repos: dict[str, Path] = {}
-    for name, path in _expect(file, "repos", data.get("repos", {}), dict).items():
-        p = Path(_expect(file, f"repos.{name}", path, str)).expanduser()
-        repos[name] = p if p.is_absolute() else base / p
-    cache = _expect(file, "cache", data.get("cache", {}), dict)
-    if set(cache) - {"dir"}:
-        raise Pp1Error(f"{file}: unknown key 'cache.{sorted(set(cache) - {'dir'})[0]}'")
-    cache_dir = None
-    if "dir" in cache:
-        c = Path(_expect(file, "cache.dir", cache["dir"], str)).expanduser()
-        cache_dir = c if c.is_absolute() else base / c
-    fetch = _expect(file, "fetch", data.get("fetch", {}), dict)
+    base = file.resolve().parent
+    repos = {name: base / Path(_expect(file, f"repos.{name}", path, str)).expanduser()
+             for name, path in _section(file, data, "repos", None).items()}
+    cache = _section(file, data, "cache", ("dir",))
+    cache_dir = base / Path(_expect(file, "cache.dir", cache["dir"], str)).expanduser() \
+        if "dir" in cache else None
     policy = FetchPolicy()
-    for key, value in fetch.items():
-        if key == "timeout":
-            t = _seconds(file, "fetch.timeout", value)
-            policy = replace(policy, connect_timeout=t, read_timeout=t)
-        elif key == "total_timeout":
-            policy = replace(policy, total_timeout=_seconds(file, "fetch.total_timeout", value))
-        elif key == "max_bytes":
-            policy = replace(policy, max_bytes=_at_least_one(file, "fetch.max_bytes", value))
-        elif key == "attempts":
-            policy = replace(policy, attempts=_at_least_one(file, "fetch.attempts", value))
-        else:
-            raise Pp1Error(f"{file}: unknown key 'fetch.{key}' "
-                           "(known: attempts, max_bytes, timeout, total_timeout)")
+    for key, value in _section(file, data, "fetch", _FETCH_KEYS).items():
+        check, fields = _FETCH_KEYS[key]
+        policy = replace(policy, **dict.fromkeys(fields, check(file, f"fetch.{key}", value)))
     if cache_dir is not None:
         check_cache_dir(cache_dir, f"{file}: [cache] dir")
     return ProvenanceOptions(repos=repos, from_config=dict.fromkeys(repos, file),
@@ -155,76 +162,52 @@ def load_config(file: Path) -> ProvenanceOptions:
 
 
 def check_cache_dir(path: Path, origin: str) -> None:
-    """``Pp1Error`` (exit 2) when ``path`` cannot be a cache directory: an existing
-    non-directory, or one below a file. A missing one is fine (``fetch`` makes it).
-
-    The same test for ``--cache-dir``, ``[cache] dir`` and ``$PP1AUDIT_CACHE_DIR``:
-    an unusable cache is bad input whoever named it, not a closed gate. ``origin``
-    heads the message (``cfg.toml: [cache] dir``).
-    """
+    """``Pp1Error`` (exit 2, headed by ``origin``) when ``path`` cannot be a cache
+    directory: an unusable cache is bad input whoever named it, not a closed gate.
+    A missing one is fine (``fetch`` makes it)."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return
     except NotADirectoryError:
         raise Pp1Error(f"{origin}: {path}: a parent of it is not a directory; "
                        "the remote-pin cache must be a directory") from None
     except OSError:
-        return  # unreadable: each use of the cache says so, with the file it needed
+        return  # missing, or unreadable: each use of the cache says so
     if not stat.S_ISDIR(mode):
         raise Pp1Error(f"{origin}: {path} is not a directory; "
                        "the remote-pin cache must be a directory")
 
 
 def _cache_dir(option: Path | None, config: Path | None, uses_cache: bool) -> Path | None:
-    """The cache directory: ``--cache-dir``, else the config file's, else
-    ``$PP1AUDIT_CACHE_DIR``, else the user cache directory (None), checked alike:
-    the last too, as ``$XDG_CACHE_HOME`` names a file as easily as the others do,
-    and each pin's check would then be an ``error`` of its own (exit 1) — but only
-    when the run ``uses_cache``: a default nobody chose (``HOME=/dev/null`` in a
-    sandboxed CI) must not end a run that reads no remote pin."""
+    """``--cache-dir``, else the config file's (checked as it was read), else
+    ``$PP1AUDIT_CACHE_DIR``, else the user cache directory (None), each checked:
+    the last only when the run ``uses_cache``, as a default nobody chose
+    (``HOME=/dev/null`` in a sandboxed CI) must not end a run that reads no pin."""
     if option is not None:
         check_cache_dir(option, "--cache-dir")
         return option
-    if config is not None:  # checked when the file was read, naming the file
+    if config is not None:
         return config
     env = os.environ.get(CACHE_ENV)
-    if not env:
-        if uses_cache:
-            check_cache_dir(default_cache_dir(), _user_cache_origin())
-        return None
-    path = Path(env)
-    check_cache_dir(path, CACHE_ENV)
-    return path
-
-
-def _user_cache_origin() -> str:
-    """Who named the user cache directory, as the head of an error about it."""
-    given = os.environ.get("XDG_CACHE_HOME", "").strip()  # blank is unset, as platformdirs reads it
-    return "XDG_CACHE_HOME" if given else "the user cache directory"
+    if env:
+        check_cache_dir(Path(env), CACHE_ENV)
+        return Path(env)
+    if uses_cache:  # a blank XDG_CACHE_HOME is unset, as platformdirs reads it
+        xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+        check_cache_dir(default_cache_dir(), "XDG_CACHE_HOME" if xdg else "the user cache directory")
+    return None
 
 
 def _merge_repos(base: dict[str, Path], values: tuple[str, ...]) -> tuple[dict[str, Path], set[str]]:
-    """The config file's clones with ``--repo`` values over them, and the names given.
-
-    A NAME given twice is a usage error unless both name the same directory: the
-    last one would win silently, and the verdict depend on the options' order.
-    """
-    merged = dict(base)
+    """The config file's clones with ``--repo`` values over them, and the names given;
+    a NAME given twice is a usage error unless both name the same directory."""
     named: dict[str, Path] = {}
     for value in values:
         name, path = parse_repo_option(value)
-        first = named.get(name)
-        if first is not None and not _same_path(first, path):
+        first = named.setdefault(name, path)
+        if first != path and realpath(first) != realpath(path):
             raise Pp1Error(f"--repo {name}: given twice, as {first} and as {path}; "
                            "give each source once")
-        named[name] = path
-        merged[name] = path
-    return merged, set(named)
-
-
-def _same_path(a: Path, b: Path) -> bool:
-    return a == b or realpath(a) == realpath(b)
+    return {**base, **named}, set(named)
 
 
 def resolve_options(
@@ -240,17 +223,12 @@ def resolve_options(
     config = config_file(config)  # whatever is there: load_config judges it
     base = load_config(config) if config is not None else ProvenanceOptions()
     merged, named = _merge_repos(base.repos, repos)
-    policy = base.policy
-    if timeout is not None:
-        policy = replace(policy, connect_timeout=timeout, read_timeout=timeout)
-    if max_bytes is not None:
-        policy = replace(policy, max_bytes=max_bytes)
-    if attempts is not None:
-        policy = replace(policy, attempts=max(1, attempts))
-    if total_timeout is not None:
-        policy = replace(policy, total_timeout=total_timeout)
+    given: dict[str, Any] = {"connect_timeout": timeout, "read_timeout": timeout,
+                             "max_bytes": max_bytes, "attempts": attempts,
+                             "total_timeout": total_timeout}
     return ProvenanceOptions(
         repos=merged, named_on_command_line=frozenset(named),
         from_config={n: f for n, f in base.from_config.items() if n not in named},
-        cache_dir=_cache_dir(cache_dir, base.cache_dir, uses_cache), fetch=fetch, policy=policy,
+        cache_dir=_cache_dir(cache_dir, base.cache_dir, uses_cache), fetch=fetch,
+        policy=replace(base.policy, **{k: v for k, v in given.items() if v is not None}),
     )
