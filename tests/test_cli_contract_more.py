@@ -466,7 +466,7 @@ def test_a_bytecode_worker_outlives_the_signal_the_cli_unwinds_on(
     tracebacks (CPython gh-107219). Under the CLI's handlers a worker ignores the
     signal and the parent's unwinding ends it: here each task signals its own worker,
     deterministically, and every answer still comes back."""
-    from pp1audit.checks import bytecode
+    from pp1audit.checks import pyccompare, pycworkers
 
     signum = getattr(signal, name)
 
@@ -474,10 +474,10 @@ def test_a_bytecode_worker_outlives_the_signal_the_cli_unwinds_on(
         os.kill(os.getpid(), signum)  # the group's signal, as it reaches a worker
         return "fail", "the worker lived on"
 
-    monkeypatch.setattr(bytecode, "_compare", signalled)
+    monkeypatch.setattr(pyccompare, "_compare", signalled)
     try:
         with cli._unwinding_signals():
-            answers = bytecode._in_processes([(b"", b"", 0)] * 5, 2, None)
+            answers = pycworkers._in_processes([(b"", b"", 0)] * 5, 2, None)
     except KeyboardInterrupt:  # a worker's Ctrl-C sent back as its task's exception
         pytest.fail("the worker's KeyboardInterrupt reached the parent")
     assert answers == [("fail", "the worker lived on")] * 5

@@ -26,7 +26,7 @@ import pytest
 from conftest import run_cli
 from test_record_units import install
 
-from pp1audit.checks.bytecode import _where_they_part
+from pp1audit.checks.pycexplain import _where_they_part
 from pp1audit.text.safe import printable
 
 MANIFEST = "pp1audit: 1\ntarget: {package: pkg, version: '1.0'}\n"
@@ -108,14 +108,14 @@ def test_a_literal_and_its_window_read_once_escaped() -> None:
 
 
 def test_bytes_and_tuples_read_as_their_repr_once_escaped() -> None:
-    from pp1audit.checks.bytecode import _literal
+    from pp1audit.checks.pycexplain import _literal
 
     for value in (b"\x00\xff\\\n'", ("a\nb", ("x",), 1.5, None), "it's", b"", ()):
         assert printable(_literal(value)) == repr(value)
 
 
 def test_a_long_literal_is_cut_to_its_width_once_escaped() -> None:
-    from pp1audit.checks.bytecode import _SHOWN, _shown
+    from pp1audit.checks.pycexplain import _SHOWN, _shown
 
     shown = printable(_shown(("\x1b" * 30,) * 5))
     assert len(shown) <= _SHOWN and shown.endswith("…") and shown.startswith("('\\x1b\\x1b")

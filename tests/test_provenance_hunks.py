@@ -9,7 +9,9 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from pp1audit.checks.patches import APPLIED, CONFLICT, NOT_APPLIED, parse_patch, patch_status
+from pp1audit.checks.patches import patch_status
+from pp1audit.checks.patchmatch import APPLIED, CONFLICT, NOT_APPLIED
+from pp1audit.checks.patchparse import parse
 from pp1audit.sources import DirectorySource
 from pp1audit.sources.store import FileStore
 
@@ -75,7 +77,7 @@ def test_a_hunk_without_leading_context_is_anchored_at_the_start(tmp_path: Path)
 def test_two_diffs_of_one_file_give_distinct_hunk_ids(tmp_path: Path) -> None:
     patch = (b"--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1,2 +1,2 @@\n-x = 1\n+x = 10\n y = 2\n"
              b"--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -2,2 +2,2 @@\n y = 2\n-z = 3\n+z = 30\n")
-    assert [(h.path, h.index) for h in parse_patch(patch)] == [("pkg/m.py", 1), ("pkg/m.py", 2)]
+    assert [(h.path, h.index) for d in parse(patch) for h in d.hunks] == [("pkg/m.py", 1), ("pkg/m.py", 2)]
     tree = write(tmp_path / "tree", "x = 10\ny = 2\nz = 3\n")
     (tree / "pkg" / "__init__.py").write_text("")
     digest = hashlib.sha256(patch).hexdigest()

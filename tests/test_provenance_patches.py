@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import replace_file
 
-from pp1audit.checks.patches import APPLIED, CONFLICT, NOT_APPLIED, PatchError, parse_patch, patch_status
+from pp1audit.checks.patches import patch_status
+from pp1audit.checks.patchmatch import APPLIED, CONFLICT, NOT_APPLIED
+from pp1audit.checks.patchparse import PatchError, parse
 from pp1audit.sources import DirectorySource, WheelSource
 from pp1audit.sources.store import FileStore
 
@@ -60,8 +62,7 @@ def statuses(tree: Path, patch: bytes) -> list[str]:
 
 def test_pristine_tree_reports_not_applied(vllm_tree: Path) -> None:
     patch = make_patch(donor_edits(vllm_tree))
-    hunks = parse_patch(patch)
-    assert [h.path for h in hunks] == [CONFIG, SAMPLER]
+    assert [h.path for d in parse(patch) for h in d.hunks] == [CONFIG, SAMPLER]
     result = patch_status(patch, FileStore(DirectorySource(vllm_tree))).hunks
     assert [s.status for s in result] == [NOT_APPLIED, NOT_APPLIED]
     # the reported lines hold the hunk's original text in the real file
@@ -118,9 +119,9 @@ def test_file_missing_is_conflict_and_new_file_absent_is_not_applied(tree_copy: 
 
 def test_not_a_patch_is_a_one_line_error() -> None:
     with pytest.raises(PatchError, match="no hunks found"):
-        parse_patch(b"just prose\n")
+        parse(b"just prose\n")
     with pytest.raises(PatchError, match="not UTF-8"):
-        parse_patch(b"\xff\xfe")
+        parse(b"\xff\xfe")
 
 
 def seed_cache(cache: Path, data: bytes) -> str:

@@ -20,7 +20,8 @@ import pytest
 from conftest import run_cli
 from lanerepo import dedent
 
-from pp1audit.checks.patches import APPLIED, CONFLICT, NOT_APPLIED, UNUSABLE, patch_status
+from pp1audit.checks.patches import UNUSABLE, patch_status
+from pp1audit.checks.patchmatch import APPLIED, CONFLICT, NOT_APPLIED
 from pp1audit.sources import DirectorySource
 from pp1audit.sources.store import FileStore
 

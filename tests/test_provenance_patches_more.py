@@ -23,7 +23,8 @@ import pytest
 from conftest import run_cli
 from lanerepo import _commit, dedent
 
-from pp1audit.checks.patches import APPLIED, CONFLICT, NOT_APPLIED, patch_status
+from pp1audit.checks.patches import patch_status
+from pp1audit.checks.patchmatch import APPLIED, CONFLICT, NOT_APPLIED
 from pp1audit.sources import DirectorySource
 from pp1audit.sources.store import FileStore
 

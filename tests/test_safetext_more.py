@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from pp1audit.checks.bytecode import _where_they_part
 from pp1audit.checks.citations import moved_by
+from pp1audit.checks.pycexplain import _where_they_part
 from pp1audit.text.safe import printable, printable_code
 
 NEWLINE_NAME = "pkg/a\nb.py"

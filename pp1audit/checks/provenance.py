@@ -442,7 +442,9 @@ class ProvenanceRun:
 
     def donor_checks(self, pin: RemotePin) -> list[Check]:
         """The donor patch's hunks in the tree it applies to: a summary and one check per hunk."""
-        from pp1audit.checks.patches import APPLIED, NOT_APPLIED, PatchError, patch_status, tally
+        from pp1audit.checks.patches import patch_status, tally
+        from pp1audit.checks.patchmatch import APPLIED, NOT_APPLIED
+        from pp1audit.checks.patchparse import PatchError
 
         cid = f"{pin.id}:hunks"
         where = "the target" if pin.applies_to == TARGET else (
