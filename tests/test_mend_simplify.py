@@ -65,26 +65,6 @@ def test_pin_lexes_a_file_once_for_its_reindented_spans(
     assert lexed[0] <= 10 * n, lexed[0]
 
 
-def test_a_dataless_tail_loads_its_entry_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``_dataless_tail`` compares each shorter cut with the whole entry loaded once."""
-    import yaml
-
-    from pp1audit.upgrade.yamledit import _dataless_tail
-
-    segment = ["k: |\n", "  x\n", "  # a\n", "  # b\n", "# c\n"]  # '# a', '# b' are the block's
-    whole = "".join(segment)
-    loads: list[str] = []
-    load = yaml.load
-
-    def counted(stream: str, Loader: type) -> object:  # PyYAML names it Loader
-        loads.append(stream)
-        return load(stream, Loader=Loader)
-
-    monkeypatch.setattr(yaml, "load", counted)
-    assert _dataless_tail(segment) == 4
-    assert loads.count(whole) == 1, loads
-
-
 def test_a_patch_reads_a_file_as_text_once(make_files: Callable[..., Path]) -> None:
     """``patches._read`` decodes the bytes once, as git holds them, without building the
     line view citations use; a file that is not text is refused as ``text_lines`` refuses it."""
@@ -106,7 +86,7 @@ def test_a_patch_reads_a_file_as_text_once(make_files: Callable[..., Path]) -> N
 
 
 def test_a_diffs_text_hunks_are_built_once() -> None:
-    from pp1audit.checks.patches import _parse
+    from pp1audit.checks.patchparse import parse
 
-    diff = _parse(b"--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n+y\n", 1)[0]
+    diff = parse(b"--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n+y\n", 1)[0]
     assert len(diff.text) == 1 and diff.text is diff.text

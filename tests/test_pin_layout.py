@@ -1,7 +1,6 @@
 """``pp1audit pin --allow-unresolved`` marks a pin with a comment on its own line
 and changes nothing else: not the blank line and comment that follow the last
-entry of a mapping (ruamel keeps those in the same comment token as the entry's
-end-of-line comment), not the author's comment on that line, not the two-space
+entry of a mapping, not the author's comment on that line, not the two-space
 separator, not a CRLF file's line endings; and a later pin that resolves it
 takes the mark off and gives back the original bytes."""
 
@@ -17,7 +16,7 @@ import pytest
 import yaml
 from conftest import run_cli
 
-from pp1audit.upgrade.yamledit import Note, load_document, splice
+from pp1audit.upgrade.yamledit import TextDoc
 
 MARK = "pp1audit pin: UNRESOLVED"
 TREE = {
@@ -163,57 +162,34 @@ def test_a_resolved_pin_gives_back_the_original_bytes(layout: tuple[Path, Path],
     assert run_cli("check", str(root), "-m", str(back)).returncode == 0
 
 
-# -- the ruamel side: an entry that is re-emitted carries the same mark ------------
+# -- the text edit itself ----------------------------------------------------------
 
 
-def dump(doc_text: str, edit: Callable[[object], None]) -> str:
-    doc = load_document(doc_text)
-    edit(doc.data)
-    return doc.dump()
+def noted(text: str, *marks: tuple[tuple[str, ...], str | None]) -> str:
+    """``text`` with each mark put on (or, for None, taken off) its entry's key line."""
+    doc = TextDoc(text, "m.yaml")
+    for path, note in marks:
+        assert doc.note(path, "M", note), path
+        assert not doc.note(path, "M", note)  # already says so
+    return doc.text()
 
 
-def test_note_in_the_tree_keeps_the_lines_after_the_entry() -> None:
+def test_a_note_keeps_the_lines_after_the_entry() -> None:
     text = "a:\n  x: 1\n  y: 2   # mine\n\n# next\nb:\n  z: 3\n"
-    note = Note("M", "M: why")
-
-    def mark(data: object) -> None:
-        assert isinstance(data, dict)
-        assert note.apply(data["a"], "y") and note.apply(data["b"], "z")
-        assert note.apply(data["a"], "x")
-        assert not note.apply(data["a"], "x")  # already says so
-
-    marked = dump(text, mark)
+    marked = noted(text, (("a", "y"), "M: why"), (("b", "z"), "M: why"), (("a", "x"), "M: why"))
     assert marked == ("a:\n  x: 1  # M: why\n  y: 2   # mine  # M: why\n\n# next\n"
                       "b:\n  z: 3  # M: why\n")
-
-    def unmark(data: object) -> None:
-        assert isinstance(data, dict)
-        for mapping, key in ((data["a"], "x"), (data["a"], "y"), (data["b"], "z")):
-            assert Note("M").apply(mapping, key)
-
-    assert dump(marked, unmark) == text
+    assert noted(marked, (("a", "x"), None), (("a", "y"), None), (("b", "z"), None)) == text
 
 
-def test_note_on_a_mapping_whose_first_lines_are_comments() -> None:
-    """``i1:`` then a comment line, then its keys: ruamel holds those lines in the slot
-    its own eol-comment call extends with a token (a TypeError: every pin of the
-    shipped manifest that marked ``verify-passes-draft-logits`` ended in an internal
-    error). The mark goes on the key's line, the comment lines stay, and go back."""
+def test_a_note_on_a_mapping_whose_first_lines_are_comments() -> None:
+    """``i1:`` then a comment line, then its keys: the mark goes on the key's line, the
+    comment lines stay, and go back."""
     text = "inv:\n  i1:\n    # about i1\n\n    # more\n    file: a\n  i2:\n    file: b\n"
-
-    def mark(data: object) -> None:
-        assert isinstance(data, dict)
-        assert Note("M", "M: why").apply(data["inv"], "i1")
-
-    marked = dump(text, mark)
+    marked = noted(text, (("inv", "i1"), "M: why"))
     assert marked == ("inv:\n  i1:  # M: why\n    # about i1\n\n    # more\n    file: a\n"
                       "  i2:\n    file: b\n")
-
-    def unmark(data: object) -> None:
-        assert isinstance(data, dict)
-        assert Note("M").apply(data["inv"], "i1")
-
-    assert dump(marked, unmark) == text
+    assert noted(marked, (("inv", "i1"), None)) == text
 
 
 def test_pin_marks_an_invariant_whose_mapping_starts_with_a_comment(
@@ -231,22 +207,61 @@ def test_pin_marks_an_invariant_whose_mapping_starts_with_a_comment(
         "    # a comment line right after the id"]
 
 
-def test_note_on_a_block_scalar_goes_after_its_header() -> None:
+def test_a_note_on_a_block_scalar_goes_after_its_header() -> None:
     text = "a:\n  x: |\n    line\n  # after the block\n  y: 1\n"
-
-    def mark(data: object) -> None:
-        assert isinstance(data, dict)
-        assert Note("M", "M: why").apply(data["a"], "x")
-
-    assert dump(text, mark) == "a:\n  x: |  # M: why\n    line\n  # after the block\n  y: 1\n"
+    assert noted(text, (("a", "x"), "M: why")) == (
+        "a:\n  x: |  # M: why\n    line\n  # after the block\n  y: 1\n")
 
 
-def test_splice_re_emits_an_entry_whose_line_a_comment_cannot_end() -> None:
-    """A plain scalar continued on the next line: a comment would cut it short."""
+def test_a_note_on_a_value_continued_on_the_next_line_ends_its_last_line() -> None:
+    """A plain scalar continued on the next line: a comment on the key line would cut it short."""
     text = "a:\n  x: one\n    two\n\n# next\nb: 1\n"
-    note = Note("M", "M: why")
-    doc = load_document(text)
-    assert note.apply(doc.data["a"], "x")
-    result = splice(text, doc.dump(), set(), doc.data, {("a", "x"): note})
+    result = noted(text, (("a", "x"), "M: why"))
+    assert result == "a:\n  x: one\n    two  # M: why\n\n# next\nb: 1\n"
     assert yaml.safe_load(result) == yaml.safe_load(text)
-    assert "# M: why" in result and result.endswith("\n\n# next\nb: 1\n")
+
+
+def test_a_note_on_a_flow_mapping_whose_scalar_runs_on_ends_the_mapping() -> None:
+    text = 'i:\n  x: {claim: "a\n    b", f: 1}\n  y: 2\n'
+    assert noted(text, (("i", "x"), "M: why")) == 'i:\n  x: {claim: "a\n    b", f: 1}  # M: why\n  y: 2\n'
+
+
+def test_a_value_keeps_its_style_and_its_block_indentation() -> None:
+    doc = TextDoc("t:\n  a: x   # note\n  b: 'y'\n  c: \"z\"\n  d: |\n      four\n  e: one\n", "m.yaml")
+    assert doc.set(("t", "a"), "1.0") and not doc.set(("t", "a"), "1.0")
+    doc.set(("t", "b"), "it's")
+    doc.set(("t", "c"), "w")
+    doc.set(("t", "d"), "five\n")
+    doc.set(("t", "e"), "two\nlines\n")
+    assert doc.text() == ("t:\n  a: '1.0'   # note\n  b: 'it''s'\n  c: \"w\"\n  d: |\n      five\n"
+                          "  e: |\n    two\n    lines\n")
+
+
+def test_a_comment_moves_onto_the_header_of_a_value_that_becomes_a_block() -> None:
+    doc = TextDoc("a:\n  x: one  # mine\n  y: 1\n", "m.yaml")
+    doc.set(("a", "x"), "l1\n  l2\n")
+    assert doc.text() == "a:\n  x: |  # mine\n    l1\n      l2\n  y: 1\n"
+
+
+def test_a_kept_block_never_takes_in_the_blank_lines_below_it() -> None:
+    doc = TextDoc("a:\n  p: |\n    x\n\n  q: 1\n", "m.yaml")
+    doc.set(("a", "p"), "y\n\n")
+    assert doc.text() == 'a:\n  p: "y\\n\\n"\n\n  q: 1\n'
+
+
+def test_edits_write_the_line_ends_of_a_crlf_text() -> None:
+    doc = TextDoc("a:\r\n  x: 1\r\n  y: |\r\n    old\r\n", "m.yaml")
+    doc.set(("a", "y"), "new\nline\n")
+    doc.insert(("a",), "z", "q: r", after="x")
+    assert doc.text() == "a:\r\n  x: 1\r\n  z: 'q: r'\r\n  y: |\r\n    new\r\n    line\r\n"
+
+
+def test_a_text_that_would_not_load_as_meant_is_refused() -> None:
+    from pp1audit.errors import Pp1Error
+
+    doc = TextDoc("a: 1\n", "m.yaml")
+    doc.data["a"] = 2  # as an edit that wrote something else would leave it
+    with pytest.raises(Pp1Error) as got:
+        doc.text()
+    assert str(got.value).startswith("m.yaml: pin: the edited manifest would not hold the values "
+                                     "meant (at a)") and "\n" not in str(got.value)

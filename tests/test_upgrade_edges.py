@@ -360,14 +360,13 @@ def test_comments_after_a_dropped_suffix_stay(make_files: Callable[..., Path], t
     assert all("#" not in x and x.strip("- ") for x in removed), removed
 
 
-def test_splice_keeps_the_comments_that_follow_an_edited_entry() -> None:
-    from pp1audit.upgrade.yamledit import load_document, splice
+def test_a_dropped_entry_keeps_the_comments_that_follow_it() -> None:
+    from pp1audit.upgrade.yamledit import TextDoc
 
     old = ("top:\n  one:\n    a: 1\n    b: 2\n\n# about what follows\nnext: 3\n")
-    doc = load_document(old)
-    del doc.data["top"]["one"]["b"]
-    new = splice(old, doc.dump(), {("top", "one")}, doc.data)
-    assert new == "top:\n  one:\n    a: 1\n\n# about what follows\nnext: 3\n"
+    doc = TextDoc(old, "m.yaml")
+    doc.drop(("top", "one", "b"))
+    assert doc.text() == "top:\n  one:\n    a: 1\n\n# about what follows\nnext: 3\n"
 
 
 COMMENTED = """\
@@ -401,8 +400,8 @@ citations:
 def test_comments_inside_an_entry_stay_when_its_context_is_dropped(
     make_files: Callable[..., Path], tmp_path: Path
 ) -> None:
-    """ruamel files a comment under the value before it: a dropped ``suffix`` (or
-    ``prefix``) took the entry's own comments with it, at any indent right of its key."""
+    """A dropped ``suffix`` (or ``prefix``) takes its own lines only: the entry's
+    comments, at any indent right of its key, stay."""
     src = "def alpha(x):\n    return x + 1\nALPHA = alpha\n"
     root = make_files({"pkg/__init__.py": "", "pkg/m.py": src})
     m = tmp_path / "m.yaml"
@@ -426,16 +425,31 @@ def test_comments_inside_an_entry_stay_when_its_context_is_dropped(
     assert "prefix" not in yaml.safe_load(text)["citations"]["alpha"]["anchor"]
 
 
-def test_drop_key_keeps_the_comments_after_the_value() -> None:
-    from pp1audit.upgrade.yamledit import drop_key, load_document
+def test_drop_keeps_the_comments_after_the_value() -> None:
+    from pp1audit.upgrade.yamledit import TextDoc
 
     old = ("a:\n  first: |\n    1\n  # after first\n  plain: x   # eol\n  # after plain\n"
            "  last: |\n    3\n  # after last\nb: 1\n")
     for key, gone in (("first", "  first: |\n    1\n"), ("plain", "  plain: x   # eol\n"),
                       ("last", "  last: |\n    3\n")):
-        doc = load_document(old)
-        drop_key(doc.data["a"], key)
-        assert doc.dump() == old.replace(gone, ""), key
+        doc = TextDoc(old, "m.yaml")
+        doc.drop(("a", key))
+        assert doc.text() == old.replace(gone, ""), key
+
+
+def test_a_flow_mapping_entry_is_dropped_and_added_between_its_commas() -> None:
+    from pp1audit.upgrade.yamledit import TextDoc
+
+    old = "c:\n  x: {at: 'a.py:1', anchor: {exact: \"f()\", prefix: g, suffix: h}}  # mine\n"
+    doc = TextDoc(old, "m.yaml")
+    doc.drop(("c", "x", "anchor", "prefix"))
+    doc.drop(("c", "x", "anchor", "suffix"))
+    doc.insert(("c", "x"), "unresolved", "gone: a.py", after="at")
+    assert doc.text() == ("c:\n  x: {at: 'a.py:1', unresolved: 'gone: a.py', "
+                          "anchor: {exact: \"f()\"}}  # mine\n")
+    doc = TextDoc(old, "m.yaml")
+    doc.drop(("c", "x", "at"))
+    assert doc.text() == "c:\n  x: {anchor: {exact: \"f()\", prefix: g, suffix: h}}  # mine\n"
 
 
 # -- 4. a failed write with --format json prints the error object alone -------------------------
@@ -584,10 +598,11 @@ def test_init_and_pin_escape_every_format_character(make_files: Callable[..., Pa
     m = tmp_path / "m.yaml"
     m.write_text("pp1audit: 1\ntarget: {package: pkg}\ncitations:\n  z:\n    at: pkg/a.py:2\n"
                  f"    anchor:\n      exact: |\n        {line}\n", encoding="utf-8")
-    (root / "pkg" / "a.py").write_text(f"# pad\na = 1\n{line}\n")
+    # It moves, its spaces changed: pin writes it anew, with the escapes.
+    (root / "pkg" / "a.py").write_text(f"# pad\na = 1\n{line.replace(' = ', ' =  ')}\n")
     proc = run_cli("pin", str(root), "-m", str(m), "--accept", "z")
     assert proc.returncode == 0, proc.stderr
     assert "\u061c" not in proc.stdout and "\u00ad" not in proc.stdout
     assert "+    at: pkg/a.py:3" in proc.stdout
     assert '-        z = "x\\u061cy\\u00adz"' in proc.stdout
-    assert '+      exact: "z = \\"x\\u061Cy\\xADz\\"\\n"' in proc.stdout
+    assert '+      exact: "z =  \\"x\\u061Cy\\xADz\\"\\n"' in proc.stdout

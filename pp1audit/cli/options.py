@@ -122,3 +122,8 @@ def provenance_options(fn: Any) -> Any:
                       "(default: ./pp1audit.toml when present).")(fn)
     return click.option("--repo", "repos", multiple=True, metavar="NAME=PATH",
                         help="Local clone of the manifest's git source NAME (repeatable).")(fn)
+
+
+def examples(*commands: str) -> str:
+    """A command's ``--help`` epilog: a few real invocations, kept as written (``\\b``)."""
+    return "\b\nExamples:\n" + "\n".join(f"  {c}" for c in commands)

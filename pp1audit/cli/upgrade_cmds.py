@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pp1audit.cli.options import ConfiguredCommand, PathParam, provenance_options
+from pp1audit.cli.options import ConfiguredCommand, PathParam, examples, provenance_options
 from pp1audit.cli.output import emit, tell
 from pp1audit.errors import EXIT_CLOSED, EXIT_OPEN, Pp1Error
 
@@ -71,7 +71,9 @@ def _note(text: str) -> None:
     tell(f"pp1audit: {printable(text)}")
 
 
-@click.command(cls=ConfiguredCommand)
+@click.command(cls=ConfiguredCommand,
+               epilog=examples("pp1audit init vllm-0.31.0-*.whl -p vllm -o my.yaml "
+                               "--cite vllm/config/speculative.py:601"))
 @click.argument("target", type=PathParam(path_type=Path))
 @click.option("--package", "-p", required=True, help="Package directory name under the target root.")
 @click.option("--cite", "cites", multiple=True, required=True, metavar="[ID=]PATH:A-B",
@@ -122,7 +124,9 @@ def init(
     return EXIT_OPEN
 
 
-@click.command(cls=ConfiguredCommand)
+@click.command(cls=ConfiguredCommand,
+               epilog=examples("pp1audit pin vllm-0.32.0-*.whl -m my.yaml",
+                        "pp1audit pin vllm-0.32.0-*.whl -m my.yaml --in-place"))
 @click.argument("target", type=PathParam(path_type=Path))
 @_manifest_option
 @click.option("--output", "-o", type=PathParam(path_type=Path, dir_okay=False), default=None,
@@ -155,6 +159,7 @@ def pin(
     from pp1audit.sources import open_target
     from pp1audit.sources.inputs import read_input
     from pp1audit.upgrade import pin as pin_mod
+    from pp1audit.upgrade import review
 
     if output is not None and in_place:
         raise click.UsageError("give -o FILE or --in-place, not both")
@@ -170,12 +175,12 @@ def pin(
     dest = path if in_place else output
     new_name = str(dest) if dest is not None else None
     if fmt == "json":
-        shown = dumps(pin_mod.as_dict(plan, new_name))  # the notes under "notes"
+        shown = dumps(review.as_dict(plan, new_name))  # the notes under "notes"
     else:
         # Notes are said on stderr with the other notes (``_note``): stdout holds the
         # review and the diff, which a user may pipe or save.
-        diff = pin_mod.render_diff(plan, new_name)
-        shown = pin_mod.render_review(replace(plan, notes=())) + ("\n" + diff if diff else "")
+        diff = review.render_diff(plan, new_name)
+        shown = review.render_review(replace(plan, notes=())) + ("\n" + diff if diff else "")
     unresolved = plan.unresolved
     # Written before anything is printed: a write that fails is exit 2, and with
     # --format json stdout must then hold the error object alone, not a result.
@@ -206,7 +211,8 @@ def pin(
     return EXIT_CLOSED if unresolved or plan.target_fails else EXIT_OPEN
 
 
-@click.command(cls=ConfiguredCommand)
+@click.command(cls=ConfiguredCommand,
+               epilog=examples("pp1audit show vllm-0.31.0-*.whl runner-passes-draft-logits"))
 @click.argument("target", type=PathParam(path_type=Path))
 @click.argument("spec", metavar="(CITATION-ID | PATH:A-B)")
 @_manifest_option
@@ -255,7 +261,9 @@ def show(
     return EXIT_CLOSED if closed else EXIT_OPEN
 
 
-@click.command("diff", cls=ConfiguredCommand)
+@click.command("diff", cls=ConfiguredCommand,
+               epilog=examples("pp1audit diff vllm-0.31.0-*.whl vllm-0.32.0-*.whl",
+                               "pp1audit diff old/site-packages new/site-packages -m my.yaml"))
 @click.argument("old", type=PathParam(path_type=Path))
 @click.argument("new", type=PathParam(path_type=Path))
 @_manifest_option

@@ -107,7 +107,7 @@ def build(
     ``Pp1Error`` naming it: an ``init`` that silently dropped a citation would
     produce an audit that claims less than its author asked for.
     """
-    from pp1audit.upgrade.yamledit import dump_new, new_map, text_scalar
+    from pp1audit.upgrade.yamledit import dump
 
     if not cites:
         raise Pp1Error("init: give at least one --cite PATH:A-B")
@@ -155,43 +155,23 @@ def build(
         citations[cid] = span
         anchors[cid] = anchor_text(lines, span.start, span.end, context, context)
 
-    doc = new_map()
-    doc["pp1audit"] = 1
-    audit = new_map()
-    audit["id"] = audit_id
+    audit: dict[str, str] = {"id": audit_id}
     if title:
         audit["title"] = title
     audit["date"] = date or _dt.datetime.now(_dt.UTC).date().isoformat()
-    doc["audit"] = audit
-    target = new_map()
-    target["package"] = package
-    if version is not None:
-        target["version"] = version
-    doc["target"] = target
-    fmap = new_map()
-    for path, digest in files.items():
-        fmap[path] = digest
-    doc["files"] = fmap
-    cmap = new_map()
+    target = {"package": package} | ({"version": version} if version is not None else {})
+    cmap: dict[str, dict[str, object]] = {}
     for cid, span in citations.items():
-        rec = new_map()
-        rec["at"] = str(span)
         a = anchors[cid]
-        anchor = new_map()
-        anchor["exact"] = text_scalar(a.exact)
-        if a.prefix:
-            anchor["prefix"] = text_scalar(a.prefix)
-        if a.suffix:
-            anchor["suffix"] = text_scalar(a.suffix)
-        rec["anchor"] = anchor
-        cmap[cid] = rec
-    doc["citations"] = cmap
+        sides = {"prefix": a.prefix, "suffix": a.suffix}
+        anchor = {"exact": a.exact} | {k: v for k, v in sides.items() if v}
+        cmap[cid] = {"at": str(span), "anchor": anchor}
+    doc: dict[str, object] = {"pp1audit": 1, "audit": audit, "target": target, "files": files,
+                              "citations": cmap}
     # The location as check prints it: a byte that is not UTF-8 (``bad\xff``), a line
     # break or an escape sequence in the directory's name cannot end the comment.
-    doc.yaml_set_start_comment(
-        f"pp1audit manifest written by `pp1audit init` from {source.kind} {printable(source.location)}"
-    )
-    text = dump_new(doc)
+    text = dump(doc, "pp1audit manifest written by `pp1audit init` from "
+                     f"{source.kind} {printable(source.location)}")
     _prove(text, source)
     return InitResult(text, version, files, citations, tuple(notes))
 

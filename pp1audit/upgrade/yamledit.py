@@ -1,65 +1,38 @@
-"""Round-trip YAML (ruamel): edit a manifest's values and keep everything else.
+"""Edit a manifest's text in place: only the values that change are rewritten.
 
-``pin`` rewrites a few values of a manifest that people wrote by hand: version,
-digests, spans and anchor text. Prose, ids, comments, key order, quoting and
-indentation are theirs, and a re-pin must come back as a small reviewable diff,
-not a reformatted file. ruamel.yaml's round-trip mode keeps comments and order;
-this module adds what it cannot guess reliably (the document's indentation) and
-keeps each edited scalar in the style it was written in. ruamel is imported
-only here, inside functions: ``pp1audit check`` never pays for it.
+``pin`` changes a few values of a manifest that people wrote by hand (version,
+digests, spans, anchor text) and adds or removes a few entries; prose, ids,
+comments, key order, quoting and indentation are the authors', and a re-pin
+must come back as a small reviewable diff. PyYAML's composer gives every node
+its exact place in the text, so an edit replaces the slice a value was written
+in with the new value, written by PyYAML's emitter in the old value's style
+(``render``); an entry added or removed is a whole line, or ``key: value``
+between the commas of a flow mapping. ``TextDoc.text`` then loads the result
+with the manifest loader and refuses it unless it holds exactly the data the
+edits meant: a layout this cannot edit is an error, never a silent rewrite.
 """
 
 from __future__ import annotations
 
-import functools
-import io
-import itertools
+import copy
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-_KEY_OPENS_BLOCK = re.compile(r"^(?P<ind> *)(?:- +)?[^\s#-][^#]*:\s*(?:#.*)?$")
+import yaml
 
+from pp1audit.errors import ManifestError, Pp1Error
 
-@dataclass(frozen=True)
-class Indent:
-    """Indentation of a YAML document, as ruamel's ``YAML.indent`` takes it."""
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_WIDTH = 1 << 16
+"""Never wrap a line: a re-pin must not reflow the author's lines."""
+_LOADERS = tuple({getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader})
+_BLOCK_HEADER = re.compile(r"[|>][0-9+-]*")
 
-    mapping: int = 2
-    sequence: int = 2
-    offset: int = 0
-
-
-def guess_indent(text: str) -> Indent:
-    """The indentation the author used: nested mapping step, and dash offset of lists.
-
-    ruamel's own guess looks at the first list only and can take a list's
-    indentation for the mapping step; this looks at the first nested mapping and
-    the first block list separately.
-    """
-    mapping: int | None = None
-    offset: int | None = None
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        m = _KEY_OPENS_BLOCK.match(line)
-        if not m:
-            continue
-        parent = len(m["ind"])
-        nxt = next((x for x in lines[i + 1 :] if x.strip() and not x.lstrip().startswith("#")), None)
-        if nxt is None:
-            continue
-        ind = len(nxt) - len(nxt.lstrip(" "))
-        if nxt.lstrip(" ").startswith("- "):
-            if offset is None and ind >= parent:
-                offset = ind - parent
-        elif mapping is None and ind > parent and ":" in nxt:
-            mapping = ind - parent
-        if mapping is not None and offset is not None:
-            break
-    mapping = mapping or 2
-    offset = offset or 0
-    return Indent(mapping=mapping, sequence=max(mapping, offset + 2), offset=offset)
+Keys = tuple[str, ...]
+"""A key path in a manifest: ``("citations", "some-id", "at")``."""
 
 
 def hidden(text: str) -> bool:
@@ -72,518 +45,330 @@ def hidden(text: str) -> bool:
     return printable_code(plain) != plain
 
 
-@functools.cache
-def _emitter() -> type:
-    """ruamel's round-trip emitter, writing a scalar that holds a ``hidden`` character
-    double-quoted, that character as a YAML escape (``"e\u202Evil.py"``).
+def _emit(value: str, style: str | None, step: int, flow: bool) -> str:
+    """``value`` as PyYAML writes it for the key ``k`` (``k: …`` or ``{k: …}``), the key cut off.
 
-    A manifest is read on terminals and in review diffs: a file name or a cited
-    line holding U+202E written as it is would reorder what a reviewer sees
-    (Trojan Source), though YAML would load it exactly. Escaped, the file's bytes
-    show what they hold and load back to the same text. Every other scalar is
-    written as before (``é`` stays ``é``).
+    A scalar holding a ``hidden`` character is written double-quoted with every
+    non-ASCII character escaped (``"e\\u202Evil.py"``): a manifest is read on
+    terminals and in review diffs, where U+202E written as it is would reorder
+    what a reviewer sees (Trojan Source), though YAML would load it exactly.
     """
-    from ruamel.yaml.emitter import RoundTripEmitter
-
-    class SafeEmitter(RoundTripEmitter):
-        def choose_scalar_style(self) -> Any:
-            style = super().choose_scalar_style()
-            value = str(self.event.value)
-            if style == ">":  # ruamel marks a folded scalar's folds with BEL
-                value = value.replace("\a", "")
-            if style is not None and style != '"' and hidden(value):
-                return '"'
-            return style
-
-        def write_double_quoted(self, text: Any, split: Any = True) -> None:
-            if not hidden(text):
-                return super().write_double_quoted(text, split)
-            unicode, self.allow_unicode = self.allow_unicode, False  # every non-ASCII escaped
-            try:
-                return super().write_double_quoted(text, split)
-            finally:
-                self.allow_unicode = unicode
-
-    return SafeEmitter
+    secret = hidden(value)
+    node = yaml.MappingNode(_MAP, [(yaml.ScalarNode(_STR, "k"),
+                                    yaml.ScalarNode(_STR, value, style='"' if secret else style))],
+                            flow_style=flow)
+    out = yaml.serialize(node, Dumper=yaml.SafeDumper, width=_WIDTH, indent=step,
+                         allow_unicode=not secret)
+    out = out.removesuffix("\n...\n").removesuffix("\n")
+    return (out[1:-1] if flow else out)[3:]
 
 
-def make_yaml(indent: Indent | None = None) -> Any:
-    """A round-trip ``YAML`` instance: quotes kept, no line re-wrapping, hidden
-    characters written as escapes (``_emitter``)."""
-    from ruamel.yaml import YAML
+def _literal(value: str, step: int) -> str | None:
+    """``value`` as a literal block (``|``) indented by ``step``, or None when a block
+    cannot hold it.
 
-    ind = indent or Indent()
-    y = YAML(typ="rt")
-    y.Emitter = _emitter()
-    y.preserve_quotes = True
-    y.width = 1 << 16
-    y.indent(mapping=ind.mapping, sequence=ind.sequence, offset=ind.offset)
-    return y
-
-
-@dataclass
-class Document:
-    """A manifest loaded for editing: the ruamel tree and how to write it back."""
-
-    data: Any
-    indent: Indent
-    lines: list[str] = field(default_factory=list)
-    """The text it was loaded from, by line (LF), as ``lc`` positions count them."""
-
-    def dump(self) -> str:
-        """The document as text, in the author's indentation."""
-        out = io.StringIO()
-        make_yaml(self.indent).dump(self.data, out)
-        return out.getvalue()
-
-    def note(self, mapping: Any, key: Any, note: Note) -> bool:
-        """Put ``note`` on ``key``'s entry (or take it off); True when the entry changes.
-
-        The tree is edited for a re-emitted entry; the key line as loaded is
-        asked too, because ruamel keeps a comment after a line of a flow
-        mapping wrapped by hand inside that mapping, not on the entry.
-        """
-        in_tree = note.apply(mapping, key)
-        try:
-            line = self.lines[mapping.lc.key(key)[0]]
-        except (AttributeError, KeyError, TypeError, IndexError):
-            return in_tree
-        return note.changes(line.rstrip("\n")) or in_tree
-
-
-def load_document(text: str) -> Document:
-    """Load YAML text for round-trip editing (the text was validated already).
-
-    A CRLF text is read as LF: ruamel keeps the carriage returns inside its
-    comment tokens and loses the blank line after a flow mapping, so an entry
-    it re-emits would lose the blank line before the next key's comment. The
-    lines are the same lines (the caller writes CRLF back).
+    Whether it can is PyYAML's emitter's rule (no trailing space, no control
+    character), except that a tab is allowed, as code has them; the block is then
+    read back by libyaml and by the pure-Python loader, as a manifest reader will
+    (libyaml refuses a block whose first line starts with a tab).
     """
-    text = text.replace("\r\n", "\n")
-    indent = guess_indent(text)
-    return Document(make_yaml(indent).load(text), indent, text.splitlines(keepends=True))
-
-
-def dump_new(data: Any) -> str:
-    """Dump a document built in code (``init``) with the project's default layout."""
-    out = io.StringIO()
-    make_yaml(Indent(mapping=2, sequence=4, offset=2)).dump(data, out)
-    return out.getvalue()
-
-
-def _reads_back(value: Any) -> bool:
-    """True when ``value``, dumped in its scalar style, loads back as the same text.
-
-    A literal block cannot hold every line of source: control characters such
-    as a form feed are not allowed in it, and libyaml (which ``check`` uses when
-    installed) refuses a block whose first line starts with a tab. Rather than
-    predict each parser's rules, the value is written and read back, by libyaml
-    and by the pure-Python loader, as a manifest reader will.
-    """
-    import yaml
-
-    out = io.StringIO()
-    make_yaml().dump({"k": value}, out)
-    loaders = {getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader}
+    if not value or not _emit(value.replace("\t", "x"), "|", step, False).startswith("|"):
+        return None
+    hint = str(step) if value[0] in " \n" else ""
+    chomp = "" if value.endswith("\n") else "-"
+    if value.endswith("\n\n") or value == "\n":
+        chomp = "+"
+    lines = value.removesuffix("\n").split("\n")
+    text = f"|{hint}{chomp}" + "".join("\n" + (" " * step + x if x else "") for x in lines)
     try:
-        return all(yaml.load(out.getvalue(), Loader=ld) == {"k": str(value)} for ld in loaders)
+        ok = all(yaml.load(f"k: {text}\n", Loader=ld) == {"k": value} for ld in _LOADERS)
     except yaml.YAMLError:
-        return False
+        ok = False
+    return text if ok else None
 
 
-def text_scalar(text: str) -> Any:
-    """``text`` as a literal block (``|``) when YAML reads it back unchanged, else double-quoted.
+def render(value: str, style: str | None = None, *, col: int = 0, step: int = 2,
+           flow: bool = False) -> str:
+    """``value`` as a YAML scalar for a mapping value whose key stands at column ``col``.
 
-    Code stays readable as a literal block; the rare line a block cannot hold
-    (a tab first, a form feed, another control character) is written with
-    escapes, so any text a file holds can be quoted as an anchor; so is text
-    holding a ``hidden`` character (a bidi override), which is then escaped.
+    ``style`` is the old value's (``'``, ``"``, ``|``, ``>`` or None for plain) and is
+    kept where it can hold the new text; a value of several lines is a literal
+    block, which keeps code readable, and double-quoted (with escapes) where a
+    block cannot hold it. A plain value that would load as something else
+    (``1.0``, ``yes``) is quoted. Lines after the first are indented for ``col``.
     """
-    from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
-
-    block = LiteralScalarString(text)
-    return block if not hidden(text) and _reads_back(block) else DoubleQuotedScalarString(text)
-
-
-def new_map() -> Any:
-    """An empty ordered, commentable mapping."""
-    from ruamel.yaml.comments import CommentedMap
-
-    return CommentedMap()
+    text: str | None = None
+    if not flow and not hidden(value) and (style in ("|", ">") or ("\n" in value and style is None)):
+        text = _literal(value, step)
+    if text is None:
+        text = _emit(value, None if style in ("|", ">") else style, step, flow)
+        if style is None and text.startswith("'") and "'" in value:  # 'it''s' reads worse
+            text = _emit(value, '"', step, flow)
+    first, *rest = text.split("\n")
+    return "\n".join([first, *((" " * col + x if x else x) for x in rest)])
 
 
-def drop_key(mapping: Any, key: str) -> None:
-    """Delete ``mapping[key]``, keeping the comment lines that followed its value.
+def dump(data: dict[str, Any], comment: str) -> str:
+    """A manifest built in code (``init``): two-space nested mappings, text in blocks."""
+    out = [f"# {comment}\n"]
 
-    ruamel files the comments after a value under that value, so a plain ``del``
-    takes them with it: an author's note between ``prefix`` and ``suffix`` would
-    vanish with a dropped ``prefix``. They are given to the key before (after its
-    value) or, for the first key, put before the mapping's first key, each line
-    at its column. The key line's own end-of-line comment goes with the key.
-    """
-    from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
+    def walk(mapping: dict[str, Any], col: int) -> None:
+        for key, value in mapping.items():
+            head = " " * col + _emit(key, None, 2, False)
+            if isinstance(value, dict):
+                out.append(f"{head}:\n")
+                walk(value, col + 2)
+            else:
+                shown = str(value) if isinstance(value, int) else render(value, col=col)
+                out.append(f"{head}: {shown}\n")
 
-    keys = list(mapping)
-    slot = mapping.ca.items.get(key)
-    token = slot[2] if slot is not None and len(slot) > 2 else None
-    block = isinstance(mapping[key], (LiteralScalarString, FoldedScalarString))
-    del mapping[key]
-    if token is None:
-        return
-    text = " " * token.start_mark.column + token.value if block else token.value.partition("\n")[2]
-    if not text.strip():
-        return
-    pos = keys.index(key)
-    if pos == 0:
-        _comment_before(mapping, text, token)
-    else:
-        _comment_after(mapping, keys[pos - 1], text, token)
+    walk(data, 0)
+    return "".join(out)
 
 
-def _slot(mapping: Any, key: Any) -> list[Any]:
-    """ruamel's four comment slots for ``key`` (2: the comment after its value; 3: the
-    lines before a mapping value's first key), made when absent and padded when
-    shorter, in one place for every edit here (ruamel's own eol helper mis-handles 3)."""
-    slot: list[Any] = mapping.ca.items.setdefault(key, [None, None, None, None])
-    slot.extend([None] * (4 - len(slot)))
-    return slot
-
-
-def _as_token(token: Any, text: str) -> Any:
-    """``token`` re-used to hold ``text`` (each line indented as written)."""
-    from ruamel.yaml.error import CommentMark
-
-    first = text.lstrip(" ")
-    token.value = first
-    token.start_mark = CommentMark(len(text) - len(first))
-    return token
-
-
-def _comment_after(mapping: Any, key: str, text: str, token: Any) -> None:
-    """Comment lines ``text`` after ``mapping[key]``'s value."""
-    from ruamel.yaml.error import CommentMark
-    from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
-
-    slot = _slot(mapping, key)
-    if slot[2] is not None:
-        old = slot[2].value
-        slot[2].value = old + ("" if old.endswith("\n") else "\n") + text
-    elif isinstance(mapping[key], (LiteralScalarString, FoldedScalarString)):
-        slot[2] = _as_token(token, text)
-    else:  # after a plain value: the key line ends first, with no comment of its own
-        token.value = "\n" + text
-        token.start_mark = CommentMark(0)
-        slot[2] = token
-
-
-def _comment_before(mapping: Any, text: str, token: Any) -> None:
-    """Comment lines ``text`` before ``mapping``'s first key (there is none: all before the end)."""
-    if not len(mapping):
-        return
-    comment = mapping.ca.comment
-    if comment is None:
-        mapping.ca.comment = [None, [_as_token(token, text)]]
-    else:
-        while len(comment) < 2:
-            comment.append(None)
-        comment[1] = [*(comment[1] or []), _as_token(token, text)]
-
-
-def set_scalar(mapping: Any, key: str, value: str) -> bool:
-    """Set ``mapping[key]`` keeping the old scalar's style; True when the value changed.
-
-    A quoted value stays quoted the same way, a block scalar stays a block, as
-    long as that style can hold the new text (``text_scalar`` decides otherwise);
-    a plain value becomes a ``text_scalar`` when the new text spans lines.
-    """
-    from ruamel.yaml.scalarstring import ScalarString
-
-    old = mapping.get(key)
-    if old is not None and str(old) == value:
-        return False
-    if isinstance(old, ScalarString):
-        new: Any = type(old)(value)
-        if not _reads_back(new):
-            new = text_scalar(value)
-    elif "\n" in value:
-        new = text_scalar(value)
-    else:
-        new = value
-    mapping[key] = new
-    return True
+def _scalars(node: yaml.Node) -> Iterator[yaml.ScalarNode]:
+    """Every scalar in ``node``, keys included."""
+    if isinstance(node, yaml.ScalarNode):
+        yield node
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            yield from _scalars(item)
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            yield from _scalars(key)
+            yield from _scalars(value)
 
 
 @dataclass(frozen=True)
-class Note:
-    """An end-of-line comment a tool puts on an entry's key line, or takes off it.
+class _Entry:
+    mapping: yaml.MappingNode
+    key: yaml.Node
+    value: yaml.Node
 
-    The comment is ``# {text}``, or removed when ``text`` is None; an earlier
-    note is recognised by ``prefix`` (the text starts with it), so a re-run
-    replaces its own note and never touches the author's comment on that line.
-    The same edit is made in the ruamel tree (``apply``, for entries that are
-    re-emitted anyway) and on the original text (``line``, for entries whose
-    only change is the note): ruamel keeps the blank lines and comments that
-    follow an entry in the same comment token as its end-of-line comment, and
-    aligns a new comment with its neighbours', so ``yaml_add_eol_comment`` would
-    drop those lines and vary the separator.
+
+def _differs(a: Any, b: Any, path: Keys = ()) -> str | None:
+    """The key path of the first place where ``a`` and ``b`` differ, or None."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in dict.fromkeys([*a, *b]):
+            where = _differs(a.get(k), b.get(k), (*path, k)) if k in a and k in b else (
+                ".".join((*path, k)))
+            if where is not None:
+                return where
+        return None if list(a) == list(b) else ".".join(path) or "(top)"
+    return None if a == b else ".".join(path) or "(top)"
+
+
+class TextDoc:
+    """A manifest's text, the edits planned on it, and the data they mean.
+
+    Every edit is a slice of the original text (start, end, replacement),
+    applied together at the end; ``data`` is the manifest's data as loaded,
+    edited alongside, and is what the edited text must load to.
     """
 
-    prefix: str
-    text: str | None = None
+    def __init__(self, text: str, name: str) -> None:
+        from pp1audit.manifest.yamlpos import load
 
-    def _split(self, body: str) -> tuple[str, str | None]:
-        """``body`` without an earlier note (trailing blanks dropped with it), and that note."""
-        m = re.search(r"(?:^|[ \t]+)#[ \t]*" + re.escape(self.prefix), body)
-        if m is None:
-            return body, None
-        return body[: m.start()], body[m.start() :].strip(" \t")[1:].strip(" \t")
+        self.src = text
+        self.name = name
+        self.eol = "\r\n" if "\r\n" in text else "\n"
+        self.data: Any = copy.deepcopy(load(text, name).data)
+        self._edits: list[tuple[int, int, str]] = []
+        self._notes: dict[Keys, tuple[int, int, str]] = {}
+        self._entries: dict[Keys, _Entry] = {}
+        root = yaml.compose(text, Loader=_LOADERS[0])
+        self.step = 0
+        if isinstance(root, yaml.MappingNode):
+            self._index(root, ())
+        self.step = self.step or 2
 
-    def changes(self, body: str) -> bool:
-        """True when ``body`` (a line, or a comment's first line) does not already say this."""
-        return self._split(body)[1] != self.text
+    def _index(self, node: yaml.MappingNode, path: Keys) -> None:
+        for key, value in node.value:
+            sub = (*path, str(key.value))
+            self._entries[sub] = _Entry(node, key, value)
+            if isinstance(value, yaml.MappingNode):
+                if not self.step and not value.flow_style and value.value:
+                    self.step = value.value[0][0].start_mark.column - key.start_mark.column
+                self._index(value, sub)
 
-    def line(self, line: str) -> str:
-        """``line`` (line ending kept) with this note: the only edit a mark makes to the text."""
-        body = line.rstrip("\r\n")
-        kept, _ = self._split(body)
-        if self.text is not None:
-            kept = kept.rstrip(" \t") + "  # " + self.text
-        return kept + line[len(body) :]
+    # -- places in the text ---------------------------------------------------------
+    def _line_start(self, i: int) -> int:
+        return self.src.rfind("\n", 0, i) + 1
 
-    def apply(self, mapping: Any, key: Any) -> bool:
-        """Make the same edit to ``key``'s end-of-line comment in the ruamel tree; True if changed."""
-        from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
+    def _line_end(self, i: int) -> int:
+        """Where the line holding ``i`` ends, before its line break."""
+        j = self.src.find("\n", i)
+        j = len(self.src) if j < 0 else j
+        return j - 1 if j > i and self.src[j - 1] == "\r" else j
 
-        if isinstance(mapping[key], (LiteralScalarString, FoldedScalarString)):
-            return self._apply_header(mapping, key)
-        return self._apply_token(mapping, key)
+    def _next_line(self, i: int) -> int:
+        j = self.src.find("\n", i)
+        return len(self.src) if j < 0 else j + 1
 
-    def _apply_token(self, mapping: Any, key: Any) -> bool:
-        """Edit the comment token after ``key``'s value.
+    def _end(self, node: yaml.Node) -> int:
+        """Where ``node``'s text ends: a block collection ends with its last value (its
+        end mark lies past the comments that follow), a block scalar with its last
+        line that holds text, or its last line of all when it keeps (``|+``) them."""
+        if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
+            start, end = node.start_mark.index, node.end_mark.index
+            if "+" in _BLOCK_HEADER.match(self.src, start)[0]:  # type: ignore[index]
+                return end - (self.src[end - 2 : end] == "\r\n") - (self.src[end - 1 : end] == "\n")
+            return self._line_end(start + len(self.src[start:end].rstrip()) - 1)
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and not node.flow_style:
+            last = node.value[-1]
+            return self._end(last[1] if isinstance(node, yaml.MappingNode) else last)
+        return int(node.end_mark.index)
 
-        Only the token's first line is the key line's comment; what follows it
-        (blank lines, comment lines before the next key) is kept.
-        """
-        from ruamel.yaml.error import CommentMark
+    def _edit(self, start: int, end: int, new: str) -> None:
+        self._edits.append((start, end, new.replace("\n", self.eol)))
 
-        entry = mapping.ca.items.get(key)
-        token = entry[2] if entry is not None and len(entry) > 2 else None
-        first, nl, rest = (token.value if token is not None else "").partition("\n")
-        if not self.changes(first):
-            return False
-        kept = self._split(first)[0].rstrip(" \t")
-        if self.text is not None and kept:
-            first = f"{kept}  # {self.text}"  # after the author's comment, at its column
-        elif self.text is not None:
-            first = f" # {self.text}"  # at column 0 the emitter adds one space: two in all
+    def _refuse(self, path: Keys, why: str) -> Pp1Error:
+        return Pp1Error(f"{self.name}: pin: cannot edit {'.'.join(path)} in place ({why}); "
+                        "nothing written")
+
+    # -- edits ----------------------------------------------------------------------
+    def get(self, path: Keys) -> Any:
+        """The value at ``path`` in the data as edited so far, or None."""
+        node: Any = self.data
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node
+
+    def _put(self, path: Keys, value: Any) -> None:
+        parent = self.get(path[:-1])
+        assert isinstance(parent, dict)
+        if value is None:
+            del parent[path[-1]]
         else:
-            first = kept
-        if not first and not rest and entry is not None:  # nothing left: no comment at all
-            entry[2] = None
-            return True
-        if token is None:
-            # Set in the slot itself: ruamel's yaml_add_eol_comment extends slot 3 (the
-            # comment lines before a mapping value's first key) with a token where it
-            # wants a list, a TypeError whenever such lines are there.
-            from ruamel.yaml.tokens import CommentToken
+            parent[path[-1]] = value
 
-            token = _slot(mapping, key)[2] = CommentToken("#", CommentMark(0))
-        token.value = first + nl + rest
-        if not kept:
-            token.start_mark = CommentMark(0)
-        return True
+    def set(self, path: Keys, value: str) -> bool:
+        """Set the scalar at ``path`` in its old style; True when the value changed.
 
-    def _apply_header(self, mapping: Any, key: Any) -> bool:
-        """Edit the comment after a block scalar's ``|``/``>`` header (its token follows the block)."""
-        slot = _slot(mapping, key)
-        old = slot[3][0] if slot[3] else ""
-        if not self.changes(old):
+        A block's header comment stays on its header; a one-line value that becomes
+        a block takes the comment that ended its line up onto the header.
+        """
+        if self.get(path) == value:
             return False
-        kept = self._split(old)[0].rstrip(" \t")
-        new = kept if self.text is None else f"{kept}  # {self.text}"
-        slot[3] = [new] if new else None
+        e = self._entries[path]
+        node, col = e.value, e.key.start_mark.column
+        if not isinstance(node, yaml.ScalarNode):
+            raise self._refuse(path, "not a scalar")
+        start, end = node.start_mark.index, self._end(node)
+        style, step, trail = node.style or None, self.step, ""
+        if style in ("|", ">"):
+            header = self.src[start : self._line_end(start)]
+            indicators = _BLOCK_HEADER.match(header)[0]  # type: ignore[index]
+            trail = header[len(indicators) :]
+            first = next((x for x in self.src[start:end].split("\n")[1:] if x.strip()), "")
+            digits = indicators.strip("|>+-")
+            step = int(digits) if digits else max(1, len(first) - len(first.lstrip(" ")) - col)
+        new = render(value, style, col=col, step=step, flow=bool(e.mapping.flow_style))
+        if new[0] in "|>":
+            if style not in ("|", ">"):
+                trail, end = self.src[end : self._line_end(end)], self._line_end(end)
+            below = self.src[self._next_line(end) : self._line_end(self._next_line(end))]
+            if "+" in new.split("\n", 1)[0] and not below.strip() and self._next_line(end) < len(self.src):
+                new = render(value, '"', col=col)  # blank lines below would join a kept block
+            else:
+                head, _, body = new.partition("\n")
+                new = f"{head}{trail}\n{body}"
+        else:
+            new += trail
+        self._edit(start, end, new)
+        self._put(path, value)
         return True
 
-
-def _noted(segment: list[str], note: Note) -> list[str] | None:
-    """``segment`` (one entry's lines) with ``note`` on its key line; None if that changes data.
-
-    A comment cannot end every line (a plain scalar continued on the next line,
-    a quoted one): the note goes on the original line only when the entry still
-    loads the same, else the caller re-emits the entry.
-    """
-    if not segment:
-        return None
-    noted = [note.line(segment[0]), *segment[1:]]
-    return noted if same_data(noted, segment) else None
-
-
-def _key_lines(mapping: Any) -> list[tuple[str, int]] | None:
-    """(key, 0-based line) of a block mapping's keys; None when they are not in order."""
-    out = []
-    for key in mapping:
-        try:
-            line = mapping.lc.key(key)[0]
-        except (AttributeError, KeyError, TypeError):
-            return None
-        out.append((str(key), line))
-    lines = [line for _, line in out]
-    if any(b <= a for a, b in itertools.pairwise(lines)):
-        return None  # a flow mapping, or keys on one line: cannot be cut by lines
-    return out
-
-
-def _segments(mapping: Any, start: int, end: int) -> tuple[int, dict[str, tuple[int, int]]] | None:
-    """Line ranges of each entry of ``mapping`` within [start, end); None if not cuttable."""
-    keys = _key_lines(mapping)
-    if keys is None or not keys:
-        return None
-    bounds = [line for _, line in keys] + [end]
-    if bounds[0] < start:
-        return None
-    return bounds[0], {k: (bounds[i], bounds[i + 1]) for i, (k, _) in enumerate(keys)}
-
-
-_UNLOADABLE = object()
-"""What ``_load`` gives for text that is not YAML: equal to no data."""
-
-
-def _load(lines: list[str]) -> Any:
-    """The data the lines load to (PyYAML, libyaml when available), or ``_UNLOADABLE``."""
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        return yaml.load("".join(lines), Loader=loader)
-    except yaml.YAMLError:
-        return _UNLOADABLE
-
-
-def same_data(a: list[str], b: list[str]) -> bool:
-    """True when the lines ``a`` and ``b`` both load (PyYAML) to the same data: how an
-    edit of layout alone (a note, a kept comment, a splice) is proven to leave the data be."""
-    return _same_as(_load(b), a)
-
-
-def _same_as(want: Any, lines: list[str]) -> bool:
-    """True when ``want`` (loaded by ``_load``) is data and ``lines`` load to it."""
-    if want is _UNLOADABLE:
-        return False
-    got = _load(lines)
-    return got is not _UNLOADABLE and bool(got == want)
-
-
-def _dataless_tail(segment: list[str]) -> int:
-    """Where ``segment``'s trailing lines that hold no data begin (comments, blank
-    lines), at any indent; ``len(segment)`` when there are none.
-
-    A line that looks like a comment may be a block scalar's content (``# x`` in
-    quoted code), and a blank line may be kept by a ``|+`` block: so a line is
-    the tail's only when the entry loads the same without it.
-    """
-    i = len(segment)
-    while i > 1 and (not segment[i - 1].strip() or segment[i - 1].lstrip().startswith("#")):
-        i -= 1  # the key line is the entry's
-    whole = _load(segment)
-    return next((j for j in range(i, len(segment)) if _same_as(whole, segment[:j])), len(segment))
-
-
-def _indent_tail(segment: list[str], indent: int) -> int:
-    """Where ``segment``'s trailing blank lines and comments begin: those at most
-    ``indent`` columns in (the entry's key's), which no value of the entry can hold
-    (a block scalar's lines are indented deeper than its key)."""
-    i = len(segment)
-    while i > 1:  # the key line is the entry's
-        line = segment[i - 1]
-        body = line.strip()
-        if body and not (body.startswith("#") and len(line) - len(line.lstrip(" ")) <= indent):
-            break
-        i -= 1
-    return i
-
-
-def _with_old_tail(old: list[str], new: list[str]) -> list[str]:
-    """An entry re-emitted (``new``) followed by the comments and blank lines that
-    ended it in the original (``old``).
-
-    ruamel files a comment under the value before it, so a value the pin
-    deletes (a ``suffix``) takes with it every comment after it: the entry's
-    own (``# about this anchor`` at the value's indent) and those of what
-    follows (a block before the next section, the last entry's notes). Kept
-    from the original, they stay byte for byte, at any indent; comments the
-    dump has before them (the value before's own, kept by ``drop_key``) stay
-    too. Should they load
-    differently after the new last value (a ``|+`` block would take blank lines
-    in), only those left of the entry's key are kept, which no value can hold;
-    failing that, the new lines as they are.
-    """
-    if not old or not new:
-        return new
-    tail = old[_dataless_tail(old) :]
-    body = new[: _dataless_tail(new)]
-    ours = new[len(body) :]
-    if tail and [x.strip() for x in ours[-len(tail) :]] == [x.strip() for x in tail]:
-        body = new[: len(new) - len(tail)]  # the dump ends with them (``drop_key``): kept before
-    kept = body + tail
-    if same_data(kept, new):
-        return kept
-    indent = len(old[0]) - len(old[0].lstrip(" "))
-    kept = new[: _indent_tail(new, indent)] + old[_indent_tail(old, indent) :]
-    return kept if same_data(kept, new) else new
-
-
-def splice(old_text: str, new_text: str, edited: set[tuple[str, ...]],
-           old_doc: Any = None, notes: Mapping[tuple[str, ...], Note] | None = None) -> str:
-    """``new_text`` where it was edited, ``old_text`` byte for byte everywhere else.
-
-    ruamel keeps comments and order but re-emits every node it dumps, and it
-    cannot keep every layout (a flow list wrapped by hand comes back on one
-    line). A pin edits a few entries; so the document is cut by the lines of its
-    top-level keys, and of second-level keys where an entry below was edited,
-    and only the edited entries' lines come from the new dump. Anything that
-    cannot be cut cleanly falls back to the new dump of that part (still
-    correct, just reformatted); the caller proves the result loads equal.
-    ``old_doc`` may be the edited document loaded from ``old_text``: its keys
-    down to the second level keep the positions they were read at.
-    ``notes`` are entries whose only change is an end-of-line comment (made in
-    ``old_doc`` too): their original lines are kept with just the key line
-    edited, where the note can end that line.
-    """
-    notes = notes or {}
-    touched = edited | set(notes)
-    y = make_yaml()
-    if old_doc is None:
-        old_doc = y.load(old_text)
-    new_doc = y.load(new_text)
-    old_lines = old_text.splitlines(keepends=True)
-    new_lines = new_text.splitlines(keepends=True)
-
-    def cut(old_map: Any, new_map: Any, o: tuple[int, int], n: tuple[int, int], depth: int,
-            prefix: tuple[str, ...]) -> list[str] | None:
-        so, sn = _segments(old_map, *o), _segments(new_map, *n)
-        if so is None or sn is None or list(so[1]) != list(sn[1]):
-            return None
-        out = old_lines[o[0] : so[0]]  # header and leading comments: unchanged
-        for key, (a, b) in so[1].items():
-            path = (*prefix, key)
-            na, nb = sn[1][key]
-
-            def fresh(a: int = a, b: int = b, na: int = na, nb: int = nb) -> list[str]:
-                return _with_old_tail(old_lines[a:b], new_lines[na:nb])
-
-            if path in edited:
-                out.extend(fresh())
-            elif path in notes:
-                out.extend(_noted(old_lines[a:b], notes[path]) or fresh())
-            elif depth < 2 and any(e[: len(path)] == path for e in touched):
-                old_child, new_child = old_map[key], new_map[key]
-                part = None
-                if hasattr(old_child, "lc") and hasattr(new_child, "lc"):
-                    part = cut(old_child, new_child, (a, b), (na, nb), depth + 1, path)
-                out.extend(part if part is not None else fresh())
+    def drop(self, path: Keys) -> None:
+        """Delete the entry at ``path``: its lines, with the comment that ends its last
+        line; comment lines after it stay, as the author's."""
+        e = self._entries[path]
+        pairs = e.mapping.value
+        i = next(n for n, (k, _) in enumerate(pairs) if k is e.key)
+        if e.mapping.flow_style:
+            if len(pairs) == 1:
+                start, end = e.key.start_mark.index, self._end(e.value)
+            elif i:
+                start, end = self._end(pairs[i - 1][1]), self._end(e.value)
             else:
-                out.extend(old_lines[a:b])
-        return out
+                start, end = e.key.start_mark.index, pairs[1][0].start_mark.index
+        else:
+            start, end = self._line_start(e.key.start_mark.index), self._end(e.value)
+            after = self.src[end : self._line_end(end)].strip()
+            if self.src[start : e.key.start_mark.index].strip() or after[:1] not in ("", "#"):
+                raise self._refuse(path, "it shares a line with another entry")
+            end = self._next_line(end)
+        self._edit(start, end, "")
+        self._put(path, None)
 
-    result = cut(old_doc, new_doc, (0, len(old_lines)), (0, len(new_lines)), 1, ())
-    return new_text if result is None else "".join(result)
+    def insert(self, path: Keys, key: str, value: str, after: str) -> None:
+        """Add ``key: value`` to the mapping at ``path``, after its entry ``after``."""
+        e = self._entries[(*path, after)]
+        end = self._end(e.value)
+        col = e.key.start_mark.column
+        if e.mapping.flow_style:
+            self._edit(end, end, f", {key}: {render(value, flow=True)}")
+        else:
+            at = self._next_line(end)
+            lead = "" if self.src[at - 1 : at] == "\n" else "\n"
+            self._edit(at, at, f"{lead}{' ' * col}{key}: {render(value, col=col, step=self.step)}\n")
+        mapping = self.get(path)
+        assert isinstance(mapping, dict)
+        items = list(mapping.items())
+        pos = [k for k, _ in items].index(after) + 1
+        mapping.clear()
+        mapping.update([*items[:pos], (key, value), *items[pos:]])
+
+    def note(self, path: Keys, prefix: str, text: str | None) -> bool:
+        """Put ``# text`` at the end of the entry's key line, or take it off (``text``
+        None); True when that changes the line.
+
+        An earlier note is known by ``prefix`` (its text starts with it), so a
+        re-run replaces its own note and never touches the author's comment on
+        that line, which the note follows. The line is the key's, unless a quoted
+        or plain scalar of the value runs on from it to the next (a comment there
+        would cut it or become its text): then the value's last line.
+        """
+        e = self._entries.get(path)
+        if e is None:
+            return False
+        line = e.key.start_mark.line
+        runs_on = any(n.start_mark.line <= line < n.end_mark.line and n.style not in ("|", ">")
+                      for n in _scalars(e.value))
+        at = e.value.end_mark.index if runs_on else e.key.end_mark.index
+        line_end = self._line_end(at)
+        body = self.src[at:line_end]
+        m = re.search(r"(?:^|[ \t]+)#[ \t]*" + re.escape(prefix), body)
+        old = body[m.start() :].strip(" \t")[1:].strip(" \t") if m else None
+        if old == text:
+            return False
+        kept = body[: m.start()] if m else body
+        edit = (at + len(kept.rstrip(" \t")), line_end, "" if text is None else f"  # {text}")
+        if self._notes.get(path) == edit:
+            return False
+        self._notes[path] = edit
+        return True
+
+    def text(self) -> str:
+        """The edited text; ``Pp1Error`` (exit 2) unless it loads to exactly ``data``."""
+        out = self.src
+        last = len(out) + 1
+        edits = [*self._edits, *self._notes.values()]
+        for start, end, new in sorted(edits, key=lambda x: (x[0], x[1]), reverse=True):
+            if end > last:
+                raise Pp1Error(f"{self.name}: pin: internal error: overlapping edits at "
+                               f"offset {start}; nothing written")
+            out, last = out[:start] + new + out[end:], start
+        from pp1audit.manifest.yamlpos import load
+
+        try:
+            got = load(out, self.name).data
+        except ManifestError as exc:
+            raise Pp1Error(f"{self.name}: pin: internal error: the edited manifest does not "
+                           f"load ({exc.message}); nothing written") from None
+        where = _differs(got, self.data)
+        if where is not None:
+            raise Pp1Error(f"{self.name}: pin: the edited manifest would not hold the values "
+                           f"meant (at {where}): the layout there cannot be edited in place; "
+                           "nothing written")
+        return out
