@@ -207,10 +207,11 @@ def main() -> None:
 
     def in_process() -> None:
         from pp1audit.checks.record import RecordRun
+        from pp1audit.checks.record_judge import record_checks
         from pp1audit.sources import DirectorySource
 
         with DirectorySource(tree) as source:
-            checks = RecordRun("vllm", source).checks()
+            checks = record_checks(RecordRun("vllm", source))
         assert all(c.status.value == "pass" for c in checks), checks
 
     def threads() -> None:
@@ -272,7 +273,7 @@ def main() -> None:
     wheels = [args.wheel] if args.wheel else sorted(glob.glob(os.path.expanduser(
         "~/.cache/pp1audit-tests/wheels/vllm-0.31.0-*.whl")))
     if wheels:
-        # A wheel is read in place: every member inflated (zlib-ng) and CRC-checked
+        # A wheel is read in place: every member inflated (zipfile, zlib) and CRC-checked
         # as well as hashed; its largest member (300 MB) is one thread's work.
         whl = Path(wheels[0])
         print(f"{'check --record on the wheel (CLI), inflating':50} "

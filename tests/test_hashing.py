@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,8 +18,12 @@ import pytest
 from pp1audit.checks.record import RecordRun
 from pp1audit.checks.record_judge import record_checks
 from pp1audit.sources import DirectorySource
-from pp1audit.sources.hashing import SMALL, SWITCH_INTERVAL, HashRun, hash_entries
+from pp1audit.sources.hashing import SMALL, HashRun, hash_entries, hash_path
 from pp1audit.sources.inventory import DirInventory, Entry
+
+
+def hashing_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("pp1audit-hash")]
 
 
 def tree(root: Path, sizes: dict[str, int]) -> list[Entry]:
@@ -85,47 +87,6 @@ def test_small_files_wait_for_the_listing(tmp_path: Path) -> None:
     assert sorted(taken) == ["pkg/a.py", "pkg/b.py"]
 
 
-def test_threads_work_with_a_short_switch_interval_and_give_it_back(tmp_path: Path) -> None:
-    """While the threads hash, the calling thread's Python work must not hold the
-    GIL for the default 5 ms between two of their buffers; after the run (also
-    two overlapping runs, also a cancelled one) the process's interval is back."""
-    entries = {e.path: e for e in tree(tmp_path, SIZES)}
-    seen: list[float] = []
-
-    def keep(e: Entry) -> bool:  # called by a hashing thread as it takes the file
-        seen.append(sys.getswitchinterval())
-        return False
-
-    def interval(v: float) -> object:  # the interpreter keeps whole microseconds
-        return pytest.approx(v, rel=0.05)
-
-    before = sys.getswitchinterval()
-    try:
-        sys.setswitchinterval(0.004)
-        first, second = HashRun(keep=keep, workers=1), HashRun(workers=1)
-        first.add(entries["pkg/big.so"])
-        second.add(entries["pkg/mid.bin"])
-        assert sys.getswitchinterval() == interval(SWITCH_INTERVAL)
-        first.result()
-        assert seen and all(v == interval(SWITCH_INTERVAL) for v in seen)
-        assert sys.getswitchinterval() == interval(SWITCH_INTERVAL)  # the second still works
-        second.cancel()
-        assert sys.getswitchinterval() == interval(0.004)
-        third = HashRun(workers=1)
-        third.add(entries["pkg/big.so"])
-        third.cancel()
-        third.cancel()  # twice: still given back once
-        assert sys.getswitchinterval() == interval(0.004)
-        sys.setswitchinterval(0.0001)  # already shorter: left alone
-        fourth = HashRun(workers=1)
-        fourth.add(entries["pkg/big.so"])
-        assert sys.getswitchinterval() == interval(0.0001)
-        fourth.result()
-        assert sys.getswitchinterval() == interval(0.0001)
-    finally:
-        sys.setswitchinterval(before)
-
-
 def test_cancel_stops_the_threads_without_hashing_the_rest(tmp_path: Path) -> None:
     entries = tree(tmp_path, {f"pkg/f{i}.bin": SMALL for i in range(40)})
     started, go = threading.Event(), threading.Event()
@@ -141,12 +102,12 @@ def test_cancel_stops_the_threads_without_hashing_the_rest(tmp_path: Path) -> No
     assert started.wait(10)
     canceller = threading.Thread(target=run.cancel)  # before close(): nothing more is taken
     canceller.start()
-    while not run._closed:
+    while not run._stop.is_set():
         canceller.join(0.01)
     go.set()
     canceller.join(10)
-    assert not canceller.is_alive() and all(not t.is_alive() for t in run._threads)
-    assert 1 <= len(run.out) <= 2  # only the files the two threads were already on
+    assert not canceller.is_alive() and not hashing_threads()
+    assert run.out == {}  # the two files the threads were on stopped at their first block
 
 
 def test_an_error_in_a_thread_reaches_the_caller(tmp_path: Path) -> None:
@@ -191,26 +152,25 @@ def test_sources_are_kept_in_memory_only_when_bytecode_names_them(tmp_path: Path
 
 
 def test_a_kept_file_over_the_limit_is_hashed_streaming_not_held(tmp_path: Path) -> None:
-    from pp1audit.sources.hashing import BUFFER, KEEP_FILE, hash_path
+    from pp1audit.sources.hashing import KEEP_FILE
 
     big = tmp_path / "big.py"
     with big.open("wb") as f:  # sparse: zeros, then a marker at the end
         f.seek(KEEP_FILE)
         f.write(b"#")
-    d = hash_path(str(big), True, bytearray(BUFFER))
+    d = hash_path(str(big), True)
     assert d.data is None and d.error is None
     assert d.unkept == f"{KEEP_FILE + 1:,} bytes, over the 16 MiB per file kept for comparison"
     assert (d.sha256, d.size) == (hashlib.sha256(big.read_bytes()).digest(), KEEP_FILE + 1)
     small = tmp_path / "small.py"
     small.write_bytes(b"x = 1\n")
-    assert hash_path(str(small), True, bytearray(BUFFER)).data == b"x = 1\n"
+    assert hash_path(str(small), True).data == b"x = 1\n"
 
 
 def test_a_kept_file_over_2_gib_is_hashed_whole(tmp_path: Path) -> None:
     """``read`` returns at most 2,147,479,552 bytes per call: taking that short read
     for the end hashed such a file truncated (a source hashed while the tree is
     listed is asked to be kept)."""
-    from pp1audit.sources.hashing import BUFFER, hash_path
 
     huge = tmp_path / "huge.py"
     size = (2 << 30) + 4096
@@ -219,7 +179,7 @@ def test_a_kept_file_over_2_gib_is_hashed_whole(tmp_path: Path) -> None:
         f.write(b"!")
     # (head -c $(( (2<<30) + 4095 )) /dev/zero; printf '!') | sha256sum
     whole = "3e686da514e91fb64c3f7907c2390430bc1615305a87f55bcd222e9bb86a10dc"
-    d = hash_path(str(huge), True, bytearray(BUFFER))
+    d = hash_path(str(huge), True)
     assert (d.sha256.hex() if d.sha256 else None, d.size) == (whole, size)
 
 
@@ -277,7 +237,7 @@ def test_a_failed_audit_stops_its_hashing_threads(tmp_path: Path) -> None:
     options = ProvenanceOptions(repos={"nope": tmp_path}, named_on_command_line=frozenset({"nope"}))
     with DirectorySource(tmp_path / "site") as source, pytest.raises(Pp1Error, match="nope"):
         audit(manifest, source, options=options)
-    assert not [t for t in threading.enumerate() if t.name == "pp1audit-hash"]
+    assert not hashing_threads()
 
 
 def test_without_record_no_bytecode_is_read(tmp_path: Path) -> None:
@@ -300,21 +260,9 @@ def open_fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
 
-@pytest.fixture
-def slices(monkeypatch: pytest.MonkeyPatch) -> int:
-    """Small slices, so a few-MB test file is hashed in slices like a 300 MB one."""
-    from pp1audit.sources import hashing
-
-    monkeypatch.setattr(hashing, "SLICE", 64 << 10)
-    monkeypatch.setattr(hashing, "RESUMABLE", 128 << 10)
-    monkeypatch.setattr(hashing, "BUFFER", 16 << 10)
-    return 64 << 10
-
-
 def held_on(first: str, go: threading.Event) -> tuple[Callable[[Entry], bool], threading.Event]:
     """A keep hook that holds the thread taking ``first`` until told, and an event
-    set once it holds: what is added meanwhile is waiting when that thread
-    starts hashing ``first``."""
+    set once it holds: what is added meanwhile waits for that thread."""
     holding = threading.Event()
 
     def keep(e: Entry) -> bool:
@@ -325,106 +273,116 @@ def held_on(first: str, go: threading.Event) -> tuple[Callable[[Entry], bool], t
     return keep, holding
 
 
-@pytest.mark.parametrize(("a_slices", "b_extra", "order"), [
-    (4, 16, ["pkg/b.so", "pkg/a.so"]),  # b over twice a's size: a waits for it
-    (8, 1, ["pkg/a.so", "pkg/b.so"]),  # like sizes never take turns
-])
-def test_a_file_over_twice_the_size_found_later_takes_over(
-        tmp_path: Path, slices: int, a_slices: int, b_extra: int, order: list[str]) -> None:
-    """The listing finds files in directory order: one thread on a large file sets
-    it aside (after a slice) for a file more than twice its size found while it
-    is on it, then finishes it; every digest is that of the whole file, and
-    no descriptor is left open."""
-    sizes = {"pkg/a.so": a_slices * slices, "pkg/b.so": (a_slices + b_extra) * slices + 3}
+def test_the_largest_file_waiting_goes_first(tmp_path: Path) -> None:
+    """The listing finds files in directory order; a thread takes the largest of
+    those waiting, whatever order they were found in."""
+    sizes = {"pkg/a.so": SMALL, "pkg/b.so": 2 * SMALL, "pkg/c.so": 4 * SMALL, "pkg/d.so": 3 * SMALL}
     entries = {e.path: e for e in tree(tmp_path, sizes)}
     go = threading.Event()
-    before = open_fds()
     keep, holding = held_on("pkg/a.so", go)
     run = HashRun(keep=keep, workers=1)
     run.add(entries["pkg/a.so"])
-    assert holding.wait(10)  # the thread took a.so: b.so is found while it is on it
-    run.add(entries["pkg/b.so"])
+    assert holding.wait(10)  # the thread is on a.so: the others are found meanwhile
+    for name in ("pkg/b.so", "pkg/c.so", "pkg/d.so"):
+        run.add(entries[name])
     go.set()
     got = run.result()
-    assert list(run.out) == order
+    assert list(run.out) == ["pkg/a.so", "pkg/c.so", "pkg/d.so", "pkg/b.so"]
     assert {p: d.sha256 for p, d in got.items()} == expected(tmp_path, list(entries.values()))
-    assert {p: d.size for p, d in got.items()} == sizes
-    assert open_fds() == before
 
 
-def test_cancel_closes_files_set_aside_half_hashed(tmp_path: Path, slices: int) -> None:
-    entries = {e.path: e for e in tree(tmp_path, {"pkg/a.so": 4 * slices, "pkg/b.so": 20 * slices})}
-    go_a, go_b = threading.Event(), threading.Event()
-    keep_a, holding_a = held_on("pkg/a.so", go_a)
-    keep_b, holding_b = held_on("pkg/b.so", go_b)
+def test_small_files_are_hashed_by_the_caller_and_the_threads(tmp_path: Path) -> None:
+    """Once the listing ends, the calling thread takes batches of small files too (their
+    cost is Python work, while the threads hash large files outside the GIL)."""
+    entries = tree(tmp_path, {f"pkg/m{i}.py": 100 + i for i in range(400)})
+    who: dict[str, str] = {}
+    caller = threading.current_thread().name
+    took = {True: threading.Event(), False: threading.Event()}  # by the caller, by a thread
+
+    def keep(e: Entry) -> bool:  # each side waits on its first file until the other took one
+        who[e.path] = threading.current_thread().name
+        mine = who[e.path] == caller
+        took[mine].set()
+        assert took[not mine].wait(10)
+        return False
+
+    got = hash_entries(entries, keep=keep, workers=2)
+    assert caller in set(who.values()) and len(set(who.values())) > 1
+    assert {p: d.sha256 for p, d in got.items()} == expected(tmp_path, entries)
+
+
+def test_cancel_stops_a_file_mid_read_and_leaves_nothing_open(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while a large file is hashed: it stops at its next block, unfinished,
+    its descriptor closed; what waited is never started."""
+    entries = {e.path: e for e in tree(tmp_path, {"pkg/a.so": 32 * SMALL, "pkg/b.so": 16 * SMALL})}
+    run = HashRun(workers=1)
+    reads: list[int] = []
+    reading = threading.Event()
+    real = os.readv
+
+    def readv(fd: int, buffers: list[memoryview]) -> int:
+        reads.append(fd)
+        run._stop.set()  # as cancel() does, while this thread reads the first block
+        reading.set()
+        return real(fd, buffers)
+
+    monkeypatch.setattr(os, "readv", readv)
     before = open_fds()
-    run = HashRun(keep=lambda e: keep_a(e) or keep_b(e), workers=1)
     run.add(entries["pkg/a.so"])
-    assert holding_a.wait(10)
     run.add(entries["pkg/b.so"])
-    go_a.set()  # a: one slice, then set aside for b, whose keep() holds the thread
-    assert holding_b.wait(10) and run._suspended == 1
-    canceller = threading.Thread(target=run.cancel)
-    canceller.start()
-    deadline = time.monotonic() + 10
-    while not run._cancelled and time.monotonic() < deadline:
-        time.sleep(0.001)
-    go_b.set()  # b: one slice, then the thread sees the cancel
-    canceller.join(10)
-    assert not canceller.is_alive() and run._cancelled
-    assert "pkg/a.so" not in run.out and "pkg/b.so" not in run.out  # neither finished
-    assert open_fds() == before  # a's descriptor, set aside, and b's, dropped mid-file
+    assert reading.wait(10)
+    run.cancel()
+    assert len(reads) == 1 and run.out == {}
+    assert open_fds() == before and not hashing_threads()
 
 
-def test_a_dead_thread_leaves_no_half_hashed_file_open(tmp_path: Path, slices: int) -> None:
-    entries = {e.path: e for e in tree(tmp_path, {"pkg/a.so": 4 * slices, "pkg/b.so": 20 * slices})}
-    go = threading.Event()
-    keep_a, holding = held_on("pkg/a.so", go)
+def test_a_thread_error_leaves_no_file_open(tmp_path: Path) -> None:
+    entries = tree(tmp_path, {"pkg/a.so": 4 * SMALL, "pkg/b.so": 20 * SMALL})
 
     def keep(e: Entry) -> bool:
         if e.path == "pkg/b.so":
             raise RuntimeError("boom")
-        return keep_a(e)
+        return False
 
     before = open_fds()
-    run = HashRun(keep=keep, workers=1)
-    run.add(entries["pkg/a.so"])
-    assert holding.wait(10)
-    run.add(entries["pkg/b.so"])
-    go.set()  # a: one slice, set aside for b; b's keep() kills the only thread
     with pytest.raises(RuntimeError, match="boom"):
-        run.result()
-    assert "pkg/a.so" not in run.out
-    assert open_fds() == before
+        hash_entries(entries, keep=keep, workers=1)
+    assert open_fds() == before and not hashing_threads()
 
 
-def test_a_file_that_shrinks_between_slices_is_hashed_as_read(tmp_path: Path, slices: int) -> None:
-    """Truncated while set aside: the digest is that of the bytes read, the size
-    says how many (RECORD's size then flags it), and nothing crashes."""
-    from pp1audit.sources.hashing import _Job
+def test_a_file_that_shrinks_once_opened_is_hashed_as_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Truncated between its ``fstat`` and its reading: the digest is that of the
+    bytes read, the size says how many (RECORD's size then flags it), nothing crashes."""
+    from pp1audit.sources import hashing
 
-    entries = tree(tmp_path, {"pkg/a.so": 4 * slices})
-    job = _Job.open(entries[0], False, "sha256")
-    assert isinstance(job, _Job)
-    view = memoryview(bytearray(16 << 10))
-    assert job.step(view) is None
-    os.truncate(tmp_path / "pkg/a.so", slices + 100)
-    d = job.step(view)
-    assert d is not None and job.fd is None
-    data = (tmp_path / "pkg/a.so").read_bytes()
-    assert (d.sha256, d.size) == (hashlib.sha256(data).digest(), slices + 100)
+    entries = tree(tmp_path, {"pkg/a.so": 4 * SMALL, "pkg/b.py": 1000})
+    opener = hashing.open_regular
+
+    def open_then_shrink(path: str, **kw: object) -> tuple[int, os.stat_result]:
+        fd, st = opener(path, **kw)  # type: ignore[arg-type]
+        os.truncate(path, 100)
+        return fd, st
+
+    monkeypatch.setattr(hashing, "open_regular", open_then_shrink)
+    got = hash_entries(entries, workers=1, keep=lambda e: e.path.endswith(".py"))
+    for e in entries:
+        data = (tmp_path / e.path).read_bytes()
+        assert (got[e.path].sha256, got[e.path].size) == (hashlib.sha256(data).digest(), 100)
+    assert got["pkg/b.py"].data == (tmp_path / "pkg/b.py").read_bytes()
 
 
 @pytest.mark.parametrize(("algorithm", "error"), [
     ("shake_128", "cannot be hashed: TypeError: "),  # RECORD may name it; digest() needs a length
     ("nope", "cannot be hashed: ValueError: unsupported hash type nope"),
 ])
-def test_a_large_file_that_cannot_be_hashed_is_its_error_and_leaves_nothing_open(
-        tmp_path: Path, slices: int, algorithm: str, error: str) -> None:
-    entries = tree(tmp_path, {"pkg/a.so": 4 * slices, "pkg/b.so": 3 * slices})
+def test_a_file_that_cannot_be_hashed_is_its_error_and_leaves_nothing_open(
+        tmp_path: Path, algorithm: str, error: str) -> None:
+    entries = tree(tmp_path, {"pkg/a.so": 4 * SMALL, "pkg/b.so": 3 * SMALL, "pkg/c.py": 10})
     before = open_fds()
     got = hash_entries(entries, workers=2, algorithm=algorithm)
-    assert sorted(got) == ["pkg/a.so", "pkg/b.so"]
+    assert sorted(got) == ["pkg/a.so", "pkg/b.so", "pkg/c.py"]
     assert all(d.sha256 is None and (d.error or "").startswith(error) for d in got.values()), got
     assert open_fds() == before
 
@@ -447,18 +405,18 @@ class Recorder:
 
 
 def test_a_large_file_that_shrank_since_the_listing_is_hashed_and_kept_as_listed_small(
-        tmp_path: Path, slices: int) -> None:
-    """Listed large (hashed in slices, never kept), found small when opened: it is
-    hashed like any small file, so a source bytecode names keeps its bytes; and
-    progress counts each file as listed, so it ends at its total."""
-    entries = tree(tmp_path, {"pkg/mod.py": 4 * slices, "pkg/grew.so": 3 * slices})
+        tmp_path: Path) -> None:
+    """Listed large, found small when opened: it is hashed like any small file, so a
+    source bytecode names keeps its bytes; and progress counts each file as
+    listed, so it ends at its total."""
+    entries = tree(tmp_path, {"pkg/mod.py": 4 * SMALL, "pkg/grew.so": 3 * SMALL})
     (tmp_path / "pkg/mod.py").write_bytes(b"x = 1\n")
     with (tmp_path / "pkg/grew.so").open("ab") as f:
-        f.write(b"!" * slices)
+        f.write(b"!" * SMALL)
     progress = Recorder()
     got = hash_entries(entries, workers=1, keep=lambda e: e.path.endswith(".py"), progress=progress)
     assert (got["pkg/mod.py"].data, got["pkg/mod.py"].size, got["pkg/mod.py"].unkept) == (
         b"x = 1\n", 6, None)
-    assert got["pkg/grew.so"].size == 4 * slices
+    assert got["pkg/grew.so"].size == 4 * SMALL
     assert {p: d.sha256 for p, d in got.items()} == expected(tmp_path, entries)
-    assert progress.done == progress.total == 7 * slices
+    assert progress.done == progress.total == 7 * SMALL

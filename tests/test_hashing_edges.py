@@ -24,7 +24,7 @@ from test_record_units import bad, install, run
 from pp1audit import sources
 from pp1audit.errors import Pp1Error, SourceError
 from pp1audit.sources import DirectorySource, hashing, safeio
-from pp1audit.sources.hashing import BUFFER, hash_entries, hash_path
+from pp1audit.sources.hashing import SMALL, hash_entries, hash_path
 from pp1audit.sources.inventory import FILE, UNREADABLE, DirInventory, Entry
 
 SECRET = b"secret\n"
@@ -244,20 +244,11 @@ reading would read all of it."""
 
 
 @pytest.fixture
-def small_slices(monkeypatch: pytest.MonkeyPatch) -> int:
-    """Small slices, so a few-MB test file is hashed in slices like a 300 MB one."""
-    monkeypatch.setattr(hashing, "SLICE", 64 << 10)
-    monkeypatch.setattr(hashing, "RESUMABLE", 128 << 10)
-    monkeypatch.setattr(hashing, "BUFFER", 16 << 10)
-    return 64 << 10
-
-
-@pytest.fixture
 def grows(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """A file named ``grow*`` the hashing opens grows by ``GROWTH`` bytes right after its
-    ``fstat``; yields the bytes every ``readv`` read, by file name."""
+    ``fstat``; yields the bytes every ``read``/``readv`` read, by file name."""
     opener = safeio.open_regular
-    real_readv = os.readv
+    real_read, real_readv = os.read, os.readv
     counts: dict[str, int] = {}
 
     def open_then_grow(path: Any, **kw: Any) -> tuple[int, os.stat_result]:
@@ -266,13 +257,22 @@ def grows(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
             os.truncate(path, st.st_size + GROWTH)
         return fd, st
 
-    def readv(fd: int, buffers: Any) -> int:
-        n = real_readv(fd, buffers)
+    def count(fd: int, n: int) -> None:
         name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
         counts[name] = counts.get(name, 0) + n
+
+    def read(fd: int, n: int) -> bytes:
+        data = real_read(fd, n)
+        count(fd, len(data))
+        return data
+
+    def readv(fd: int, buffers: Any) -> int:
+        n = real_readv(fd, buffers)
+        count(fd, n)
         return n
 
     monkeypatch.setattr(hashing, "open_regular", open_then_grow)
+    monkeypatch.setattr(os, "read", read)
     monkeypatch.setattr(os, "readv", readv)
     yield counts
 
@@ -284,22 +284,23 @@ def test_a_file_growing_while_hashed_is_read_to_one_byte_past_its_size(
     bytes are never kept (a prefix of no version of the file)."""
     f = tmp_path / "grow.py"
     f.write_bytes(b"x = 1\n" * 1000)
-    d = hash_path(str(f), keep, bytearray(BUFFER))
+    d = hash_path(str(f), keep)
     assert grows == {"grow.py": 6001}
     assert (d.sha256, d.size) == (hashlib.sha256(f.read_bytes()[:6001]).digest(), 6001)
     assert d.data is None
     assert d.unkept == ("growing while read (past the 6,000 bytes it had when opened)" if keep else None)
 
 
-def test_a_large_file_growing_while_hashed_in_slices_is_read_to_one_byte_past_its_size(
-        tmp_path: Path, small_slices: int, grows: dict[str, int]) -> None:
+def test_a_large_file_growing_while_hashed_is_read_to_one_byte_past_its_size(
+        tmp_path: Path, grows: dict[str, int]) -> None:
+    """The same through ``hashlib.file_digest``, which reads until a read returns nothing."""
     f = tmp_path / "pkg" / "grow.so"
     f.parent.mkdir()
-    f.write_bytes(b"\1" * (4 * small_slices))
+    f.write_bytes(b"\1" * (4 * SMALL))
     entries = DirInventory(str(tmp_path)).walk("pkg")
     got = hash_entries(entries, workers=2)["pkg/grow.so"]
-    assert grows == {"grow.so": 4 * small_slices + 1}
-    assert got.size == 4 * small_slices + 1 and got.error is None
+    assert grows == {"grow.so": 4 * SMALL + 1}
+    assert got.size == 4 * SMALL + 1 and got.error is None
 
 
 def test_a_file_growing_while_checked_against_record_is_modified(
@@ -314,19 +315,21 @@ def test_a_file_growing_while_checked_against_record_is_modified(
 
 # --- hashing threads the system refuses ---------------------------------------------------
 
-def refuse_threads(monkeypatch: pytest.MonkeyPatch, exc: BaseException, after: int = 0) -> None:
-    """``Thread.start`` fails (as under ``ulimit -v``) once ``after`` threads started."""
+def refuse_threads(monkeypatch: pytest.MonkeyPatch, exc: BaseException, after: int = 0) -> list[str]:
+    """``Thread.start`` of a hashing thread fails (as under ``ulimit -v``) once ``after``
+    of them started; returns the names of those that started."""
     real = threading.Thread.start
-    started = 0
+    started: list[str] = []
 
     def start(self: threading.Thread) -> None:
-        nonlocal started
-        if self.name == "pp1audit-hash" and started >= after:
-            raise exc
-        started += 1
+        if self.name.startswith("pp1audit-hash"):
+            if len(started) >= after:
+                raise exc
+            started.append(self.name)
         real(self)
 
     monkeypatch.setattr(threading.Thread, "start", start)
+    return started
 
 
 @pytest.mark.parametrize(("exc", "why"), [
@@ -344,13 +347,14 @@ def test_no_hashing_thread_starting_is_the_cause_in_words(
 
 def test_a_run_goes_on_with_the_threads_that_started(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    entries = DirInventory(str(install(tmp_path / "site", FILES, compile_pyc=False))).walk("pkg")
-    refuse_threads(monkeypatch, RuntimeError("can't start new thread"), after=1)
+    many = {**FILES, **{f"pkg/m{i}.py": f"m = {i}\n" for i in range(300)}}  # several tasks
+    entries = DirInventory(str(install(tmp_path / "site", many, compile_pyc=False))).walk("pkg")
+    started = refuse_threads(monkeypatch, RuntimeError("can't start new thread"), after=1)
     hashes = hashing.HashRun(workers=4)
     for e in entries:
         hashes.add(e)
     got = hashes.result()
-    assert len(hashes._threads) == 1
+    assert len(started) == 1
     assert {p: d.sha256 for p, d in got.items()} == {
         e.path: hashlib.sha256(Path(e.ref).read_bytes()).digest() for e in entries}
 
@@ -364,7 +368,7 @@ def test_the_cli_says_why_the_threads_did_not_start_exit_2(tmp_path: Path) -> No
     code = ("import threading, sys\n"
             "real = threading.Thread.start\n"
             "def start(self):\n"
-            "    if self.name == 'pp1audit-hash':\n"
+            "    if self.name.startswith('pp1audit-hash'):\n"
             "        raise RuntimeError(\"can't start new thread\")\n"
             "    real(self)\n"
             "threading.Thread.start = start\n"
@@ -381,7 +385,8 @@ def test_hashing_threads_get_small_stacks_and_the_setting_is_put_back(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each thread's stack is address space a memory limit counts: the hashing
     threads' shallow calls need far less than the default 8 MiB."""
-    entries = DirInventory(str(install(tmp_path / "site", FILES, compile_pyc=False))).walk("pkg")
+    many = {**FILES, **{f"pkg/m{i}.py": f"m = {i}\n" for i in range(300)}}  # several tasks
+    entries = DirInventory(str(install(tmp_path / "site", many, compile_pyc=False))).walk("pkg")
     real = threading.Thread.start
     seen: list[int] = []
 

@@ -274,7 +274,7 @@ def test_tree_digest_lines_escape_like_gnu_sha256sum(tmp_path: Path) -> None:
 def test_fifo_is_never_opened_even_if_swapped_in_after_listing(tmp_path: Path) -> None:
     fifo = tmp_path / "f"
     os.mkfifo(fifo)
-    d = hash_path(str(fifo), False, bytearray(16))  # the race guard: O_NONBLOCK + fstat
+    d = hash_path(str(fifo), False)  # the race guard: O_NONBLOCK + fstat
     assert d.sha256 is None and d.error == "is a FIFO; not opened"
     entries = DirInventory(str(tmp_path)).walk("")
     assert [e.kind for e in entries] == [FIFO]
@@ -596,19 +596,19 @@ def test_a_pyc_whose_comparison_kills_the_worker_is_that_pairs_error_only(
     with SIGKILL, as the OOM killer would), triggered by a marker in one source."""
     import signal
 
-    import pp1audit.checks.bytecode as bytecode
+    import pp1audit.checks.pyccompare as pyccompare
 
     files = {**FILES, **{f"pkg/m{i}.py": f"VALUE = {i}\n" for i in range(40)}}
     files["pkg/m7.py"] = "VALUE = 'crash the compiler here'\n"
     root = install(tmp_path / "site", files)
-    real = bytecode._compare
+    real = pyccompare._compare
 
     def crashing(source: bytes, pyc: bytes, optimize: int) -> tuple[str, str] | None:
         if b"crash the compiler" in source:
             os.kill(os.getpid(), signal.SIGKILL)
         return real(source, pyc, optimize)
 
-    monkeypatch.setattr(bytecode, "_compare", crashing)
+    monkeypatch.setattr(pyccompare, "_compare", crashing)
     checks = run(root)
     pyc = os.path.relpath(importlib.util.cache_from_source(str(root / "pkg/m7.py")), root)
     assert list(bad(checks)) == [f"bytecode:{pyc}"]
@@ -820,7 +820,7 @@ def test_a_source_too_large_to_keep_leaves_its_bytecode_unverified(tmp_path: Pat
 def test_marshal_reader_reads_long_integers_by_value() -> None:
     """The pyc reader decodes marshal's 15-bit-digit longs (now in linear time):
     every size and sign round-trips to the value Python itself wrote."""
-    from pp1audit.checks.bytecode import _marshal_tree
+    from pp1audit.checks.pyccompare import _marshal_tree
 
     for v in (0, 2**15 - 1, 2**15, 2**30, 2**31, -(2**31) - 1, 2**45 + 12345, -(3**3000), 7**5000,
               10**20000):
@@ -837,7 +837,7 @@ def test_a_tree_without_bytecode_never_opens_the_verification_cache(
     def no_cache() -> Path:
         raise AssertionError("the verification cache was looked for")
 
-    monkeypatch.setattr(bytecode, "cache_dir", no_cache)
+    monkeypatch.setattr(bytecode, "default_cache_dir", no_cache)
     for compile_pyc in (False, True):
         root = install(tmp_path / f"site{compile_pyc}", compile_pyc=compile_pyc)
         with DirectorySource(root) as source:
@@ -862,10 +862,10 @@ def test_a_large_record_is_read_without_starting_threads(
     rec = root / "pkg-1.0.dist-info" / "RECORD"
     assert rec.stat().st_size > hashing.SMALL
 
-    def no_threads(self: object, n: int) -> None:
+    def no_threads(self: object, *args: object) -> None:
         raise AssertionError("a hashing thread was started")
 
-    monkeypatch.setattr(hashing.HashRun, "_start", no_threads)
+    monkeypatch.setattr(hashing.HashRun, "_submit", no_threads)
     assert read_record(DirInventory(str(root)), "pkg-1.0.dist-info/RECORD") == rec.read_bytes()
 
 
@@ -888,7 +888,7 @@ def test_a_long_field_that_differs_late_is_shown_where_it_differs(tmp_path: Path
 def test_a_long_differing_item_and_an_escaped_string_still_show_where_they_part() -> None:
     """Cut to the same first characters, a long name in a names tuple, or a string
     of escapes, looked identical on both sides of the message."""
-    from pp1audit.checks.bytecode import _field_differences, _where_they_part
+    from pp1audit.checks.pycexplain import _field_differences, _where_they_part
     from pp1audit.text.safe import printable
 
     long_name = "load_configuration_from_environment_variables_v"

@@ -32,7 +32,7 @@ from pp1audit.checks.record import RecordRun
 from pp1audit.checks.record_judge import record_checks
 from pp1audit.result import Check, Status
 from pp1audit.sources import DirectorySource, WheelSource
-from pp1audit.sources.zipindex import ZipIndex, install_escape
+from pp1audit.sources.wheel import Zip, install_escape
 
 DIST = "pkg-1.0"
 GOOD = {"pkg/__init__.py": b"", "pkg/mod.py": b"def answer():\n    return 42\n"}
@@ -242,22 +242,24 @@ def test_ordinary_wheels_have_no_escapes(tmp_path: Path) -> None:
         assert install_escape(name) is None and not pip_windows_escapes(name)
 
 
-def test_a_clean_wheel_is_cleared_without_decoding_a_name(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """``escaping`` costs one search over the raw names on an ordinary wheel: no
-    name is decoded (counted), whatever its size."""
-    wheel = make_wheel(wheel_path(tmp_path, "w"), {f"pkg/m{i}.py": b"" for i in range(500)})
+def test_a_clean_wheel_is_cleared_without_judging_a_name(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``escaping`` costs one search over all names on an ordinary wheel: no name is
+    judged one by one (counted), whatever its size; an escaping one is found."""
+    import pp1audit.sources.wheel as wheel
+
+    wheel_file = make_wheel(wheel_path(tmp_path, "w"), {f"pkg/m{i}.py": b"" for i in range(500)})
     calls = []
-    original = ZipIndex.names
-    monkeypatch.setattr(ZipIndex, "names", lambda self: calls.append(1) or original(self))
-    index = ZipIndex(wheel)
+    original = wheel.install_escape
+    monkeypatch.setattr(wheel, "install_escape", lambda name: calls.append(1) or original(name))
+    index = Zip(wheel_file)
     try:
         assert index.escaping() == {}
     finally:
         index.close()
     assert calls == []
     escaping = make_wheel(wheel_path(tmp_path, "e"), {"../x.py": b""})
-    index = ZipIndex(escaping)
+    index = Zip(escaping)
     try:
         assert list(index.escaping()) == ["../x.py"]
     finally:

@@ -182,7 +182,7 @@ def test_a_path_line_to_a_zip_holding_sitecustomize_fails(tmp_path: Path, member
 
 def test_a_zip_only_zipimport_reads_is_looked_into_as_zipimport_reads_it(tmp_path: Path) -> None:
     """The end record's comment length set to 1 and a signature written into its
-    disk-number field: zipfile (and ``ZipIndex``) search back for the last signature
+    disk-number field: zipfile (and so ``Zip``) search back for the last signature
     and find no zip; zipimport takes the record at the very end and imports the hook
     (the real interpreter shows it). It passed as "no zip at all" (found by an
     adversarial review)."""

@@ -30,7 +30,7 @@ install):
   failed: the target is the site-packages directory (often copied out of an
   image on its own), and the audit is about what is under it. Not in a wheel:
   a row or member pip would write outside the directory it installs it into
-  (``../x.py``, ``/abs.py``, ``..\\x.py`` on Windows: ``zipindex.install_escape``)
+  (``../x.py``, ``/abs.py``, ``..\\x.py`` on Windows: ``wheel.install_escape``)
   is ``outside``, listed or not, present or not, since pip refuses such a wheel
   and a naive unzip writes outside site-packages (``verify``'s ``escapes``).
 * Files under the package directory that RECORD does not list are
@@ -66,6 +66,7 @@ from pp1audit.sources.inventory import (
     WheelInventory,
     what_it_is,
 )
+from pp1audit.sources.wheel import Zip
 
 UNHASHED_OK = ("RECORD", "RECORD.jws", "RECORD.p7s")
 """Files of the verified dist-info a RECORD cannot hash: itself and its signatures."""
@@ -223,7 +224,7 @@ def _read_entry(inv: Inventory, e: Entry) -> Digest:
     as the hashing pass (directory or wheel alike)."""
     from pp1audit.sources.hashing import hash_here
 
-    wheel = inv.location if inv.kind == "wheel" else None
+    wheel = inv.zip if isinstance(inv, WheelInventory) else None
     return hash_here([e], wheel=wheel, keep=lambda _: True)[e.path]
 
 
@@ -323,7 +324,7 @@ class Verification:
 
 
 def other_algorithm_digests(rows: list[RecordEntry], located: dict[str, Entry | None],
-                            wheel: str | None) -> dict[tuple[str, str], bytes]:
+                            wheel: Zip | None) -> dict[tuple[str, str], bytes]:
     """``verify``'s ``extra_digests``: the present files whose rows name another
     algorithm than sha256 (``sha384``, ``sha512``), hashed again with it (streamed)
     and keyed ``(path, algorithm)``. ``located``: each row's entry, None when absent;
@@ -357,7 +358,7 @@ def verify(
     ``extra_digests`` holds digests for rows using another algorithm;
     ``refused`` names rows pointing outside the installation (never looked at);
     ``escapes``: in a wheel, the logical paths of rows and members pip would write
-    outside the directory it installs them into, with why (``zipindex.install_escape``).
+    outside the directory it installs them into, with why (``wheel.install_escape``).
     Each is an ``outside`` problem, listed or not, bytecode too: a wheel is judged as
     what it installs, and such a wheel installs outside site-packages or not at all.
     """

@@ -102,7 +102,7 @@ class RecordRun:
         except TargetError as exc:
             self._early = [error_check("record", str(exc))]
             return
-        self.wheel = self.inv.location if self.inv.kind == "wheel" else None
+        self.wheel = self.inv.zip if isinstance(self.inv, WheelInventory) else None
         self.site_dir = _site_dir(source, self.inv)
         self.run = HashRun(wheel=self.wheel, progress=progress, keep=self._keep)
         try:

@@ -15,7 +15,7 @@ import os
 import stat
 from dataclasses import replace
 
-from pp1audit.checks.bytecode import VerifiedCache, check_bytecode, default_cache
+from pp1audit.checks.bytecode import TAG, VerifiedCache, check_bytecode, default_cache
 from pp1audit.checks.distrecord import (
     Problem,
     RecordEntry,
@@ -60,7 +60,7 @@ from pp1audit.sources.inventory import (
     what_it_is,
 )
 from pp1audit.sources.safeio import is_within, realpath
-from pp1audit.sources.zipindex import NotAZip, ZipError, install_escape
+from pp1audit.sources.wheel import NotAZip, ZipError, install_escape
 
 
 def _logical_rows(inv: Inventory, rows: list[RecordEntry]) -> list[RecordEntry]:
@@ -133,7 +133,7 @@ def _examined(inv: Inventory, path: str) -> Entry | None:
 
 def _member_escapes(inv: Inventory) -> dict[str, str]:
     """A wheel's members pip would write outside the directory it installs them into
-    (``ZipIndex.escaping``), by installed path: each fails as ``record:<path>``,
+    (``Zip.escaping``), by installed path: each fails as ``record:<path>``,
     whether RECORD lists it or not (no ``..`` member is under the package directory
     the listing walks), as the inventory found them (``WheelInventory.escaping``).
     ``{}`` for a directory."""
@@ -359,8 +359,6 @@ def _short(token: str | None) -> str:
 
 def _bytecode_checks(files: list[Entry], digests: dict[str, Digest], progress: Progress | None,
                      cache: VerifiedCache | None, release: Release | None) -> list[Check]:
-    from pp1audit.checks.bytecode import TAG
-
     rep = check_bytecode(files, digests, cache=cache or default_cache(), progress=progress,
                          target_release=release)
     other = ", ".join(f"{n} for {t}" for t, n in sorted(rep.other.items()))
@@ -526,15 +524,15 @@ def _zip_plugins(rep: PluginReport, path: str, package: str, *, egg: bool) -> No
                          f"points for {package} is unknown")
         return
     try:
-        for member in index.names():
+        for member in index.names:
             child, _, rest = member.partition("/")
             if rest != "entry_points.txt" or not is_distribution(child, egg=egg):
                 continue
             meta, where = f"{path}/{child}", f"{path}/{member}"
             try:
-                found = index.member(member)
-                data = index.read(found, limit=ENTRY_POINTS_MAX) if found is not None else None
-            except (OSError, ZipError) as exc:
+                found = index.info(member)
+                data = index.read(found, ENTRY_POINTS_MAX) if found is not None else None
+            except ZipError as exc:
                 rep.findings.append(_unread_plugins(where, package, f"cannot be read ({exc})"))
                 continue
             if data is not None:

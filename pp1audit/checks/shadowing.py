@@ -167,7 +167,7 @@ from pp1audit.sources.safeio import (
     read_regular,
     realpath,
 )
-from pp1audit.sources.zipindex import NotAFile, NotAZip, ZipError, ZipIndex
+from pp1audit.sources.wheel import NotAFile, NotAZip, Zip, ZipError
 from pp1audit.text.safe import cut
 
 STDLIB_ZIP_MAX = 16 << 20
@@ -177,8 +177,8 @@ library, test suite included (1,790 modules), zips to 7.2 MB as source and
 15.4 MiB as bytecode; without the tests, tkinter and idlelib (about what the
 Windows embeddable distribution ships) to 5.1 MB of bytecode. 16 MiB holds all
 of those; a larger file is named in a note, not read. At the cap a hostile zip
-(155,000 members) costs about 0.2 s; at the former 64 MiB one of 300,000
-members in 28 MB cost 1.6 s and 90 MB."""
+(155,000 members) costs about 0.9 s (``zipfile`` makes a ``ZipInfo`` per member);
+one of 300,000 members in 28 MB cost 2.3 s and 100 MB."""
 
 CUSTOMIZE = ("sitecustomize", "usercustomize")
 """Modules ``site`` imports at every interpreter start."""
@@ -221,8 +221,8 @@ def _copy_in(directory: str, package: str, version: tuple[int, int] | None) -> s
 PATH_ZIP_MAX = 64 << 20
 """Largest zip on a ``.pth`` path line looked into (its central directory only).
 An egg is rarely over a few MB; a larger file is a failure (what it holds is
-unknown), not read: ``ZipIndex`` holds the whole central directory, and a
-hostile one of 300,000 members in 28 MB cost 1.6 s and 90 MB."""
+unknown), not read: ``Zip`` (``zipfile``) holds the whole central directory, a
+``ZipInfo`` per member: a hostile one of 300,000 members in 28 MB cost 2.3 s and 100 MB."""
 
 
 def check_pth(inv: Inventory, package: str, report: ShadowReport, scope: Scope | None = None) -> None:
@@ -521,7 +521,7 @@ def _hook_of(name: str, kind: str, version: tuple[int, int] | None) -> str | Non
 def _zip_on_path(package: str, pth: str, n: int, head: str, real: str, report: ShadowReport) -> None:
     """A regular file on a path line: zipimport imports from it when it is a zip.
 
-    Its central directory is read (``ZipIndex``: the open never blocks and is
+    Its central directory is read (``Zip``: the open never blocks and is
     judged on the descriptor); a file that is no zip at all gives Python nothing
     either. A startup hook or another copy of the package in it fails; so does a
     zip that cannot be looked into, since what it holds is unknown.
@@ -656,11 +656,11 @@ def _extension_of(name: str, package: str) -> bool:
 def _zip_names(zpath: str, report: ShadowReport, packages: tuple[str, ...]) -> set[str] | None:
     """The member names of the stdlib zip ``_zip_hit`` needs for ``packages``, or None.
 
-    Read with ``ZipIndex``, the wheels' reader: its central directory only, the
+    Read with ``Zip``, the wheels' reader: its central directory only, the
     open never blocking and judged on the descriptor (a FIFO swapped in after the
     ``stat`` below is refused, not waited on). A final symlink is followed, as by
     zipimport, which imports from what the link names. Only names of the forms
-    ``_zip_hit`` looks for are decoded and kept, at most a few per package
+    ``_zip_hit`` looks for are kept, at most a few per package
     (``_relevant``). A missing zip is the usual case and says nothing; one that is
     not a regular file, too large or unreadable is a note (what it holds is unknown).
     """
@@ -689,9 +689,9 @@ class ZipTooLarge(ZipError):
         self.size, self.cap = size, cap
 
 
-def open_zip(path: str, cap: int) -> ZipIndex:
+def open_zip(path: str, cap: int) -> Zip:
     """A file on ``sys.path`` opened as zipimport opens it (a final symlink followed),
-    for its central directory (``ZipIndex``: the open never blocks and is judged on
+    for its central directory (``Zip``: the open never blocks and is judged on
     the descriptor). ``FileNotFoundError`` / ``OSError`` from the ``stat``;
     ``NotAFile`` for anything but a regular file (one swapped in after the ``stat``
     too), ``ZipTooLarge`` over ``cap`` bytes, ``ZipError`` when it is no readable zip."""
@@ -700,23 +700,23 @@ def open_zip(path: str, cap: int) -> ZipIndex:
         raise NotAFile(f"{path} is not a regular file")
     if st.st_size > cap:
         raise ZipTooLarge(st.st_size, cap)
-    return ZipIndex(path)
+    return Zip(path)
 
 
 def _zip_members(path: str, cap: int, packages: tuple[str, ...]) -> set[str]:
     """The names of a zip on ``sys.path`` ``_zip_hit`` needs for ``packages``
-    (``_relevant``), read by ``open_zip``, whose errors it raises. A file ``ZipIndex``
+    (``_relevant``), read by ``open_zip``, whose errors it raises. A file ``Zip``
     finds no end record in is asked of zipimport itself (``_zipimport_names``)."""
+    heads = tuple(f"{p}{tail}" for p in packages for tail in ("/", "."))
     try:
         index = open_zip(path, cap)
     except NotAZip:
         names = _zipimport_names(path)
         if names is None:
             raise
-        heads = tuple(f"{p}{tail}" for p in packages for tail in ("/", "."))
         return _relevant(iter(sorted(n for n in names if n.startswith(heads))), packages)
     try:
-        return _relevant(index.names_starting(_prefixes(packages)), packages)
+        return _relevant((n for n in index.names if n.startswith(heads)), packages)
     finally:
         index.close()
 
@@ -724,7 +724,7 @@ def _zip_members(path: str, cap: int, packages: tuple[str, ...]) -> set[str]:
 def _zipimport_names(path: str) -> list[str] | None:
     """The member names zipimport reads from ``path``, or None when it reads none.
 
-    zipimport finds the end record otherwise than zipfile (and ``ZipIndex``): a
+    zipimport finds the end record otherwise than zipfile (and so ``Zip``): a
     record at the very end counts whatever its comment length says, where zipfile
     then searches back for the last signature. A file made to differ (a comment
     length of 1, a signature in the disk-number field) was "no zip at all" here
@@ -753,18 +753,6 @@ def _zipimport_names(path: str) -> list[str] | None:
         return [str(name).replace(os.sep, "/") for name in files]
     finally:
         os.close(fd)
-
-
-def _prefixes(packages: tuple[str, ...]) -> tuple[bytes, ...]:
-    """``pkg/`` and ``pkg.`` as a member name's raw bytes may start: UTF-8 (the name
-    flagged so) or CP437 (not flagged), as zipimport decodes them."""
-    out = set()
-    for package in packages:
-        for head in (f"{package}/", f"{package}."):
-            out.add(head.encode("utf-8"))
-            with contextlib.suppress(UnicodeEncodeError):  # no unflagged name decodes to it
-                out.add(head.encode("cp437"))
-    return tuple(sorted(out))
 
 
 def _relevant(names: Iterator[str], packages: tuple[str, ...]) -> set[str]:

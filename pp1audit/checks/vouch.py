@@ -44,6 +44,7 @@ from pp1audit.errors import TargetError
 from pp1audit.sources.hashing import Digest, hash_entries
 from pp1audit.sources.inventory import DIR, FILE, SYMLINK, DirInventory, Entry, Inventory, WheelInventory
 from pp1audit.sources.safeio import realpath
+from pp1audit.sources.wheel import Zip
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,9 +382,9 @@ def module_entries(inv: Inventory, module: str, root: dict[str, str], version: t
     return files
 
 
-def _wheel(inv: Inventory) -> str | None:
+def _wheel(inv: Inventory) -> Zip | None:
     """Where ``hash_entries`` reads an inventory's members: the wheel, or None on disk."""
-    return inv.location if isinstance(inv, WheelInventory) else None
+    return inv.zip if isinstance(inv, WheelInventory) else None
 
 
 def _hashed_module(scope: Scope, module: str, root: dict[str, str], report: ShadowReport,

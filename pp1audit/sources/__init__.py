@@ -14,11 +14,15 @@ import stat
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pp1audit.errors import MissingFile, SourceError, TargetError
 from pp1audit.manifest.paths import path_problem
 from pp1audit.sources.safeio import Elsewhere, NotRegular, TooLarge, is_within, read_regular, realpath
-from pp1audit.sources.zipindex import Member, ZipError, ZipIndex, install_name
+from pp1audit.sources.wheel import Zip, ZipError, install_name
+
+if TYPE_CHECKING:
+    import zipfile
 
 MAX_READ = 512 << 20
 """Largest file read whole (a file pin, a cited file): the biggest file of vLLM is
@@ -251,14 +255,13 @@ def install_clash(members: list[str]) -> str:
 
 
 class WheelSource(Source):
-    """A ``.whl`` read in place: nothing is extracted to disk.
+    """A ``.whl`` read in place through ``zipfile`` (``sources.wheel.Zip``): nothing is
+    extracted to disk, every member read is CRC-checked.
 
-    Reads go through ``zipindex`` (central directory indexed in one pass,
-    members parsed on demand, CRC-checked), which opens a 5,000-entry wheel
-    about eight times faster than ``zipfile``. Logical paths are where pip
-    installs each member (``installed_path``): a ``.data/purelib/`` member is
-    read at its path in site-packages, and a path two members install to is a
-    ``SourceError`` naming both.
+    Logical paths are where pip installs each member (``installed_path``): a
+    ``.data/purelib/`` member is read at its path in site-packages, and a path two
+    members install to is a ``SourceError`` naming both. The open archive is shared
+    with the inventory and the hashing threads (``zip``): one central directory read.
     """
 
     kind = "wheel"
@@ -267,15 +270,15 @@ class WheelSource(Source):
         self.location = str(path)
         self._layout: dict[str, list[str]] | None = None
         try:
-            self._zip = ZipIndex(path)
+            self.zip = Zip(path)
         except ZipError as exc:
             raise TargetError(f"{path}: not a readable wheel ({exc})") from None
 
     def _installed(self) -> dict[str, list[str]] | None:
         """Installed path -> members, or None when every member installs at its own
-        name (``ZipIndex.moves``: most wheels, whose names are then never decoded)."""
-        if self._layout is None and self._zip.moves:
-            self._layout = wheel_layout(self._zip.names())
+        name (``Zip.moves``: most wheels)."""
+        if self._layout is None and self.zip.moves:
+            self._layout = wheel_layout(self.zip.names)
         return self._layout
 
     def _members_at(self, path: str) -> list[str]:
@@ -283,13 +286,13 @@ class WheelSource(Source):
         layout = self._installed()
         return [path] if layout is None else layout.get(path, [])
 
-    def info(self, path: str) -> Member:
+    def info(self, path: str) -> zipfile.ZipInfo:
         """The zip entry for ``path``; ``SourceError`` when absent, unsafe or a clash."""
         self._check_path(path)
         names = [] if path.endswith("/") else self._members_at(path)
         if len(names) > 1:
             raise SourceError(path, "is " + install_clash(names))
-        member = self._zip.member(names[0]) if names else None
+        member = self.zip.info(names[0]) if names else None
         if member is None:
             raise MissingFile(path)
         mode = member.external_attr >> 16
@@ -299,27 +302,27 @@ class WheelSource(Source):
 
     def read(self, path: str) -> bytes:
         member = self.info(path)
-        if member.size > MAX_READ:
-            raise SourceError(path, too_large(member.size))
+        if member.file_size > MAX_READ:
+            raise SourceError(path, too_large(member.file_size))
         try:
-            return self._zip.read(member, limit=MAX_READ)
-        except (OSError, ZipError) as exc:
+            return self.zip.read(member, MAX_READ)
+        except ZipError as exc:
             raise SourceError(path, f"cannot read from the wheel: {exc}") from None
 
     def exists(self, path: str) -> bool:
         if path.endswith("/"):
             return False
         names = self._members_at(path)
-        return len(names) > 1 or (len(names) == 1 and self._zip.member(names[0]) is not None)
+        return len(names) > 1 or (len(names) == 1 and self.zip.info(names[0]) is not None)
 
     def iter_files(self, under: str = "") -> Iterator[str]:
         prefix = under.rstrip("/") + "/" if under else ""
         layout = self._installed()
-        names = self._zip.names() if layout is None else list(layout)
+        names = self.zip.names if layout is None else list(layout)
         yield from sorted(n for n in names if n.startswith(prefix) and not n.endswith("/"))
 
     def close(self) -> None:
-        self._zip.close()
+        self.zip.close()
 
 
 def _target_mode(target: Path) -> int:

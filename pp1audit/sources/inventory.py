@@ -15,10 +15,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 from pp1audit.errors import TargetError
 from pp1audit.sources import DEVICE as DEVICE  # the type names live with the sources
@@ -39,7 +39,10 @@ from pp1audit.sources import (
 )
 from pp1audit.sources import kind_of_mode as kind_of_mode
 from pp1audit.sources.safeio import Elsewhere, check_place, fd_path, is_within, realpath
-from pp1audit.sources.zipindex import Member
+from pp1audit.sources.wheel import Zip, ZipError
+
+if TYPE_CHECKING:
+    import zipfile
 
 UNREADABLE = "entry that could not be examined"
 """The kind of an entry the listing found but could not ``lstat`` or, for a
@@ -643,43 +646,36 @@ class WheelInventory(Inventory):
     judge the tree the wheel installs. A path several members install to is one
     ``UNREADABLE`` entry naming them.
 
-    ``escaping`` (member name -> why: ``ZipIndex.escaping``) is found here, from
-    the central directory read once: the RECORD checks fail those members and the
-    hashing leaves them unread, and reopening the wheel for it could find another
-    wheel than the one listed.
+    ``wheel`` is the open archive (``WheelSource.zip``), or a path opened here; the
+    hashing reads the members from the same open archive (``zip``), so RECORD, the
+    escaping members (``escaping``: member name -> why, ``Zip.escaping``) and the
+    digests all come from the wheel that was listed, never from one put at its path since.
     """
 
     kind = "wheel"
 
-    def __init__(self, wheel: str) -> None:
-        from pp1audit.sources.zipindex import ZipError, ZipIndex
-
-        self.location = wheel
+    def __init__(self, wheel: str | Zip) -> None:
         try:
-            index = ZipIndex(wheel)
+            self.zip = wheel if isinstance(wheel, Zip) else Zip(wheel)
         except ZipError as exc:
             raise TargetError(f"{wheel}: not a readable wheel ({exc})") from None
-        try:
-            members = [m for name in index.names() if (m := index.member(name)) is not None]
-            self.escaping: dict[str, str] = index.escaping()
-        except (OSError, ZipError, ValueError, struct.error) as exc:  # a damaged directory
-            raise TargetError(f"{wheel}: not a readable wheel ({exc})") from None
-        finally:
-            index.close()
+        self.location = self.zip.path
+        self.escaping: dict[str, str] = self.zip.escaping()
         self._entries: dict[str, Entry] = {}
         self._dirs: set[str] = set()
-        if index.moves:
+        members = self.zip.zf.infolist()
+        if self.zip.moves:
             self._lay_out(members)
             return
         for m in members:  # every member installs at its own name: the common case, quick
-            if m.name.endswith("/"):
-                self._dirs.add(m.name.rstrip("/"))
+            if m.filename.endswith("/"):
+                self._dirs.add(m.filename.rstrip("/"))
             else:
-                self._add(self._entry(m.name, [m]))
+                self._add(self._entry(m.filename, [m]))
 
-    def _lay_out(self, members: list[Member]) -> None:
+    def _lay_out(self, members: list[zipfile.ZipInfo]) -> None:
         """Entries at the paths pip installs the members to (``wheel_layout``)."""
-        by_name = {m.name: m for m in members}
+        by_name = {m.filename: m for m in members}
         self._dirs.update(p.rstrip("/") for n in by_name if n.endswith("/") and (p := installed_path(n)))
         for path, names in wheel_layout(by_name).items():
             self._add(self._entry(path, [by_name[n] for n in names]))
@@ -691,17 +687,17 @@ class WheelInventory(Inventory):
             self._dirs.add("/".join(parts[:i]))
 
     @staticmethod
-    def _entry(path: str, members: list[Member]) -> Entry:
+    def _entry(path: str, members: list[zipfile.ZipInfo]) -> Entry:
         """The entry at installed path ``path``: its member's, or ``UNREADABLE`` naming
         every member when several install there (what is left depends on the
         installer's write order: neither is the installed file for sure)."""
         if len(members) > 1:
-            return Entry(path, UNREADABLE, 0, None, members[-1].name, None,
-                         install_clash([m.name for m in members]))
+            return Entry(path, UNREADABLE, 0, None, members[-1].filename, None,
+                         install_clash([m.filename for m in members]))
         m = members[0]
         mode = m.external_attr >> 16
         kind = kind_of_mode(mode) if stat.S_IFMT(mode) else FILE
-        return Entry(path, kind, m.size, None, m.name)
+        return Entry(path, kind, m.file_size, None, m.filename)
 
     def inside(self, path: str) -> bool:
         """Paths in a wheel are members: ``..`` or absolute names are never inside."""
@@ -765,7 +761,7 @@ def inventory_for(source: Source, package: str) -> Inventory:
     finds the link leading outside: the same symlink escape as ``check site``.
     """
     if isinstance(source, WheelSource):
-        return WheelInventory(source.location)
+        return WheelInventory(source.zip)
     if isinstance(source, DirectorySource):
         if source.mount is None:
             return DirInventory(source.base)
