@@ -35,7 +35,7 @@ def test_every_output_says_an_absent_or_empty_version_in_the_same_words(version:
     text = text_render(result(version))
     assert f"(pkg {UNKNOWN_VERSION})" in text.splitlines()[0]
     report = report_render({"audit": {"title": "T"}}, result(version))
-    assert f"— pkg ({UNKNOWN_VERSION})." in report, report  # was "— pkg ``." for ""
+    assert f"— pkg ({UNKNOWN_VERSION}) |" in report, report  # was "— pkg ``." for ""
     diff = render_text(TreeDiff("m.yaml", "directory old", "directory new", version, "1.0", ()))
     assert diff.startswith(f"diff directory old ({UNKNOWN_VERSION}) → directory new (1.0);")
 
@@ -43,7 +43,7 @@ def test_every_output_says_an_absent_or_empty_version_in_the_same_words(version:
 def test_a_known_version_is_shown_as_found() -> None:
     assert version_or_unknown("1.2") == "1.2"
     assert "(pkg 1.2)" in text_render(result("1.2"))
-    assert "— pkg `1.2`." in report_render({"audit": {"title": "T"}}, result("1.2"))
+    assert "— pkg `1.2` |" in report_render({"audit": {"title": "T"}}, result("1.2"))
 
 
 def test_the_words_are_written_once_in_the_package() -> None:
@@ -67,14 +67,14 @@ def test_a_named_source_is_named_alike() -> None:
     assert named_source(r.checks[0]) == "lane"
     assert as_dict(r)["checks"][0]["source"] == "lane"
     assert "lane:pkg/a.py" in text_render(r)
-    assert " [lane] " in report_render({"audit": {"title": "T"}}, r)
+    assert "- [lane] `pkg/a.py`" in report_render({"audit": {"title": "T"}}, r)
 
 
 def test_counts_are_spelled_once() -> None:
     r = result("1.0")
     assert counted(r.counts()) == "0 pass, 0 drift, 0 stale, 1 fail, 0 skip, 0 error"
     assert summary(r).endswith(counted(r.counts()))
-    assert f"({counted(r.counts())})." in report_render({"audit": {"title": "T"}}, r)
+    assert f"({counted(r.counts())}) |" in report_render({"audit": {"title": "T"}}, r)
 
 
 def test_the_counts_line_is_written_once_in_the_package() -> None:

@@ -95,12 +95,14 @@ def test_report_against_real_0310_carries_measurements(vllm_tree: Path) -> None:
     text = proc.stdout
     runner = (vllm_tree / "vllm/v1/worker/gpu/model_runner.py").read_text().splitlines()
     call = next(i for i, line in enumerate(runner, 1) if "sampler_output = self.rejection_sampler(" in line)
-    assert f"`vllm/v1/worker/gpu/model_runner.py:1711–1718` → now {call}–" in text
+    # The claim's mark says where its span moved; its evidence, under its file, says it again.
+    assert f"  ↳ **moved**: 1711–1718 → {call}–" in text
+    assert f"  - **drift** `runner-passes-draft-logits` 1711–1718 → {call}–" in text
     assert "found `0.31.0`, pinned `0.31.1.dev0+g6e517b15.dsv41gb10`" in text
     # The hash table gains a measured column with the actual digests.
     assert "| File under `vllm/v1/worker/gpu/` | SHA256 | measured |" in text
     assert "**skip**" in text and "--repo lane=PATH" in text
-    assert "## Measured" in text and "Verdict: **fail**" in text
+    assert "## Evidence" in text and "| Verdict | **fail**, gate closed (" in text
     assert f"{call:5d}              sampler_output = self.rejection_sampler(" in text
 
 
@@ -120,7 +122,8 @@ def test_a_span_quoted_in_prose_must_be_evidence_of_its_block(tmp_path: Path) ->
 
 def test_files_in_the_hash_table_are_not_listed_again_as_uncited(vllm_wheel: Path) -> None:
     md = run_cli("report", str(vllm_wheel), "-m", str(PP1)).stdout
-    rest = md.split("Checks not cited above:", 1)[-1]
+    assert "### Not cited by a claim" in md  # henryous:commit is in no block's evidence
+    rest = md.split("### Not cited by a claim", 1)[-1]
     assert "| File under `vllm/v1/worker/gpu/` | SHA256 | measured |" in md
     assert "`file:vllm/v1/worker/gpu/" not in rest
 

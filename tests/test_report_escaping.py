@@ -17,6 +17,7 @@ import csv
 import hashlib
 import io
 import re
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -111,17 +112,18 @@ def test_report_of_a_hostile_tree_shows_every_name_and_runs_nothing(
     tokens = MARKDOWN.parse(out)
     assert not [t for t in walk(tokens) if t.type in ("html_inline", "html_block")]
 
-    # The table: one line per file, each with as many cells as the header has.
+    # The hash table: one line per file, each with as many cells as the header has.
     columns = 3 if with_target else 2
-    lines = [line for line in out.splitlines() if line.startswith("|")]
+    start = next(i for i, line in enumerate(out.splitlines()) if line.startswith("| File"))
+    lines = list(takewhile(lambda line: line.startswith("|"), out.splitlines()[start:]))
     assert len(lines) == 2 + len(NAMES)
     assert lines[1] == "|" + "---|" * columns
-    rows = cells(tokens)
+    table = MARKDOWN.parse("\n".join(lines))
+    rows = cells(table)
     assert [len(r) for r in rows] == [columns] * (1 + len(NAMES))
     assert rows[0][:2] == ["File | x", "SHA a|b"]
     assert [row[:1] for row in rows[1:]] == [[printable(name)] for name in NAMES]
-    table_codes = codes(MARKDOWN.parse("\n".join(lines)))
-    assert table_codes == ["a|b", *(printable(name) for name in NAMES)]
+    assert codes(table) == ["a|b", *(printable(name) for name in NAMES)]
 
     # Titles and prose: one line each, the manifest's text shown as printable shows it.
     headings = [text_of(tokens[i + 1]) for i, t in enumerate(tokens) if t.type == "heading_open"]
@@ -129,11 +131,12 @@ def test_report_of_a_hostile_tree_shows_every_name_and_runs_nothing(
     shown = codes(tokens)
     assert printable(f"pkg/{NAMES[0]}:1") in shown
     if with_target:
-        assert printable(VERSION) in shown
-        assert sum(c == printable(VERSION) for c in shown) == 2  # the evidence and ## Measured
+        # The summary table opens the document: two cells a row, the version in one.
+        assert [len(r) for r in cells(tokens)] == [2] * 5
+        assert cells(tokens)[1] == ["Target", f"directory site — pkg {printable(VERSION)}"]
+        assert sum(c == printable(VERSION) for c in shown) == 2  # the summary and the evidence
         assert {printable(f"file:pkg/{name}") for name in NAMES} <= set(shown)
-        cited = next(t for t in walk(tokens) if t.type == "inline" and "unchanged" in t.content)
-        assert f"{printable(f'pkg/{NAMES[0]}')}:1 unchanged" in text_of(cited)
+        assert printable(f"pkg/{NAMES[0]}") in shown  # the cited file, heading its evidence
 
 
 @pytest.mark.parametrize("value", ["`x", "x`", "``", "a``b`c", " x ", " ", "a\\x1bb", "a\x1bb",
@@ -170,15 +173,18 @@ BLOCKS = {"heading_open", "blockquote_open", "bullet_list_open", "ordered_list_o
           "code_block", "fence", "table_open"}
 
 
-STATUSES = {"pass", "drift", "fail", "skip", "error", "not checked"}
+STATUSES = {"pass", "drift", "stale", "fail", "skip", "error", "not checked", "holds", "moved", "broken"}
+OWN_LINK = re.compile(r"#claim-[0-9]+|#not-checked")
 
 
 def acting(tokens: list[Token]) -> list[str]:
     """The tokens of ``tokens`` that act (``ACTS``), by type, but for the report's own
-    bold status words (``**pass**``)."""
+    bold status words (``**pass**``, ``**holds**``) and its links within the document
+    (a claim's mark to its evidence, a skipped check to ``## Not checked``)."""
     found = walk(tokens)
     return [t.type for i, t in enumerate(found) if t.type in ACTS
-            and not (t.type == "strong_open" and found[i + 1].content in STATUSES)]
+            and not (t.type == "strong_open" and found[i + 1].content in STATUSES)
+            and not (t.type == "link_open" and OWN_LINK.fullmatch(str(t.attrs.get("href"))))]
 
 
 def shown_text(tok: Token) -> str:
@@ -234,7 +240,7 @@ def test_a_pth_line_quoted_in_a_message_starts_no_link_or_html(tmp_path: Path) -
     assert proc.returncode == 1, proc.stderr
     tokens = MARKDOWN.parse(proc.stdout)
     assert acting(tokens) == []
-    pth = next(t for t in tokens if t.type == "inline" and "pth:evil.pth" in t.content)
+    pth = next(t for t in tokens if t.type == "inline" and "**fail** `pth:evil.pth`" in t.content)
     # The message's own Markdown still counts: its two backticks make one code span.
     assert 'line 1: import os; x = "[a](xy) <img src=x onerror=alert(1)> "' in shown_text(pth)
 

@@ -26,7 +26,8 @@ import yaml
 from conftest import run_cli
 from lanerepo import _commit, dedent
 
-from pp1audit.checks.patches import NOT_APPLIED, patch_status
+from pp1audit.checks.patches import patch_status
+from pp1audit.checks.patchmatch import NOT_APPLIED
 from pp1audit.errors import ManifestError
 from pp1audit.manifest import parse
 from pp1audit.manifest.ids import _FOUND_HEADS, check_ids
@@ -166,9 +167,9 @@ def test_report_renders_the_measured_status_of_every_kind_of_check(
     rc, out, err = run(world, "report")
     assert rc == 0, err
     assert "**not checked**" not in out
-    cited = out.split("## Measured")[0]
-    # each block's evidence line(s): status, kind, check id
-    measured = {cid: status for status, cid in re.findall(r"^- \*\*(\w+)\*\* \w+ `([^`]+)`", cited, re.M)}
+    cited = out.split("## Evidence")[1].split("### Not cited by a claim")[0]
+    # each claim's evidence line(s): status, check id (under its file, if it has one)
+    measured = {cid: status for status, cid in re.findall(r"^ *- \*\*(\w+)\*\* `([^`]+)`", cited, re.M)}
     for cid in ("record", "tree", "startup", "bytecode", "shadowing", "d:hunks", "d", "lane:commit",
                 "lane:ref:v1", "lane:has-speculator", "lane:no-offload", f"file:lane:{SPEC}", "r",
                 "version", "file:pkg/mod.py", "answer"):
@@ -262,9 +263,10 @@ def test_shadowing_evidence_shows_the_findings_that_fail_it(tmp_path: Path) -> N
     (site / "evil.py").write_text("print('hi')\n", encoding="utf-8")
     rc, out, err = report_of(tmp_path, site, small_manifest("record: true", "shadowing"))
     assert rc == 1, err
-    cited, measured = out.split("## Measured")
-    assert re.search(r"^- \*\*pass\*\* record `shadowing`: 1 import-shadowing problem", cited, re.M)
-    assert re.search(r"^- \*\*fail\*\* record `pth:evil.pth` `evil.pth`: evil.pth executes code", cited, re.M)
+    cited, measured = out.split("### Claim 1")[1].split("### Not cited by a claim")
+    assert re.search(r"^- \*\*pass\*\* `shadowing`: 1 import-shadowing problem", cited, re.M)
+    assert re.search(r"^- `evil.pth`\n  - \*\*fail\*\* `pth:evil.pth`: evil.pth executes code", cited, re.M)
+    assert "↳ **broken**: `pth:evil.pth`" in out  # the claim's mark names what broke it
     assert "pth:evil.pth" not in measured  # shown above: not listed again as uncited
 
 
@@ -285,9 +287,10 @@ def test_a_run_that_stops_early_shows_why_under_every_name_it_was_asked_for(
         (site / rel).unlink()  # an empty pkg/ is left
     rc, out, err = report_of(tmp_path, site, small_manifest(target, evidence))
     assert rc == 1, err
-    cited, measured = out.split("## Measured")
+    cited, measured = out.split("### Claim 1")[1].split("### Not cited by a claim")
     assert "not checked" not in cited
-    assert "- **error** record `record` `pkg/`: no files under pkg/ in the target" in cited
+    assert "- `pkg/`\n  - **error** `record`: no files under pkg/ in the target" in cited
+    assert "↳ **broken**: `record`" in out
     assert "`record`" not in measured  # shown above: not listed again as uncited
 
 

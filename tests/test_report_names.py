@@ -3,7 +3,7 @@
 It held the manifest path and the target location as typed (``drift.yaml`` or
 ``../drift.yaml``, ``/home/runner/work/…``, a symlink's name), so ``report --check``
 said "stale" from another working directory or checkout although nothing had
-changed. The rule now: the ``## Measured`` section names each by the file name of
+changed. The rule now: the summary table names each by the file name of
 what its path resolves to (a wheel's file name, a directory's own name such as
 ``site-packages`` or the package directory, the manifest's file name); the
 manifest's SHA-256 and the target's kind, package and version stay beside them.
@@ -66,9 +66,14 @@ def test_check_passes_from_any_cwd_and_checkout(target: str, checkout: Path, tmp
     assert made.returncode == 0, made.stderr
     document = (checkout / "docs" / "audit.md").read_text(encoding="utf-8")
     sha = hashlib.sha256((checkout / "man" / "m.yaml").read_bytes()).hexdigest()
-    assert f"Target: {named} — pkg `1.0`." in document.splitlines()
-    assert f"Manifest: `m.yaml` (SHA-256 `{sha}`)." in document.splitlines()
+    assert f"| Target | {named} — pkg `1.0` |" in document.splitlines()
+    assert f"| Manifest | `m.yaml`, SHA-256 `{sha}` |" in document.splitlines()
     assert str(tmp_path) not in document
+    if rel.endswith(".whl"):  # a wheel is also named by its bytes; a directory has no one digest
+        wheel = hashlib.sha256((checkout / rel).read_bytes()).hexdigest()
+        assert f"| Target SHA-256 | `{wheel}` |" in document.splitlines()
+    else:
+        assert "Target SHA-256" not in document
 
     moved = tmp_path / "elsewhere" / "deeper" / "clone"
     shutil.copytree(checkout, moved, symlinks=True)
@@ -100,7 +105,7 @@ def test_a_changed_manifest_is_still_stale(checkout: Path) -> None:
     proc = run_cli("report", "../site/site-packages", "-m", "../man/m.yaml", "--check", "audit.md",
                    cwd=checkout / "docs")
     assert proc.returncode == 1
-    assert "-Manifest: `m.yaml` (SHA-256 `" in proc.stdout
+    assert "-| Manifest | `m.yaml`, SHA-256 `" in proc.stdout
 
 
 def test_the_shipped_manifest_is_named_by_its_file_name() -> None:
@@ -124,7 +129,7 @@ def test_default_and_named_shipped_manifest_make_the_same_document(
     with_m, without_m = tmp_path / "with_m.md", tmp_path / "without_m.md"
     assert run_cli("report", str(target), "-m", shipped, "-o", str(with_m)).returncode in (0, 1)
     assert run_cli("report", str(target), "-o", str(without_m)).returncode in (0, 1)
-    assert "Manifest: `pp1.yaml` (SHA-256 `" in without_m.read_text(encoding="utf-8")
+    assert "| Manifest | `pp1.yaml`, SHA-256 `" in without_m.read_text(encoding="utf-8")
     for flags, doc in (([], with_m), (["-m", shipped], without_m)):
         proc = run_cli("report", str(target), *flags, "--check", str(doc))
         assert proc.returncode == 0, (flags, proc.stdout, proc.stderr)

@@ -27,6 +27,7 @@ from pp1audit.cli.options import (
     ConfiguredCommand,
     PathParam,
     Seconds,
+    examples,
     load_manifest_at,
     make_provenance_options,
     manifest_option,
@@ -73,13 +74,15 @@ def missing_inputs(checks: Iterable[Check], shown: int = 3) -> str:
 
 
 
-@click.command(cls=ConfiguredCommand)
+@click.command(cls=ConfiguredCommand,
+               epilog=examples("pp1audit fetch",
+                        "pp1audit fetch -m manifests/pp1.yaml --cache-dir .cache/pins"))
 @manifest_option
 @provenance_options
 @click.option("--timeout", type=Seconds(min=0.01, max=3600), default=None,
               help="Connect and read timeout in seconds (default 10 / 30).")
 @click.option("--attempts", type=click.IntRange(min=1), default=None,
-              help="Tries per file on 5xx or connection errors (default 3).")
+              help="Tries per file on connection errors and 429/5xx answers (default 3).")
 @click.option("--total-timeout", type=Seconds(min=0.01, max=3600), default=None,
               help="Seconds for one file's whole download, tries included (default 120).")
 def fetch(
@@ -119,7 +122,10 @@ def fetch(
     return EXIT_USAGE if "failed" in hows else EXIT_OPEN
 
 
-@click.command(cls=ConfiguredCommand)
+@click.command(cls=ConfiguredCommand,
+               epilog=examples("pp1audit check vllm-0.31.0-*.whl",
+                        "pp1audit check .venv/lib/python3.11/site-packages --record",
+                        "pp1audit check vllm-0.31.0-*.whl --repo lane=../lane --format json -o result.json"))
 @click.argument("target", type=PathParam(path_type=Path))
 @manifest_option
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text",
@@ -169,7 +175,9 @@ def check(
     return EXIT_OPEN if result.gate_open else EXIT_CLOSED
 
 
-@click.command(cls=ConfiguredCommand)
+@click.command(cls=ConfiguredCommand,
+               epilog=examples("pp1audit report vllm-0.31.0-*.whl -o audit.md",
+                        "pp1audit report --check audit.md"))
 @click.argument("target", type=PathParam(path_type=Path), required=False)
 @manifest_option
 @provenance_options
@@ -244,8 +252,13 @@ def _names(m: Manifest, manifest: Path | None, target: Path | None) -> Names:
         real = os.fsencode(realpath(path)).decode("utf-8", "surrogateescape")
         return os.path.basename(real) or real  # "/" has no last component
 
+    digest = None
+    if target is not None and target.is_file():  # a wheel: its own SHA-256 names its bytes
+        from pp1audit.sources.hashing import hash_path
+
+        digest = hash_path(realpath(target), keep=False).sha256
     return Names(default_manifest_path().name if manifest is None else last(manifest),
-                 None if target is None else last(target))
+                 None if target is None else last(target), None if digest is None else digest.hex())
 
 
 def _check_generated(path: Path, text: str) -> int:
@@ -315,7 +328,8 @@ def _diff_lines(path: Path, current: str, text: str,
     return [line + "\n" for line in head + body], escaped
 
 
-@click.command(cls=ConfiguredCommand)
+@click.command(cls=ConfiguredCommand,
+               epilog=examples("pp1audit schema > manifest.schema.json"))
 def schema() -> int:
     """Print the JSON Schema of the manifest format (for editors and CI validators)."""
     from pp1audit.formats.json_format import dumps

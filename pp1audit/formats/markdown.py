@@ -2,35 +2,19 @@
 
 The prose lives in the manifest's ``report`` section; every number in it that
 the manifest pins (line spans, digests, commits, the version) is written as a
-``[[…]]`` reference and rendered from the pinned data, so the document cannot
-disagree with the manifest. With a result, each block that names evidence is
-followed by what was measured for it, and a closing section lists every check.
+``[[…]]`` reference (parsed and checked by ``manifest.prose``) and rendered from
+the pinned data, so the document cannot disagree with the manifest. With a result,
+the audit still reads as written: a summary table opens it, each claim (a block
+with evidence) is followed by one status mark linking to its evidence, what could
+not be checked is said once, and the evidence closes the document.
 Output is deterministic: manifest order, no clock, and no path as typed (``Names``).
-
-References: ``[[=a.b.c]]`` a manifest value by key path; ``[[cite:ID]]`` a
-citation as ``path:a–b``; ``[[cite:ID|shown/path.py]]`` the same with a shorter
-path (a suffix of the real one); ``[[lines:ID]]`` just ``a–b`` (or ``a``).
-
-What is a reference, so that a typo is an error and never a silently dropped pin
-(there is no escape, and the prose never needs one):
-
-* ``[[`` followed (after spaces) by ``=``, ``cite:`` or ``lines:`` starts a
-  reference, which must be closed by ``]]`` on its line with no bracket inside:
-  ``[[=a.b]``, ``[[=a.b`` and ``[[=a [[=b]]`` are errors at that ``[[``.
-* Any ``[[X]]`` (``X`` without brackets or line breaks) is a reference too, and
-  an unknown kind (``[[site:c]]``, ``[[0]]``) is an error.
-* Every other ``[`` is literal text, as in a Markdown link around a reference
-  (``[[[=ref.title]]](url)``). A ``]`` right after a reference is literal only
-  where it closes such a ``[`` written before it in the same text;
-  ``[[=a.b]]]`` is an error at the stray ``]``.
-
-Errors name the reference's own ``line:column`` in the manifest (``locate``).
 """
 
 from __future__ import annotations
 
 import re
 import string
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -290,25 +274,79 @@ def _span_text(span: str) -> str:
     return text.replace("\n", " ")
 
 
+WORDS = ("holds", "moved", "stale", "broken", "not checked")
+"""What a claim's evidence says of it (``Claim.status``), in the summary's order."""
+
+
+@dataclass(frozen=True)
+class Names:
+    """How the summary names the manifest and the target: by the file names of what
+    they resolve to (``cli._names``), never the paths as typed, so that ``report
+    --check`` passes from any directory and checkout. The SHA-256s (the manifest's, a
+    wheel's own ``target_sha256``) and the target's kind, package and version identify them."""
+
+    manifest: str
+    target: str | None = None
+    target_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A block with evidence: its number (its evidence's anchor ``#claim-N``, as a
+    heading ``Claim N`` gets it), the checks its evidence shows (each once, in
+    evidence order) and the evidence that shows no check of this run."""
+
+    number: int
+    checks: tuple[Check, ...]
+    unrun: tuple[str, ...]
+
+    def status(self) -> tuple[str, str]:
+        """The status word and what it adds (the ids that broke it, where it moved to).
+        Skipped checks judge nothing: a claim is ``not checked`` when all are skipped."""
+        measured = [c for c in self.checks if c.status is not Status.SKIP]
+        for word, bad in (("broken", (Status.FAIL, Status.ERROR)), ("stale", (Status.STALE,))):
+            if hit := [c for c in measured if c.status in bad]:
+                return word, ": " + ", ".join(md(c.id, "code") for c in hit)
+        if not measured:
+            return "not checked", ""
+        moved = [_lines(c) or md(c.id, "code") for c in measured if c.status is Status.DRIFT]
+        return ("moved", ": " + ", ".join(moved)) if moved else ("holds", "")
+
+    def mark(self) -> str:
+        """The line after the claim: its status and a link to its evidence."""
+        word, detail = self.status()
+        total = len(self.checks) + len(self.unrun)
+        missing = total - sum(c.status is not Status.SKIP for c in self.checks)
+        part = f"; {missing} of {total} checks not checked" if missing and word != "not checked" else ""
+        return f"↳ **{word}**{detail} ([claim {self.number}](#claim-{self.number}){part})"
+
+
+def _lines(check: Check) -> str:
+    """Where a check's evidence is: ``a–b``, or ``a–b → c–d`` when it moved; "" if nowhere."""
+    now = check.found_lines or check.lines
+    if now is None:
+        return ""
+    if check.lines and check.lines != now:
+        return f"{dash(*check.lines)} → {dash(*now)}"
+    return dash(*now)
+
+
 def evidence_line(check: Check) -> str:
-    """One measured fact, in one Markdown line: every value in it goes through ``md``
-    (whatever the target put in its version string or file names)."""
-    status = f"**{check.status.value}**"
-    where = ""
-    if check.path and check.lines:
-        where = " " + md(f"{check.path}:{dash(*check.lines)}", "code")
-        if check.found_lines and check.found_lines != check.lines:
-            where += f" → now {dash(*check.found_lines)}"
-    elif check.path:
-        where = " " + md(check.path, "code")
-    source = named_source(check)
-    src = f" [{md(source, 'text')}]" if source else ""
+    """One measured fact in one Markdown line, its file said by the line above it
+    (``_evidence``), every value through ``md``: where its lines are if it passed or
+    moved, else its message."""
+    head = f"**{check.status.value}** {md(check.id, 'code')}"
+    if check.path is None and (source := named_source(check)):
+        head += f" [{md(source, 'text')}]"
+    if check.kind == "version" and check.actual:
+        return f"{head}: found {md(check.actual, 'code')}, pinned {md(str(check.expected), 'code')}"
+    where = _lines(check)
+    if where and check.status in (Status.PASS, Status.DRIFT):
+        return f"{head} {where}" + (f" (nearest of {check.places} places)" if check.places > 1 else "")
     detail = md(check.message, "message")
     if check.kind == "file" and check.status is not Status.PASS and check.actual:
         detail += f"; actual {md(check.actual, 'code')}"
-    if check.kind == "version" and check.actual:
-        detail = f"found {md(check.actual, 'code')}, pinned {md(str(check.expected), 'code')}"
-    return f"{status} {check.kind} {md(check.id, 'code')}{src}{where}: {detail}"
+    return f"{head}{' ' + where if where else ''}: {detail}"
 
 
 def _excerpt(check: Check, indent: str) -> list[str]:
@@ -317,12 +355,34 @@ def _excerpt(check: Check, indent: str) -> list[str]:
     first = (check.found_lines or check.lines or (1, 1))[0]
     lines = [printable_code(line) for line in check.excerpt.split("\n")]
     # A fence longer than any run of backticks in the code: cited code cannot close it.
-    fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", "\n".join(lines))), default=0))
+    fence = "`" * max(3, 1 + max((len(r) for r in _RUN.findall("\n".join(lines))), default=0))
     body = [f"{indent}{fence}python"]
-    for i, line in enumerate(lines):
-        body.append(f"{indent}{first + i:5d}  {line}".rstrip())
-    body.append(f"{indent}{fence}")
-    return body
+    body += [f"{indent}{first + i:5d}  {line}".rstrip() for i, line in enumerate(lines)]
+    return [*body, f"{indent}{fence}"]
+
+
+def _evidence(checks: tuple[Check, ...], unrun: tuple[str, ...], excerpts: bool) -> list[str]:
+    """The measured checks grouped under their file (each path said once), the
+    evidence no check of this run stands for, and the skipped ids in one line."""
+    groups: dict[tuple[str | None, str | None, str], list[Check]] = {}
+    for c in checks:
+        if c.status is not Status.SKIP:
+            key = (named_source(c), c.path, "") if c.path else (None, None, c.id)
+            groups.setdefault(key, []).append(c)
+    out: list[str] = []
+    for (source, path, _), group in groups.items():
+        indent = "  "
+        if path is not None:
+            tag = f"[{md(source, 'text')}] " if source else ""
+            out.append(f"- {tag}{md(path, 'code')}")
+            indent = "    "
+        for c in group:
+            out.append(f"{indent[2:]}- {evidence_line(c)}")
+            out += _excerpt(c, indent) if excerpts else []
+    out += [f"- **not checked** {md(ev, 'code')}: no check of this run" for ev in unrun]
+    if skipped := [md(c.id, "code") for c in checks if c.status is Status.SKIP]:
+        out.append(f"- **skip** {', '.join(skipped)} ([why](#not-checked))")
+    return out
 
 
 def _table(block: Block, raw: dict[str, Any], result: Result | None,
@@ -355,19 +415,20 @@ def _table(block: Block, raw: dict[str, Any], result: Result | None,
     return lines
 
 
-@dataclass(frozen=True)
-class Names:
-    """How the ``## Measured`` section names the manifest and the target.
-
-    A committed audit is checked (``report --check``) from any working directory
-    and any checkout path, so it must not hold the paths as typed (``m.yaml``,
-    ``../m.yaml``, ``/home/runner/work/…``, a symlink's name): the CLI passes the
-    file names of what they resolve to (``cli._names``). The manifest's SHA-256 and
-    the target's kind, package and version, printed beside them, identify both.
-    """
-
-    manifest: str
-    target: str | None = None
+def claims_of(raw: dict[str, Any], result: Result) -> dict[tuple[str | int, ...], Claim]:
+    """The claims of the report by their block's key path, numbered in document order."""
+    ids = check_ids(raw)
+    claims: dict[tuple[str | int, ...], Claim] = {}
+    for _, blocks in parse_blocks(raw):
+        for block in (b for b in blocks if b.evidence):
+            cited: dict[str, Check] = {}
+            unrun = []
+            for ev in block.evidence:
+                found = ids.cited(result.checks, ev)
+                cited.update((c.id, c) for c in found)
+                unrun += [] if found else [ev]
+            claims[block.keypath] = Claim(len(claims) + 1, tuple(cited.values()), tuple(unrun))
+    return claims
 
 
 def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = False,
@@ -375,13 +436,13 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
     """The Markdown audit: as pinned (no result) or with what was measured;
     ``names``: how to name the manifest and target (default: as the result has them)."""
     report = raw.get("report") or {}
-    out: list[str] = []
     title = _prose(report.get("title", str((raw.get("audit") or {}).get("title", "Audit"))), raw,
                    one_line=True)
-    out += [f"# {title}", ""]
-
-    shown: set[str] = set()  # ids of the checks shown with a block
-    ids = check_ids(raw)
+    out = [f"# {title}", ""]
+    claims = claims_of(raw, result) if result is not None else {}
+    if result is not None:
+        out += _summary(result, claims, names)
+    shown = {c.id for claim in claims.values() for c in claim.checks}  # not listed again
     previous = ""
     for heading, blocks in parse_blocks(raw):
         if heading:
@@ -400,42 +461,79 @@ def render(raw: dict[str, Any], result: Result | None = None, excerpts: bool = F
                 indent = "  "
             else:
                 out += _prose(block.text.rstrip("\n"), raw).split("\n")
-            if result is not None and block.evidence:
-                if block.kind != "bullet":
-                    out.append("")
-                for ev in block.evidence:
-                    checks = ids.cited(result.checks, ev)
-                    shown.update(c.id for c in checks)
-                    if not checks:
-                        out.append(f"{indent}- **not checked** {md(ev, 'code')}")
-                    for check in checks:
-                        out.append(f"{indent}- {evidence_line(check)}")
-                        if excerpts:
-                            out += _excerpt(check, indent + "  ")
-            if block.kind != "bullet":
+            if (claim := claims.get(block.keypath)) is not None:
+                out += ["", indent + claim.mark(), ""]  # the mark is a paragraph of its own
+            elif block.kind != "bullet":
                 out.append("")
             previous = block.kind
     if result is not None:
-        out += _measured(result, shown, names)
-    text = "\n".join(out)
-    text = re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+        out += _unchecked(raw, result, claims)
+        out += _appendix(result, claims, shown, excerpts)
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n") + "\n"
     return "\n".join(line.rstrip() for line in text.split("\n"))
 
 
-def _measured(result: Result, shown: set[str], names: Names | None) -> list[str]:
-    t = result.target
-    out = ["", "## Measured", ""]
-    if t is not None:
+def _summary(result: Result, claims: dict[Any, Claim], names: Names | None) -> list[str]:
+    """The table that opens a measured audit: target, digests, verdict, claims by status."""
+    rows = []
+    if (t := result.target) is not None:
         where = t.location if names is None or names.target is None else names.target
         # No version found in the tree: said in words, as `check` says it (not "None").
-        version = md(t.version, "code") if t.version else f"({UNKNOWN_VERSION})"
-        out.append(f"Target: {md(t.kind, 'text')} {md(where, 'code')} — {md(t.package, 'text')} "
-                   f"{version}.")
+        version = md(t.version, "code", cell=True) if t.version else f"({UNKNOWN_VERSION})"
+        rows.append(f"| Target | {md(t.kind, 'text', cell=True)} {md(where, 'code', cell=True)} — "
+                    f"{md(t.package, 'text', cell=True)} {version} |")
+        if names is not None and names.target_sha256:
+            rows.append(f"| Target SHA-256 | `{names.target_sha256}` |")
     manifest = str(result.manifest_path) if names is None else names.manifest
-    out.append(f"Manifest: {md(manifest, 'code')} (SHA-256 `{result.manifest_sha256}`).")
-    out += [f"Verdict: **{result.verdict}** ({counted(result.counts())}).", ""]
-    rest = [c for c in result.checks if c.id not in shown]
-    if rest:
-        out += ["Checks not cited above:", ""]
-        out += [f"- {evidence_line(c)}" for c in rest]
-    return out
+    rows.append(f"| Manifest | {md(manifest, 'code', cell=True)}, SHA-256 `{result.manifest_sha256}` |")
+    gate = "open" if result.gate_open else "closed"
+    rows.append(f"| Verdict | **{result.verdict}**, gate {gate} ({counted(result.counts())}) |")
+    if claims:
+        tally = Counter(claim.status()[0] for claim in claims.values())
+        rows.append(f"| Claims | {len(claims)}: " + ", ".join(f"{w} {tally[w]}" for w in WORDS) + " |")
+    if skipped := sum(c.status is Status.SKIP for c in result.checks):
+        rows.append(f"| Not checked | {skipped} checks: see [Not checked](#not-checked) |")
+    return ["| | |", "|---|---|", *rows, ""]
+
+
+_OWNERS = (("sources", "git source"), ("donors", "donor"), ("remotes", "remote"))
+
+
+def _unchecked(raw: dict[str, Any], result: Result, claims: dict[Any, Claim]) -> list[str]:
+    """The skipped checks, once, grouped by the source or pin they lack (else by their
+    message), with the claims they leave unchecked and the commands that would check
+    them: ``--repo NAME=PATH`` and ``pp1audit fetch``, as their messages say."""
+    kinds = {name: kind for section, kind in _OWNERS for name in raw.get(section) or {}}
+    groups: dict[str, list[Check]] = {}
+    for c in result.checks:
+        if c.status is Status.SKIP:
+            owner = named_source(c) or c.id.partition(":")[0]
+            groups.setdefault(owner if owner in kinds else c.message, []).append(c)
+    if not groups:
+        return []
+    out = ["## Not checked", "", "| input | checks | claims | why |", "|---|---|---|---|"]
+    for key, checks in groups.items():
+        ids = {c.id for c in checks}
+        numbers = [str(k.number) for k in claims.values() if ids & {c.id for c in k.checks}]
+        name = f"{kinds[key]} {md(key, 'code', cell=True)}" if key in kinds else "—"
+        why = min((c.message for c in checks), key=len)
+        out.append(f"| {name} | {len(checks)} | {', '.join(numbers) or '—'} | "
+                   f"{md(why, 'message', cell=True)} |")
+    repos = [f"--repo {k}=PATH" for k, checks in groups.items()
+             if kinds.get(k) == "git source" and any(f"--repo {k}=PATH" in c.message for c in checks)]
+    fetch = any("pp1audit fetch" in c.message for checks in groups.values() for c in checks)
+    if repos or fetch:
+        again = f"this report again with {md(' '.join(repos), 'code')}" if repos else "this report again"
+        out += ["", "To check them, run " + ("`pp1audit fetch`, then " if fetch else "") + again + "."]
+    return [*out, ""]
+
+
+def _appendix(result: Result, claims: dict[Any, Claim], shown: set[str], excerpts: bool) -> list[str]:
+    """``## Evidence``: each claim's checks under its anchor, then the checks no claim
+    and no table cites."""
+    out = ["## Evidence", ""]
+    for claim in claims.values():
+        out += [f"### Claim {claim.number}", "", *_evidence(claim.checks, claim.unrun, excerpts), ""]
+    if rest := tuple(c for c in result.checks if c.id not in shown):
+        out += ["### Not cited by a claim", "", *_evidence(rest, (), excerpts)]
+    return out if len(out) > 2 else []
