@@ -9,6 +9,7 @@ only the file they change is replaced, so the shared tree is never altered.
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import shutil
@@ -19,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from pp1audit import __version__
 
 CACHE = Path(os.environ.get("PP1AUDIT_TEST_CACHE", Path.home() / ".cache" / "pp1audit-tests"))
 REPO = Path(__file__).resolve().parent.parent
@@ -245,3 +248,55 @@ def on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, list[str]]
     finally:
         os.close(leader)
     return code, b"".join(chunks).decode().replace("\r\n", "\n").splitlines()
+
+
+def assert_one_error_object(proc: subprocess.CompletedProcess[str]) -> None:
+    """Exit 2 with one line on stderr and, on stdout, the ``pp1audit.error/1`` object
+    whose ``error`` is that line without its prefix (README: JSON at exit 2)."""
+    assert proc.returncode == 2
+    said = proc.stderr.removeprefix("pp1audit: error: ").removesuffix("\n")
+    assert said != proc.stderr and "\n" not in said
+    assert json.loads(proc.stdout) == {
+        "format": "pp1audit.error/1", "tool": {"name": "pp1audit", "version": __version__},
+        "error": said, "exit": 2,
+    }
+
+
+def deep_tree(tmp_path: Path, make_files: Callable[..., Path], last: str = "tree") -> tuple[Path, Path]:
+    """A failing tree 150 columns down (``last`` its directory), and a manifest of one
+    version pin: a first line wider than any terminal the tests draw on."""
+    tree = make_files({"pkg/__init__.py": "", "pkg/_version.py": '__version__ = "1.0"\n'},
+                      tmp_path.joinpath(*(f"a_rather_long_directory_{i}" for i in range(6)), last))
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text('pp1audit: 1\ntarget: {package: pkg, version: "2.0"}\n', encoding="utf-8")
+    return tree, manifest
+
+
+@pytest.fixture(scope="session")
+def bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private verification cache for the session (the user's is never touched)."""
+    return tmp_path_factory.mktemp("pp1audit-cache")
+
+
+@pytest.fixture(scope="session")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Version pin only: every other check in these runs comes from --record."""
+    path = tmp_path_factory.mktemp("manifest") / "vllm.yaml"
+    path.write_text("pp1audit: 1\ntarget:\n  package: vllm\n  version: 0.31.0\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def venv_copy(vllm_venv: Path, tmp_path: Path) -> Path:
+    """Hard-linked copy of the whole venv (symlinks kept): change files with ``replace_file``."""
+    dst = tmp_path / "venv"
+    shutil.copytree(vllm_venv, dst, symlinks=True, copy_function=os.link)
+    return dst
+
+
+def record_json(target: Path, manifest: Path, cache: Path, *extra: str) -> tuple[int, dict]:
+    proc = run_cli("check", str(target), "--manifest", str(manifest), "--record", "--format", "json",
+                   *extra, env={"PP1AUDIT_CACHE_DIR": str(cache)}, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.stderr == "", proc.stderr  # no progress bar when not a terminal
+    return proc.returncode, json.loads(proc.stdout)

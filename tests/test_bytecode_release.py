@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_record_units import bad, install, run, swap_pyc
+from recordtrees import bad, install, run, swap_pyc
 
 from pp1audit.checks.bytecode import RELEASE
 

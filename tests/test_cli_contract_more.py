@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import on_a_terminal, run_cli, unprivileged
+from conftest import assert_one_error_object, on_a_terminal, run_cli, unprivileged
 
 from pp1audit import atomic, cli
 from pp1audit.errors import Pp1Error
@@ -313,16 +313,6 @@ def test_a_directory_that_may_not_be_searched_is_said_so(tmp_path: Path, pinned:
 # 6. one JSON object at exit 2 too
 
 
-def assert_one_error_object(proc: subprocess.CompletedProcess[str]) -> None:
-    """Exit 2 with one line on stderr and, on stdout, the ``pp1audit.error/1`` object
-    whose ``error`` is that line without its prefix (README: JSON at exit 2)."""
-    assert proc.returncode == 2
-    said = proc.stderr.removeprefix("pp1audit: error: ").removesuffix("\n")
-    assert said != proc.stderr and "\n" not in said
-    assert json.loads(proc.stdout) == {
-        "format": "pp1audit.error/1", "tool": {"name": "pp1audit", "version": cli.__version__},
-        "error": said, "exit": 2,
-    }
 
 
 @pytest.mark.parametrize("extra", [[], ["--bogus"]], ids=["bad target", "usage error"])

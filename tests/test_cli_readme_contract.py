@@ -12,9 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import on_a_terminal, run_cli
-from test_cli_contract_more import assert_one_error_object
-from test_output_fitted_line import deep_tree
+from conftest import assert_one_error_object, deep_tree, on_a_terminal, run_cli
 
 from pp1audit.text.safe import CODE_POINTS, as_code_points, printable
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 from conftest import replace_file
-from test_record_units import bad, install, record_row, run, wheel_of
+from recordtrees import bad, install, record_row, run, wheel_of
+from startuptrees import HELPER, add_dist
 
 from pp1audit.checks.entrypoints import (
     ENTRY_POINTS_MAX,
@@ -94,22 +95,8 @@ def test_judge_own_and_foreign() -> None:
 
 # --- the check on hand-made trees -------------------------------------------------------------
 
-HELPER = "helper-1.0.dist-info"
 
 
-def add_dist(root: Path, entry_points: str | bytes, meta: str = HELPER) -> Path:
-    """A complete foreign distribution: a module, METADATA, entry_points.txt and a RECORD
-    vouching for all three (what anyone who can write to site-packages can make)."""
-    (root / "helper.py").write_text("def register():\n    print('plugin ran')\n", encoding="utf-8")
-    d = root / meta
-    d.mkdir()
-    (d / "METADATA").write_text("Metadata-Version: 2.1\nName: helper\nVersion: 1.0\n", encoding="utf-8")
-    data = entry_points.encode("utf-8") if isinstance(entry_points, str) else entry_points
-    (d / "entry_points.txt").write_bytes(data)
-    rows = [record_row(root, p) for p in ("helper.py", f"{meta}/METADATA", f"{meta}/entry_points.txt")]
-    (d / "RECORD").write_text("".join(",".join(r) + "\n" for r in rows) + f"{meta}/RECORD,,\n",
-                              encoding="utf-8")
-    return d
 
 
 def plugins(checks: dict[str, Check]) -> dict[str, Check]:
@@ -367,7 +354,7 @@ def plugin_zip(path: Path, meta: str) -> Path:
 
 
 def test_a_plugin_in_a_directory_a_path_line_adds_fails(tmp_path: Path) -> None:
-    from test_shadowing_hooks import venv
+    from startuptrees import venv
 
     v, root = venv(tmp_path)
     elsewhere = tmp_path / "plugdir"
@@ -386,7 +373,7 @@ def test_a_plugin_in_a_directory_a_path_line_adds_fails(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("name", "meta"), [("plugins.zip", "zipped-1.0.dist-info"),
                                             ("zipped-1.0-py3.11.egg", "EGG-INFO")])
 def test_a_plugin_in_a_zip_a_path_line_adds_fails(tmp_path: Path, name: str, meta: str) -> None:
-    from test_shadowing_hooks import venv
+    from startuptrees import venv
 
     v, root = venv(tmp_path)
     z = plugin_zip(tmp_path / name, meta)
@@ -398,7 +385,7 @@ def test_a_plugin_in_a_zip_a_path_line_adds_fails(tmp_path: Path, name: str, met
 @pytest.mark.parametrize("system_site", [True, False])
 def test_a_plugin_in_the_system_site_packages_fails_when_they_are_let_in(
         tmp_path: Path, system_site: bool) -> None:
-    from test_shadowing_hooks import PYVER, fake_base, venv
+    from startuptrees import PYVER, fake_base, venv
 
     home = fake_base(tmp_path)
     base_site = home.parent / "lib" / PYVER / "site-packages"
@@ -416,7 +403,7 @@ def test_a_distribution_named_as_one_earlier_on_sys_path_is_judged_all_the_same(
     target's version and on the letter case of its directory's suffix (a
     ``pip-99.DIST-INFO`` is keyed by its METADATA's Name; test_startup_more.py), so
     passing any over by its directory's name let a loaded plugin through."""
-    from test_shadowing_hooks import venv
+    from startuptrees import venv
 
     v, root = venv(tmp_path)
     add_dist(root, "[console_scripts]\nh = helper:main\n")

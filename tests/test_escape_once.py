@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from test_record_units import install
+from recordtrees import install
 
 from pp1audit.checks.pycexplain import _where_they_part
 from pp1audit.text.safe import printable
@@ -139,7 +139,7 @@ def test_report_check_diff_keeps_the_documents_backslashes(tmp_path: Path) -> No
 
 def _venv_zip(tmp_path: Path) -> tuple[Path, Path]:
     """An installed ``pkg`` in a venv, and where its base's ``pythonXY.zip`` goes."""
-    from test_shadowing_more import ZIPNAME, venv_with_base
+    from startuptrees import ZIPNAME, venv_with_base
 
     root, base = venv_with_base(tmp_path)
     return root, base / "lib" / ZIPNAME
@@ -180,7 +180,7 @@ def test_a_fifo_swapped_in_after_the_stat_is_refused_not_waited_on(
 
 
 def test_a_linked_zip_is_read_as_python_imports_it(tmp_path: Path) -> None:
-    from test_shadowing_more import write_zip
+    from startuptrees import write_zip
 
     _root, zpath = _venv_zip(tmp_path)
     elsewhere = write_zip(tmp_path / "elsewhere.zip", {"pkg.py": ""})
@@ -191,7 +191,7 @@ def test_a_linked_zip_is_read_as_python_imports_it(tmp_path: Path) -> None:
 def test_only_the_names_that_decide_are_kept(tmp_path: Path) -> None:
     """A zip of thousands of members became a set of all their names; what
     ``_zip_hit`` decides on is a handful per package, and decides the same."""
-    from test_shadowing_more import write_zip
+    from startuptrees import write_zip
 
     from pp1audit.checks.shadowing import _zip_hit
 

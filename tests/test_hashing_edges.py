@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_record_units import bad, install, run
+from recordtrees import bad, install, run
 
 from pp1audit import sources
 from pp1audit.errors import Pp1Error, SourceError

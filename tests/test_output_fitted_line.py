@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import on_a_terminal
+from conftest import deep_tree, on_a_terminal
 
 from pp1audit.formats.text_format import _elide
 from pp1audit.text.safe import printable
@@ -77,14 +77,6 @@ def test_on_a_terminal_a_typed_escape_and_a_byte_print_different_lines(
     assert first[0] != first[1], first
 
 
-def deep_tree(tmp_path: Path, make_files: Callable[..., Path], last: str = "tree") -> tuple[Path, Path]:
-    """A failing tree 150 columns down (``last`` its directory), and a manifest of one
-    version pin: a first line wider than any terminal the tests draw on."""
-    tree = make_files({"pkg/__init__.py": "", "pkg/_version.py": '__version__ = "1.0"\n'},
-                      tmp_path.joinpath(*(f"a_rather_long_directory_{i}" for i in range(6)), last))
-    manifest = tmp_path / "m.yaml"
-    manifest.write_text('pp1audit: 1\ntarget: {package: pkg, version: "2.0"}\n', encoding="utf-8")
-    return tree, manifest
 
 
 def test_an_ascii_terminal_gets_a_line_as_wide_as_it_is(

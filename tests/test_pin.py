@@ -487,7 +487,7 @@ def test_a_byte_order_mark_is_kept(vllm_wheel_030: Path, tmp_path: Path) -> None
 def test_a_failing_record_check_is_not_carried_and_pin_says_so(tmp_path: Path) -> None:
     """RECORD failures are the tree disagreeing with itself: no pin can carry
     them, so pin names them and exits 1 (the manifest it writes would fail)."""
-    from test_record_units import install
+    from recordtrees import install
 
     root = install(tmp_path / "site", compile_pyc=False)  # no pyc: one finding, by RECORD
     manifest = tmp_path / "m.yaml"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from test_record_units import bad, install, run
+from recordtrees import bad, install, run
 
 
 def test_a_copied_dist_info_is_the_second_distribution_not_the_one_verified(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from test_record_units import bad, install
+from recordtrees import bad, install
 
 from pp1audit.checks.record import RecordRun
 from pp1audit.checks.record_judge import record_checks

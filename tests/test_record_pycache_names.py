@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_record_units import bad, install, record_row, run
+from recordtrees import bad, install, record_row, run
 
 from pp1audit.checks.distrecord import is_bytecode
 from pp1audit.result import Status

@@ -20,9 +20,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import replace_file, run_cli, site
-from test_record_units import bad, install, run, wheel_of
-from test_record_vllm import bytecode_cache, manifest, record_json  # noqa: F401 (fixtures)
+from conftest import record_json, replace_file, run_cli, site
+from recordtrees import bad, install, run, wheel_of
 
 from pp1audit.checks.distrecord import RecordError, parse_record
 from pp1audit.result import Status

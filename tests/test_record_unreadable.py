@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
-from test_record_units import bad, install, run
+from recordtrees import bad, install, run
 
 MANIFEST = "pp1audit: 1\ntarget:\n  package: vllm\n"
 

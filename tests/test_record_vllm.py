@@ -16,13 +16,12 @@ import json
 import marshal
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, replace_file, run_cli, site
+from conftest import REPO, record_json, replace_file, run_cli, site
 
 pytestmark = pytest.mark.vllm
 
@@ -33,34 +32,12 @@ VERSION_PYC = f"vllm/__pycache__/_version.{TAG}.pyc"
 SUMMARIES = {"record", "tree", "bytecode", "shadowing", "startup"}
 
 
-@pytest.fixture(scope="session")
-def bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A private verification cache for the session (the user's is never touched)."""
-    return tmp_path_factory.mktemp("pp1audit-cache")
 
 
-@pytest.fixture(scope="session")
-def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Version pin only: every other check in these runs comes from --record."""
-    path = tmp_path_factory.mktemp("manifest") / "vllm.yaml"
-    path.write_text("pp1audit: 1\ntarget:\n  package: vllm\n  version: 0.31.0\n", encoding="utf-8")
-    return path
 
 
-@pytest.fixture
-def venv_copy(vllm_venv: Path, tmp_path: Path) -> Path:
-    """Hard-linked copy of the whole venv (symlinks kept): change files with ``replace_file``."""
-    dst = tmp_path / "venv"
-    shutil.copytree(vllm_venv, dst, symlinks=True, copy_function=os.link)
-    return dst
 
 
-def record_json(target: Path, manifest: Path, cache: Path, *extra: str) -> tuple[int, dict]:
-    proc = run_cli("check", str(target), "--manifest", str(manifest), "--record", "--format", "json",
-                   *extra, env={"PP1AUDIT_CACHE_DIR": str(cache)}, timeout=300)
-    assert proc.returncode in (0, 1), proc.stderr
-    assert proc.stderr == "", proc.stderr  # no progress bar when not a terminal
-    return proc.returncode, json.loads(proc.stdout)
 
 
 def flagged(result: dict) -> dict[str, dict]:

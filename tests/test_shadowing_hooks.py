@@ -27,12 +27,12 @@ import os
 import py_compile
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
 import pytest
-from test_record_units import bad, install, record_row, run, swap_pyc
+from recordtrees import bad, install, record_row, run, swap_pyc
+from startuptrees import BASE_EXE, HACK, HOOK, PYVER, fake_base, starts, unrecognised_binary, venv, with_hack
 
 from pp1audit.checks import pthimports, shadowing
 from pp1audit.checks.bytecode import VerifiedCache
@@ -41,67 +41,16 @@ from pp1audit.sources.inventory import DirInventory
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 
-PYVER = f"python{sys.version_info.major}.{sys.version_info.minor}"
-HOOK = 'import sys; print("MARK: startup hook ran", file=sys.stderr)\n'
-BASE_EXE = os.path.realpath(sys._base_executable)  # type: ignore[attr-defined]
 
 
-def _stdlib() -> str:
-    base_vars = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix,
-                 "installed_base": sys.base_prefix, "installed_platbase": sys.base_exec_prefix}
-    paths = sysconfig.get_paths(vars=base_vars)
-    if os.path.basename(paths["stdlib"]) != PYVER or paths["platstdlib"] != paths["stdlib"]:
-        pytest.skip("this interpreter's standard library is not laid out as <prefix>/lib/pythonX.Y")
-    return paths["stdlib"]
 
 
-def venv(tmp_path: Path, cfg: str = "include-system-site-packages = false\n",
-         home: Path | None = None) -> tuple[Path, Path]:
-    """A venv over the running interpreter (or ``home``), ``pkg`` installed: (venv, site-packages)."""
-    _stdlib()
-    v = tmp_path / "venv"
-    root = install(v / "lib" / PYVER / "site-packages")
-    (v / "bin").mkdir()
-    (v / "bin" / "python").symlink_to(home / PYVER if home and (home / PYVER).exists() else BASE_EXE)
-    (v / "pyvenv.cfg").write_text(f"home = {home or os.path.dirname(BASE_EXE)}\n{cfg}", encoding="utf-8")
-    return v, root
 
 
-def fake_base(tmp_path: Path, interpreter: bool = True) -> Path:
-    """A base prefix whose standard library is links to the real one, with a
-    site-packages of its own (the real one is never touched): its ``bin``. Without
-    ``interpreter`` that ``bin`` is empty: nothing there tells the audit which
-    release a venv over it runs (a venv's ``bin/python`` then links straight to
-    the running interpreter)."""
-    stdlib = _stdlib()
-    lib = tmp_path / "base" / "lib" / PYVER
-    lib.mkdir(parents=True)
-    for name in os.listdir(stdlib):
-        if name != "site-packages":
-            (lib / name).symlink_to(os.path.join(stdlib, name))
-    (lib / "site-packages").mkdir()
-    (tmp_path / "base" / "bin").mkdir()
-    if interpreter:
-        (tmp_path / "base" / "bin" / PYVER).symlink_to(BASE_EXE)
-    return tmp_path / "base" / "bin"
 
 
-def unrecognised_binary(v: Path) -> None:
-    """Make the venv's ``bin/python`` an interpreter the audit cannot tell is the one
-    running it: a copy of it with a byte appended (it runs the same, as another
-    build of this release would, but its bytes differ), so the release that runs is
-    not known and ``pyvenv.cfg``'s ``version`` is believed."""
-    exe = v / "bin" / "python"
-    data = Path(BASE_EXE).read_bytes()
-    exe.unlink()
-    exe.write_bytes(data + b"\0")
-    exe.chmod(0o755)
 
 
-def starts(v: Path) -> str:
-    """What the venv's interpreter writes to stderr on a bare start."""
-    return subprocess.run([str(v / "bin" / "python"), "-I", "-c", "pass"], capture_output=True,
-                          text=True, check=True, timeout=60).stderr
 
 
 @pytest.fixture(autouse=True)
@@ -292,7 +241,7 @@ def test_a_suffixless_file_named_sitecustomize_is_no_hook(tmp_path: Path) -> Non
     """A regular file named just ``sitecustomize`` (no suffix) imports as nothing:
     not a hook in a directory a path line adds, in the root, or in a wheel; its
     directory form, and a link to a directory, still are."""
-    from test_record_units import wheel_of
+    from recordtrees import wheel_of
 
     v, root = venv(tmp_path)
     plain = tmp_path / "plain"
@@ -315,7 +264,7 @@ def test_a_suffixless_file_named_sitecustomize_is_no_hook(tmp_path: Path) -> Non
 
 
 def test_a_wheel_pth_into_the_package_fails(tmp_path: Path) -> None:
-    from test_record_units import wheel_of
+    from recordtrees import wheel_of
 
     root = install(tmp_path / "site", compile_pyc=False)
     whl = wheel_of(root, tmp_path, {"pkg-paths.pth": "pkg/data\n", "hooks/sitecustomize.py": HOOK,
@@ -326,29 +275,8 @@ def test_a_wheel_pth_into_the_package_fails(tmp_path: Path) -> None:
 
 # --- 2. what a vouched .pth imports ---------------------------------------------------------
 
-HACK = "def add_shim():\n    pass\n"
-PTH = "import os; __import__('_hack').add_shim()\n"
 
 
-def with_hack(root: Path, pth: str = PTH) -> Path:
-    """A second distribution as setuptools installs ``distutils-precedence.pth``:
-    the ``.pth``, the module it imports and their RECORD rows, with bytecode."""
-    (root / "_hack").mkdir()
-    (root / "_hack" / "__init__.py").write_text(HACK, encoding="utf-8")
-    (root / "_hack" / "override.py").write_text("", encoding="utf-8")
-    (root / "hack-precedence.pth").write_text(pth, encoding="utf-8")
-    meta = root / "hack-1.0.dist-info"
-    meta.mkdir()
-    (meta / "METADATA").write_text("Name: hack\nVersion: 1.0\n", encoding="utf-8")
-    rows = [record_row(root, p) for p in ("_hack/__init__.py", "_hack/override.py",
-                                          "hack-precedence.pth", "hack-1.0.dist-info/METADATA")]
-    for src in ("_hack/__init__.py", "_hack/override.py"):
-        pyc = importlib.util.cache_from_source(str(root / src))
-        py_compile.compile(str(root / src), cfile=pyc, doraise=True)
-        rows.append([os.path.relpath(pyc, root), "", ""])
-    rows.append(["hack-1.0.dist-info/RECORD", "", ""])
-    (meta / "RECORD").write_text("".join(",".join(r) + "\n" for r in rows), encoding="utf-8")
-    return root
 
 
 def test_the_module_a_vouched_pth_imports_is_verified(tmp_path: Path) -> None:

@@ -16,34 +16,13 @@ import os
 import subprocess
 import sys
 import sysconfig
-import zipfile
 from pathlib import Path
 
 import pytest
-from test_record_units import bad, install, run
+from recordtrees import bad, install, run
+from startuptrees import PYVER, ZIPNAME, venv_with_base, write_zip
 
 from pp1audit.checks import shadowing
-
-PYVER = f"python{sys.version_info.major}.{sys.version_info.minor}"
-ZIPNAME = f"python{sys.version_info.major}{sys.version_info.minor}.zip"
-
-
-def venv_with_base(tmp_path: Path) -> tuple[Path, Path]:
-    """A venv (``pyvenv.cfg`` with ``home = <base>/bin``) with ``pkg`` installed, and its base prefix."""
-    venv, base = tmp_path / "venv", tmp_path / "base"
-    root = install(venv / "lib" / PYVER / "site-packages")
-    (base / "bin").mkdir(parents=True)
-    (base / "lib" / PYVER).mkdir(parents=True)
-    (base / "lib" / PYVER / "os.py").write_text("")  # getpath's landmark: base is the prefix
-    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n", encoding="utf-8")
-    return root, base
-
-
-def write_zip(path: Path, members: dict[str, str]) -> Path:
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, text in members.items():
-            zf.writestr(name, text)
-    return path
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")

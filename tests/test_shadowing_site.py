@@ -7,9 +7,7 @@ the running one can show it, as in ``test_shadowing_hooks``.
 
 from __future__ import annotations
 
-import csv
 import importlib.util
-import io
 import os
 import py_compile
 import shutil
@@ -18,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_record_units import bad, install, record_row, run, swap_pyc, wheel_of
-from test_shadowing_hooks import BASE_EXE, HOOK, PYVER, fake_base, starts, venv, with_hack
+from recordtrees import bad, install, record_row, run, swap_pyc, wheel_of
+from startuptrees import BASE_EXE, HOOK, PYVER, add_rows, fake_base, starts, venv, with_hack
 
 from pp1audit.checks import pthimports
 
@@ -31,12 +29,6 @@ def _no_user_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PP1AUDIT_NO_CACHE", "1")
 
 
-def add_rows(root: Path, meta: str, rows: list[list[str]]) -> None:
-    """Append rows to ``meta``'s RECORD."""
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(rows)
-    with open(root / meta / "RECORD", "a", encoding="utf-8") as f:
-        f.write(buf.getvalue())
 
 
 # --- hash-less rows for files that are not there (virtualenv's seeder) -----------------------

@@ -19,9 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_record_units import bad, install, record_row, run, wheel_of
-from test_shadowing_hooks import with_hack
-from test_shadowing_site import add_rows
+from recordtrees import bad, install, record_row, run, wheel_of
+from startuptrees import add_rows, with_hack
 
 from pp1audit.checks.sitemodel import imports_as
 

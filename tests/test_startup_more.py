@@ -33,26 +33,28 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from test_entrypoints import add_dist
-from test_record_units import bad, record_row, run, swap_pyc
-from test_shadowing_hooks import (
+from recordtrees import bad, record_row, run, swap_pyc
+from startuptrees import (
     HACK,
     HOOK,
+    MARK,
+    OTHER,
     PYVER,
+    add_dist,
+    cfg_line,
     fake_base,
+    runs,
     starts,
     unrecognised_binary,
     venv,
     with_hack,
+    with_script,
 )
 
 from pp1audit.checks.bytecode import RELEASE
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
 
-OTHER = f"{sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2] + 1}"
-"""A patch release of this Python that is not the one running."""
-MARK = "MARK: startup hook ran"
 
 
 @pytest.fixture(autouse=True)
@@ -138,10 +140,6 @@ def test_startup_bytecode_under_another_release_is_a_skip_the_text_output_shows(
     assert gated.returncode == 1, gated.stdout + gated.stderr
 
 
-def cfg_line(value: str) -> bytes:
-    """The startup digest's line for ``../../../pyvenv.cfg``: what it decides, portably."""
-    token = hashlib.sha256(f"include-system-site-packages = {value}\n".encode()).hexdigest()
-    return f"{token}  ../../../pyvenv.cfg\n".encode()
 
 
 def test_pyvenv_cfg_is_in_the_startup_digest_wherever_the_venv_lives(tmp_path: Path) -> None:
@@ -161,21 +159,8 @@ def test_pyvenv_cfg_is_in_the_startup_digest_wherever_the_venv_lives(tmp_path: P
 # --- 2. the console script's directory ----------------------------------------------------
 
 
-def with_script(v: Path, root: Path, body: str = "import pkg, json\n") -> Path:
-    """A console script as pip writes it, listed in pkg's RECORD (``../../../bin/pkgcli``)."""
-    script = v / "bin" / "pkgcli"
-    script.write_text(f"#!{v / 'bin' / 'python'}\n{body}print('pkg from', pkg.__file__)\n", encoding="utf-8")
-    script.chmod(0o755)
-    rel = os.path.relpath(script, root)
-    record = root / "pkg-1.0.dist-info" / "RECORD"
-    with open(record, "a", encoding="utf-8") as f:
-        f.write(",".join(record_row(root, rel)) + "\n")
-    return script
 
 
-def runs(script: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(script.parent / "python"), str(script)], capture_output=True, text=True,
-                          timeout=60, cwd="/")
 
 
 def test_a_clean_console_script_directory_passes(tmp_path: Path) -> None:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli, setuptools_site
-from test_record_units import bad, install, record_row, run, wheel_of
-from test_shadowing_hooks import HOOK, starts, venv, with_hack
+from recordtrees import bad, install, record_row, run, wheel_of
+from startuptrees import HOOK, starts, venv, with_hack
 
 from pp1audit.checks.bytecode import VerifiedCache
 from pp1audit.checks.record_judge import record_checks

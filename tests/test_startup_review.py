@@ -36,9 +36,22 @@ from pathlib import Path
 
 import pytest
 from conftest import setuptools_site
-from test_record_units import bad, record_row, run, swap_pyc
-from test_shadowing_hooks import BASE_EXE, HACK, HOOK, PYVER, fake_base, starts, venv, with_hack
-from test_startup_more import MARK, OTHER, cfg_line, runs, with_script
+from recordtrees import bad, record_row, run, swap_pyc
+from startuptrees import (
+    BASE_EXE,
+    HACK,
+    HOOK,
+    MARK,
+    OTHER,
+    PYVER,
+    cfg_line,
+    fake_base,
+    runs,
+    starts,
+    venv,
+    with_hack,
+    with_script,
+)
 
 from pp1audit.checks import shadowing
 from pp1audit.checks.bytecode import RELEASE

@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import replace_file, run_cli, site
-from test_record_vllm import bytecode_cache, manifest, venv_copy  # noqa: F401
-from test_shadowing_hooks import venv
+from startuptrees import venv
 
 from pp1audit.checks.bytecode import VerifiedCache
 from pp1audit.checks.shadowing import check_shadowing
@@ -181,7 +180,7 @@ def checks(target: Path, m: Path, cache: Path, *extra: str) -> tuple[int, dict[s
 
 @pytest.mark.vllm
 def test_a_rewritten_console_script_with_its_row_rehashed_fails_the_startup_pin(
-    venv_copy: Path, manifest: Path, bytecode_cache: Path, tmp_path: Path  # noqa: F811
+    venv_copy: Path, manifest: Path, bytecode_cache: Path, tmp_path: Path
 ) -> None:
     sp = site(venv_copy)
     _, clean = checks(sp, manifest, bytecode_cache, "--record")
@@ -212,7 +211,7 @@ def test_a_rewritten_console_script_with_its_row_rehashed_fails_the_startup_pin(
 
 @pytest.mark.vllm
 def test_a_deleted_console_script_fails_the_pin_by_name(
-    venv_copy: Path, manifest: Path, bytecode_cache: Path, tmp_path: Path  # noqa: F811
+    venv_copy: Path, manifest: Path, bytecode_cache: Path, tmp_path: Path
 ) -> None:
     sp = site(venv_copy)
     _, clean = checks(sp, manifest, bytecode_cache, "--record")
@@ -238,7 +237,7 @@ def long_venv(vllm_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 @pytest.mark.vllm
 def test_identical_venvs_at_different_paths_share_a_startup_digest(
-    vllm_venv: Path, long_venv: Path, manifest: Path, bytecode_cache: Path  # noqa: F811
+    vllm_venv: Path, long_venv: Path, manifest: Path, bytecode_cache: Path
 ) -> None:
     assert (long_venv / "bin" / "vllm").read_bytes().startswith(b"#!/bin/sh\n'''exec' ")  # the premise
     assert (vllm_venv / "bin" / "vllm").read_bytes().startswith(b"#!" + os.fsencode(vllm_venv))
@@ -258,7 +257,7 @@ def test_identical_venvs_at_different_paths_share_a_startup_digest(
 
 @pytest.mark.vllm
 def test_pin_repins_the_startup_digest_over_the_console_script(
-    venv_copy: Path, manifest: Path, bytecode_cache: Path, tmp_path: Path  # noqa: F811
+    venv_copy: Path, manifest: Path, bytecode_cache: Path, tmp_path: Path
 ) -> None:
     sp = site(venv_copy)
     _, clean = checks(sp, manifest, bytecode_cache, "--record")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_recwheel_edges import make_wheel, wheel_path
+from wheeltrees import make_wheel, wheel_path
 
 from pp1audit.checks.record_judge import _member_escapes
 from pp1audit.sources.inventory import WheelInventory

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, run_cli
-from test_recwheel_edges import make_wheel, run, wheel_path
+from wheeltrees import make_wheel, run, wheel_path
 
 from pp1audit import sources
 from pp1audit.errors import SourceError
