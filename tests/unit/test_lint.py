@@ -12,7 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import REPO
+
+ROOT = REPO
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

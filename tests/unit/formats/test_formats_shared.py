@@ -9,9 +9,9 @@ the words). Each is now one helper, and the words live in one place.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from pp1audit.formats import UNKNOWN_VERSION, counted, named_source, version_or_unknown
 from pp1audit.formats.json_format import as_dict
@@ -21,7 +21,7 @@ from pp1audit.formats.text_format import summary
 from pp1audit.result import Check, Result, Status, TargetInfo
 from pp1audit.upgrade.diff import TreeDiff, render_text
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pp1audit"
+PACKAGE = REPO / "pp1audit"
 
 
 def result(version: str | None, source: str | None = None) -> Result:

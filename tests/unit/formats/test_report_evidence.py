@@ -23,7 +23,7 @@ from pathlib import Path
 import git
 import pytest
 import yaml
-from conftest import run_cli
+from conftest import REPO, run_cli
 from lanerepo import _commit, dedent
 
 from pp1audit.checks.patches import patch_status
@@ -381,7 +381,7 @@ def test_the_findings_heads_are_those_the_record_run_writes() -> None:
     """``audit._FOUND_HEADS`` (names refused, hints given) lists the heads the hashing run's
     parts build finding ids with; read from their source, so a new head cannot go unlisted.
     (Evidence ``shadowing`` reaches a finding of any head: ``audit._shadowing_finding``.)"""
-    root = Path(__file__).resolve().parent.parent / "pp1audit" / "checks"
+    root = REPO / "pp1audit" / "checks"
     heads = set()
     for rel in ("record.py", "record_judge.py", "shadowing.py", "vouch.py", "entrypoints.py"):
         heads.update(re.findall(r'f"([a-z_]+):\{', (root / rel).read_text(encoding="utf-8")))
