@@ -42,8 +42,9 @@ from pp1audit.checks.entrypoints import (
     judge as judge_entry_points,
 )
 from pp1audit.checks.record import KIND, RecordRun, error_check
-from pp1audit.checks.shadowing import PATH_ZIP_MAX, ShadowReport, check_shadowing, open_zip
+from pp1audit.checks.shadowing import ShadowReport, check_shadowing
 from pp1audit.checks.sitemodel import Release
+from pp1audit.checks.startupzip import PATH_ZIP_MAX, open_zip
 from pp1audit.checks.treedigest import listing_digest, tree_digest
 from pp1audit.result import Check, Status
 from pp1audit.sources import installed_path

@@ -91,7 +91,7 @@ class ShadowReport:
     site-packages the venv lets in; a package of that name by its files), the
     files of the modules a vouched ``.pth`` imports, every module beside the
     audited distribution's console scripts (``../../../bin/torch.py``), those
-    scripts themselves (``../../../bin/vllm``: ``shadowing.check_script_startup``,
+    scripts themselves (``../../../bin/vllm``: ``startupscripts.check_script_startup``,
     their ``#!`` header in a canonical form), and the
     venv's ``pyvenv.cfg`` (``../../../pyvenv.cfg``, by whether it lets the system
     site-packages start: ``shadowing.cfg_token``). Those modules' bytecode caches

@@ -34,7 +34,7 @@ import pytest
 from recordtrees import bad, install, record_row, run, swap_pyc
 from startuptrees import BASE_EXE, HACK, HOOK, PYVER, fake_base, starts, unrecognised_binary, venv, with_hack
 
-from pp1audit.checks import pthimports, shadowing
+from pp1audit.checks import pthimports, shadowing, startupzip
 from pp1audit.checks.bytecode import VerifiedCache
 from pp1audit.checks.record_judge import record_checks
 from pp1audit.sources.inventory import DirInventory
@@ -170,7 +170,7 @@ def test_a_zip_that_cannot_be_looked_into_fails_and_a_non_zip_passes(
     # No zip at all: nothing to say, in the entry-point summary either.
     assert "notes.txt (on sys.path) cannot be read" not in checks["shadowing"].message, \
         checks["shadowing"].message
-    monkeypatch.setattr(shadowing, "PATH_ZIP_MAX", 10)
+    monkeypatch.setattr(startupzip, "PATH_ZIP_MAX", 10)
     checks = bad(run(root))
     assert list(checks) == ["pth:extras.pth:1"]
     assert "cannot be looked into" in checks["pth:extras.pth:1"].message

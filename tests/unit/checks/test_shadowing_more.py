@@ -22,7 +22,7 @@ import pytest
 from recordtrees import bad, install, run
 from startuptrees import PYVER, ZIPNAME, venv_with_base, write_zip
 
-from pp1audit.checks import shadowing
+from pp1audit.checks import startupzip
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
@@ -138,7 +138,7 @@ def test_an_unreadable_zip_is_a_note_not_a_crash(tmp_path: Path, kind: str,
         os.mkfifo(zpath)  # opening it would block forever
     else:
         write_zip(zpath, {"pkg.py": ""})
-        monkeypatch.setattr(shadowing, "STDLIB_ZIP_MAX", 10)
+        monkeypatch.setattr(startupzip, "STDLIB_ZIP_MAX", 10)
     checks = run(root)
     assert bad(checks) == {}
     assert f"{zpath} (on sys.path ahead of the audited copy) " in checks["shadowing"].message

@@ -53,7 +53,7 @@ from startuptrees import (
     with_script,
 )
 
-from pp1audit.checks import shadowing
+from pp1audit.checks import pthfiles, shadowing
 from pp1audit.checks.bytecode import RELEASE
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX prefix layout and symlinks")
@@ -281,7 +281,7 @@ def test_a_path_line_to_a_directory_only_its_owner_writes_passes(tmp_path: Path,
     mine = tmp_path / "mine"
     mine.mkdir()
     mine.chmod(mode)
-    assert not shadowing._others_in_group(mine.stat().st_gid, os.getuid()), "premise: only its owner"
+    assert not pthfiles._others_in_group(mine.stat().st_gid, os.getuid()), "premise: only its owner"
     (root / "zz.pth").write_text(f"{mine}\n", encoding="utf-8")
     assert bad(run(root)) == {}
 

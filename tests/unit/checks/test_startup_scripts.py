@@ -280,7 +280,7 @@ def test_pin_repins_the_startup_digest_over_the_console_script(
 def test_a_script_over_the_cap_is_not_read_and_its_size_is_its_token(tmp_path: Path) -> None:
     """A 40 GB sparse ``bin/vllm`` held the run while it was hashed (the pin runs
     without ``--record`` too): over ``SCRIPT_MODULE_MAX`` it is not read."""
-    from pp1audit.checks.shadowing import SCRIPT_MODULE_MAX
+    from pp1audit.checks.startupscripts import SCRIPT_MODULE_MAX
 
     v, root = with_script(tmp_path)
     size = 40 << 30

@@ -383,6 +383,7 @@ def test_the_findings_heads_are_those_the_record_run_writes() -> None:
     (Evidence ``shadowing`` reaches a finding of any head: ``audit._shadowing_finding``.)"""
     root = REPO / "pp1audit" / "checks"
     heads = set()
-    for rel in ("record.py", "record_judge.py", "shadowing.py", "vouch.py", "entrypoints.py"):
+    for rel in ("record.py", "record_judge.py", "shadowing.py", "pthfiles.py", "startupzip.py",
+                "startupscripts.py", "vouch.py", "entrypoints.py"):
         heads.update(re.findall(r'f"([a-z_]+):\{', (root / rel).read_text(encoding="utf-8")))
     assert heads == set(_FOUND_HEADS)

@@ -135,7 +135,7 @@ def test_report_check_diff_keeps_the_documents_backslashes(tmp_path: Path) -> No
 
 
 
-# --- the zipped standard library (shadowing._zip_names) --------------------------
+# --- the zipped standard library (startupzip._zip_names) --------------------------
 
 def _venv_zip(tmp_path: Path) -> tuple[Path, Path]:
     """An installed ``pkg`` in a venv, and where its base's ``pythonXY.zip`` goes."""
@@ -146,7 +146,8 @@ def _venv_zip(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _zip_names(zpath: Path, packages: tuple[str, ...] = ("pkg",)) -> tuple[set[str] | None, list[str]]:
-    from pp1audit.checks.shadowing import ShadowReport, _zip_names
+    from pp1audit.checks.shadowing import ShadowReport
+    from pp1audit.checks.startupzip import _zip_names
 
     report = ShadowReport()
     return _zip_names(str(zpath), report, packages), report.notes
@@ -193,7 +194,7 @@ def test_only_the_names_that_decide_are_kept(tmp_path: Path) -> None:
     ``_zip_hit`` decides on is a handful per package, and decides the same."""
     from startuptrees import write_zip
 
-    from pp1audit.checks.shadowing import _zip_hit
+    from pp1audit.checks.startupzip import _zip_hit
 
     ext = importlib.machinery.EXTENSION_SUFFIXES[0]
     members = {**{f"pkg/m{i:04}.py": "" for i in range(2000)}, **{f"other{i:04}.py": "" for i in range(2000)},
@@ -211,7 +212,7 @@ def test_only_the_names_that_decide_are_kept(tmp_path: Path) -> None:
 
 
 def test_a_zip_far_larger_than_a_standard_library_is_not_read(tmp_path: Path) -> None:
-    """All of CPython's standard library zips to 16 MiB at most (shadowing.STDLIB_ZIP_MAX)."""
+    """All of CPython's standard library zips to 16 MiB at most (startupzip.STDLIB_ZIP_MAX)."""
     _root, zpath = _venv_zip(tmp_path)
     with zpath.open("wb") as f:
         f.truncate(17 << 20)  # sparse: no 17 MiB written
