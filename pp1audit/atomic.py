@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from pp1audit.errors import Pp1Error
-from pp1audit.sources.fdio import write_all
+from pp1audit.fdio import write_all
 from pp1audit.sources.safeio import realpath
 
 

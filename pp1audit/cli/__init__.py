@@ -16,22 +16,28 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from importlib import import_module
 from typing import Any, ClassVar, NoReturn, TextIO, cast
 
 import click
 
 from pp1audit import __version__
-from pp1audit.cli.audit_cmds import check, fetch, report, schema
 from pp1audit.cli.options import ConfiguredCommand
 from pp1audit.cli.output import GuardedStdout, QuietStderr, StdoutFailed, say, stdout_failed, tell
 from pp1audit.errors import EXIT_OPEN, EXIT_USAGE, Pp1Error
 
 
 class _Group(click.Group):
-    """A group whose upgrade commands (init, pin, show, diff) load on first use:
-    their option declarations alone cost more start-up than ``check`` can spare."""
+    """A group whose commands load on first use, each from its module: their option
+    declarations cost start-up that ``--version`` (and ``check``, for the upgrade
+    commands) should not pay."""
 
-    _LAZY: ClassVar[dict[str, str]] = {"init": "init", "pin": "pin", "show": "show", "diff": "diff_cmd"}
+    _LAZY: ClassVar[dict[str, tuple[str, str]]] = {
+        "check": ("audit_cmds", "check"), "report": ("audit_cmds", "report"),
+        "fetch": ("audit_cmds", "fetch"), "schema": ("audit_cmds", "schema"),
+        "init": ("upgrade_cmds", "init"), "pin": ("upgrade_cmds", "pin"),
+        "show": ("upgrade_cmds", "show"), "diff": ("upgrade_cmds", "diff_cmd"),
+    }
     command_class = ConfiguredCommand
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -39,9 +45,8 @@ class _Group(click.Group):
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self._LAZY and name not in self.commands:
-            from pp1audit.cli import upgrade_cmds as cli_upgrade
-
-            command: click.Command = getattr(cli_upgrade, self._LAZY[name])
+            module, attr = self._LAZY[name]
+            command: click.Command = getattr(import_module(f"pp1audit.cli.{module}"), attr)
             self.add_command(command, name)
         return super().get_command(ctx, name)
 
@@ -134,10 +139,6 @@ def _end_by(signum: int) -> None:
 def cli() -> None:
     """Executable source audits: pin an installed package's files, cited spans and
     code invariants in a manifest, and gate on them."""
-
-
-for _command in (fetch, check, report, schema):
-    cli.add_command(_command)
 
 
 

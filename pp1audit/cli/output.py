@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pp1audit.errors import EXIT_USAGE
-from pp1audit.sources.fdio import write_all
+from pp1audit.fdio import write_all
 
 if TYPE_CHECKING:
     pass

@@ -14,7 +14,7 @@ import click
 import pytest
 from conftest import REPO, run_cli
 
-from pp1audit.cli import check as check_command
+from pp1audit.cli.audit_cmds import check as check_command
 from pp1audit.formats import FORMATS, get_formatter
 
 PP1 = REPO / "manifests" / "pp1.yaml"
@@ -90,13 +90,15 @@ def test_text_output_prints_data_not_markup(tmp_path: Path, make_files: Callable
         assert "pkg/a[/b].py" in proc.stdout and "version unknown" in proc.stdout
 
 
-def test_lazy_upgrade_commands_match_their_module() -> None:
+def test_lazy_commands_match_their_modules() -> None:
     from pp1audit import cli
-    from pp1audit.cli import upgrade_cmds as cli_upgrade
+    from pp1audit.cli import audit_cmds, upgrade_cmds
 
-    assert {c.name for c in cli_upgrade.COMMANDS} == set(cli._Group._LAZY)
-    for name, attr in cli._Group._LAZY.items():
-        assert getattr(cli_upgrade, attr).name == name
+    modules = {"audit_cmds": audit_cmds, "upgrade_cmds": upgrade_cmds}
+    assert {c.name for c in upgrade_cmds.COMMANDS} | {"check", "report", "fetch", "schema"} \
+        == set(cli._Group._LAZY)
+    for name, (module, attr) in cli._Group._LAZY.items():
+        assert getattr(modules[module], attr).name == name
 
 
 M_DIGEST = hashlib.sha256(b"x = 1\n").hexdigest()
