@@ -20,9 +20,9 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 
 def _tutorial_claim() -> str:
     """The ```yaml block of the tutorial, de-indented as it is to be appended."""
-    block = re.search(r"```yaml\n(.*?)```", README, re.S)
-    assert block is not None, "the README tutorial lost its claim"
-    lines = block.group(1).splitlines()
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", README, re.S) if "invariants:" in b]
+    assert len(blocks) == 1, "the README tutorial lost its claim"
+    lines = blocks[0].splitlines()
     indent = min(len(x) - len(x.lstrip()) for x in lines if x.strip())
     return "\n".join(x[indent:] for x in lines) + "\n"
 
