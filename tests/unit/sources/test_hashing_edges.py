@@ -405,5 +405,6 @@ def test_hashing_threads_get_small_stacks_and_the_setting_is_put_back(
     for e in entries:
         hashes.add(e)
     hashes.result()
-    assert seen == [hashing.THREAD_STACK] * 2
+    # The pool starts a thread per task only while none is idle: one or two, by timing.
+    assert 1 <= len(seen) <= 2 and set(seen) == {hashing.THREAD_STACK}
     assert stack() == before
