@@ -61,13 +61,10 @@ def missing_inputs(checks: Iterable[Check], shown: int = 3) -> str:
     and how to give it (``--repo NAME=PATH``, ``pp1audit fetch``). A reason that
     ends another one (a donor's hunks "not checked: <the donor's reason>") is the
     same input, said once; the first ``shown`` are listed, the rest counted."""
+    from pp1audit.formats import skip_reasons
     from pp1audit.text.safe import count
 
-    reasons: list[tuple[str, str]] = []
-    for c in checks:
-        if any(c.message.endswith(r) or r.endswith(c.message) for _, r in reasons):
-            continue
-        reasons.append((named_source(c) or c.id, c.message))
+    reasons = [(named_source(first) or first.id, why) for why, _, first in skip_reasons(list(checks))]
     said = " | ".join(f"{who}: {why}" for who, why in reasons[:shown])
     more = len(reasons) - shown
     return said + (f" | and {count(more, 'other reason')}" if more > 0 else "")

@@ -35,23 +35,21 @@ def counted(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {status}" for status, n in counts.items())
 
 
-def skip_reasons(checks: list[Check]) -> list[tuple[str, int]]:
-    """What the skipped ``checks`` wait for, once each with how many wait for it: their
-    messages name the input and how to give it (``--repo NAME=PATH``, ``pp1audit
-    fetch``). A message that ends another one (a donor's hunks "not checked: <the
-    donor's reason>") waits for the same input; it is told in its shortest words."""
-    reasons: list[str] = []
-    counts: list[int] = []
+def skip_reasons(checks: list[Check]) -> list[tuple[str, int, Check]]:
+    """What the skipped ``checks`` wait for, once each: the reason, how many wait for it
+    and the first that does. Their messages name the input and how to give it
+    (``--repo NAME=PATH``, ``pp1audit fetch``); a message that ends another one (a
+    donor's hunks "not checked: <the donor's reason>") waits for the same input and
+    is told in its shortest words."""
+    groups: list[tuple[str, int, Check]] = []
     for c in checks:
-        for i, reason in enumerate(reasons):
+        for i, (reason, n, first) in enumerate(groups):
             if c.message.endswith(reason) or reason.endswith(c.message):
-                reasons[i] = min(reason, c.message, key=len)
-                counts[i] += 1
+                groups[i] = (min(reason, c.message, key=len), n + 1, first)
                 break
         else:
-            reasons.append(c.message)
-            counts.append(1)
-    return list(zip(reasons, counts, strict=True))
+            groups.append((c.message, 1, c))
+    return groups
 
 
 def get_formatter(name: str) -> Callable[..., str]:

@@ -90,7 +90,7 @@ def _waiting(result: Result) -> list[str]:
     if not skipped:
         return []
     lines = [f"{len(skipped)} not judged, each waiting for an input:"]
-    lines += [f"  {n:>3} × {printable(reason)}" for reason, n in skip_reasons(skipped)]
+    lines += [f"  {n:>3} × {printable(reason)}" for reason, n, _ in skip_reasons(skipped)]
     return lines
 
 

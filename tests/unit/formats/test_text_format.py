@@ -53,4 +53,6 @@ def test_a_pipe_keeps_one_line_per_check_in_manifest_order() -> None:
 
 def test_a_donors_hunks_wait_for_the_donors_input() -> None:
     checks = list(_result().checks)
-    assert skip_reasons([c for c in checks if c.status is Status.SKIP]) == [(LANE, 2), (FETCH, 2)]
+    groups = skip_reasons([c for c in checks if c.status is Status.SKIP])
+    assert [(reason, n, first.id) for reason, n, first in groups] == [
+        (LANE, 2, "lane-1"), (FETCH, 2, "donor")]
